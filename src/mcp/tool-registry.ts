@@ -1,0 +1,103 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
+  type ToolAnnotations,
+} from '@modelcontextprotocol/sdk/types.js';
+import * as z from 'zod';
+
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** What a tool handler returns: the structured result (always), its text rendering, and whether it failed. */
+export interface ToolOutcome<Out> {
+  readonly structured: Out;
+  readonly text: string;
+  readonly isError: boolean;
+}
+
+/**
+ * One MCP tool. Unlike `McpServer.registerTool`, invalid arguments reach the tool's own
+ * `onInvalidInput`, so a rejected call still gets the tool's structured result (and, for
+ * `ollama_run`, its runs.jsonl line) instead of a bare error string.
+ */
+export interface ToolDefinition<In extends z.ZodType, Out extends z.ZodType> {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly inputSchema: In;
+  readonly outputSchema: Out;
+  readonly annotations: ToolAnnotations;
+  handle(input: z.output<In>, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
+  onInvalidInput(problem: string, rawArguments: unknown, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyToolDefinition = ToolDefinition<any, any>;
+
+/** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
+export function registerTools(server: Server, tools: readonly AnyToolDefinition[]): void {
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const listing = tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: jsonSchemaOf(tool.inputSchema, 'input'),
+    outputSchema: jsonSchemaOf(tool.outputSchema, 'output'),
+    annotations: tool.annotations,
+  }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const tool = byName.get(request.params.name);
+    if (!tool) {
+      return {
+        isError: true,
+        content: [{ type: 'text', text: `Unknown tool \`${request.params.name}\`. Available tools: ${[...byName.keys()].join(', ')}.` }],
+      };
+    }
+    const rawArguments = request.params.arguments ?? {};
+    const parsed = tool.inputSchema.safeParse(rawArguments);
+    try {
+      const outcome = parsed.success
+        ? await tool.handle(parsed.data, extra)
+        : await tool.onInvalidInput(describeIssues(parsed.error, rawArguments), rawArguments, extra);
+      return {
+        isError: outcome.isError,
+        structuredContent: outcome.structured as Record<string, unknown>,
+        content: [{ type: 'text', text: outcome.text }],
+      };
+    } catch (error) {
+      // A bug, not an outcome: say so plainly rather than crash the server.
+      return { isError: true, content: [{ type: 'text', text: `Internal error in ${tool.name}: ${(error as Error).message}` }] };
+    }
+  });
+}
+
+function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output') {
+  const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  return json as { type: 'object'; [key: string]: unknown };
+}
+
+/** One line per problem, each naming the argument, what is allowed and what was given. */
+export function describeIssues(error: z.ZodError, rawArguments: unknown): string {
+  const args = typeof rawArguments === 'object' && rawArguments !== null ? (rawArguments as Record<string, unknown>) : {};
+  const lines = error.issues.map((issue) => {
+    if (issue.code === 'unrecognized_keys') {
+      return `unknown argument${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `\`${key}\``).join(', ')}`;
+    }
+    const name = issue.path.map(String).join('.') || 'arguments';
+    const top = issue.path[0];
+    const given = typeof top === 'string' && top in args ? `, got ${preview(args[top])}` : '';
+    if (issue.code === 'invalid_type' && typeof top === 'string' && !(top in args)) return `\`${name}\` is required`;
+    return `\`${name}\`: ${issue.message}${given}`;
+  });
+  return `Invalid arguments: ${lines.join('; ')}.`;
+}
+
+function preview(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}

@@ -1,0 +1,26 @@
+/**
+ * Ollama model names: `[host/][namespace/]name[:tag]`, e.g. `qwen2.5-coder:7b`,
+ * `library/llama3.2:latest`, `hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M`.
+ * Letters, digits and `._-` in each part, `/` between parts, one optional `:tag`.
+ * Never a leading `-` (it would be read as a flag), no whitespace, no shell characters.
+ */
+export const MODEL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*){0,3}(?::[A-Za-z0-9][A-Za-z0-9._-]*)?$/;
+
+export const MODEL_NAME_MAX_LENGTH = 200;
+
+/**
+ * The name under which a model's circuit is kept: `library/` (the default namespace, also as
+ * `registry.ollama.ai/library/`) and a missing `:latest` tag do not make another model, so
+ * `llama3.2`, `llama3.2:latest` and `library/llama3.2:latest` share one circuit.
+ */
+export function canonicalModelName(model: string): string {
+  let name = model.trim().toLowerCase();
+  for (const prefix of ['registry.ollama.ai/library/', 'registry.ollama.ai/', 'library/']) {
+    if (name.startsWith(prefix)) {
+      name = name.slice(prefix.length);
+      break;
+    }
+  }
+  const lastPart = name.slice(name.lastIndexOf('/') + 1);
+  return lastPart.includes(':') ? name : `${name}:latest`;
+}

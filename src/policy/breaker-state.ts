@@ -1,0 +1,24 @@
+/** Persisted, JSON-serialisable state of one model's circuit. Times are epoch milliseconds. */
+export type BreakerState =
+  | {
+      readonly state: 'closed';
+      /** Model failures in a row since the last success. */
+      readonly consecutiveFailures: number;
+    }
+  | {
+      readonly state: 'open';
+      readonly consecutiveFailures: number;
+      readonly openedAt: number;
+      /** When the cooldown ends and one probe may go through. */
+      readonly retryAt: number;
+    }
+  | {
+      readonly state: 'half_open';
+      readonly consecutiveFailures: number;
+      /** The one run allowed through, and until when its lease holds. `null`: nobody probing yet. */
+      readonly probe: { readonly runId: string; readonly leaseUntil: number } | null;
+    };
+
+export type CircuitName = BreakerState['state'];
+
+export const CLOSED: BreakerState = { state: 'closed', consecutiveFailures: 0 };

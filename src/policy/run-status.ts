@@ -1,0 +1,54 @@
+/**
+ * Every way an `ollama_run` attempt can end. One list, shared by the runner's classifier,
+ * the policy table, the tool's output schema and the runs.jsonl record.
+ */
+export const RUN_STATUSES = [
+  /** The model answered: exit 0 with non-empty output. */
+  'ok',
+  /** The run passed its `timeout_ms` and was killed (SIGTERM, then SIGKILL). */
+  'timeout',
+  /** The model is not installed and could not be pulled (`pull model manifest: file does not exist`). */
+  'model_not_found',
+  /** The CLI could not reach the Ollama server (`could not connect to ollama`, `connection refused`). */
+  'ollama_unreachable',
+  /** The Ollama server refused the request because its queue is full (`server busy`). */
+  'server_busy',
+  /** A cloud model needs `ollama signin`; the CLI printed that on stdout and exited 0. */
+  'signin_required',
+  /** The CLI exited 0 but the answer was empty or only whitespace. */
+  'empty_output',
+  /** The model printed more than the output cap; it was stopped and the output truncated. */
+  'output_limit',
+  /** The CLI exited non-zero (or died by a signal we did not send) for another reason. */
+  'crashed',
+  /** `OLLAMA_BIN` could not be executed at all (not found, not executable). */
+  'cli_not_found',
+  /** Rejected without spawning: the model's circuit is open (or its half-open probe is taken). */
+  'circuit_open',
+  /** The CLI refused the call's options (e.g. `--think` on a model that cannot think). */
+  'unsupported_option',
+  /** The caller cancelled, or the server shut down, while the run was queued or running. */
+  'cancelled',
+  /** Rejected without spawning: the arguments were invalid. */
+  'invalid_input',
+] as const;
+
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** Why a result tells the caller to stop retrying and hand the task upwards. */
+export const ESCALATION_REASONS = [
+  /** The task has failed `max_retries` times before this failed attempt. */
+  'max_retries_exceeded',
+  /** The model's circuit is open: it failed too often in a row, across all tasks. */
+  'circuit_open',
+  /** The model is not installed; no retry will fix that. */
+  'model_not_found',
+  /** The Ollama server is down or unreachable; no retry will fix that until someone starts it. */
+  'ollama_unreachable',
+  /** A cloud model needs a human to run `ollama signin`. */
+  'signin_required',
+  /** The `ollama` CLI is missing or not executable on the server's machine. */
+  'cli_not_found',
+] as const;
+
+export type EscalationReason = (typeof ESCALATION_REASONS)[number];

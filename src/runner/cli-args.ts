@@ -1,0 +1,25 @@
+/** What the `ollama run` CLI can honour, beyond the model and the prompt. */
+export interface CliRunOptions {
+  /** `json`, or a JSON schema object the answer must follow. */
+  readonly format?: 'json' | Record<string, unknown>;
+  /** `--think`: true/false, or an effort level for models that support it (CLI v0.9.0+). */
+  readonly think?: boolean | 'high' | 'medium' | 'low';
+  /** `--keepalive`: how long the model stays loaded after the run, as a Go duration (`5m`, `30s`). */
+  readonly keepalive?: string;
+}
+
+/**
+ * The argv for `ollama run`. The prompt is never here (it goes on stdin: argv is visible to every
+ * local user in `ps` and has a length limit). `--nowordwrap` is always set: without it the CLI
+ * writes cursor escapes into stdout and changes the model's own line breaks. Flags take the
+ * `--flag=value` form so a value can never be read as a flag.
+ */
+export function buildRunArgs(model: string, options: CliRunOptions): string[] {
+  const args = ['run', model, '--nowordwrap'];
+  if (options.format !== undefined) {
+    args.push(`--format=${typeof options.format === 'string' ? options.format : JSON.stringify(options.format)}`);
+  }
+  if (options.think !== undefined) args.push(`--think=${String(options.think)}`);
+  if (options.keepalive !== undefined) args.push(`--keepalive=${options.keepalive}`);
+  return args;
+}

@@ -1,0 +1,100 @@
+import * as z from 'zod';
+import type { BreakerState } from '../policy/breaker-state.js';
+import type { TaskLedgerEntry } from '../policy/task-ledger.js';
+import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
+
+/** The state the policies work on: task ledgers and model circuits (a view over several files). */
+export interface StateData {
+  tasks: Record<string, TaskLedgerEntry>;
+  breakers: Record<string, BreakerState>;
+  /** When old task entries were last pruned (epoch ms). */
+  prunedAt: number;
+}
+
+export function emptyState(): StateData {
+  return { tasks: {}, breakers: {}, prunedAt: 0 };
+}
+
+const count = z.number().int().nonnegative();
+const time = z.number().nonnegative();
+
+const taskEntrySchema = z.object({
+  attempts: count,
+  failures: count,
+  totalFailures: count,
+  lastStatus: z.enum(RUN_STATUSES),
+  lastRunId: z.string(),
+  lastModel: z.string(),
+  escalated: z.boolean(),
+  escalationReason: z.enum(ESCALATION_REASONS).nullable(),
+  firstSeenAt: time,
+  updatedAt: time,
+});
+
+const breakerSchema = z.discriminatedUnion('state', [
+  z.object({ state: z.literal('closed'), consecutiveFailures: count }),
+  z.object({ state: z.literal('open'), consecutiveFailures: count, openedAt: time, retryAt: time }),
+  z.object({
+    state: z.literal('half_open'),
+    consecutiveFailures: count,
+    probe: z.object({ runId: z.string(), leaseUntil: time }).nullable(),
+  }),
+]);
+
+/** `state.json`: the circuits and bookkeeping. */
+const mainFileSchema = z.object({
+  version: z.literal(1),
+  breakers: z.record(z.string(), z.unknown()),
+  prunedAt: time.default(0),
+});
+
+/** One shard of the task ledger: `state.tasks/NN.json`. */
+const shardFileSchema = z.object({
+  tasks: z.record(z.string(), z.unknown()),
+});
+
+export interface Parsed<T> {
+  readonly data: T;
+  /** Entries that did not validate and were dropped (each named), so a warning can say so. */
+  readonly dropped: readonly string[];
+}
+
+export type MainFile = Pick<StateData, 'breakers' | 'prunedAt'>;
+export type ShardFile = Pick<StateData, 'tasks'>;
+
+/**
+ * Validate `state.json`. A malformed circuit is dropped on its own (one bad entry does not cost
+ * every other model its circuit); a malformed document throws.
+ */
+export function parseMainFile(json: unknown): Parsed<MainFile> {
+  const file = mainFileSchema.parse(json);
+  const dropped: string[] = [];
+  const breakers: StateData['breakers'] = {};
+  for (const [model, entry] of Object.entries(file.breakers)) {
+    const parsed = breakerSchema.safeParse(entry);
+    if (parsed.success) breakers[model] = parsed.data;
+    else dropped.push(`circuit ${JSON.stringify(model)}`);
+  }
+  return { data: { breakers, prunedAt: file.prunedAt }, dropped };
+}
+
+/** Validate one ledger shard; malformed task entries are dropped on their own. */
+export function parseShardFile(json: unknown): Parsed<ShardFile> {
+  const file = shardFileSchema.parse(json);
+  const dropped: string[] = [];
+  const tasks: StateData['tasks'] = {};
+  for (const [taskId, entry] of Object.entries(file.tasks)) {
+    const parsed = taskEntrySchema.safeParse(entry);
+    if (parsed.success) tasks[taskId] = parsed.data;
+    else dropped.push(`task ${JSON.stringify(taskId)}`);
+  }
+  return { data: { tasks }, dropped };
+}
+
+export function serializeMainFile(main: MainFile): string {
+  return JSON.stringify({ version: 1, breakers: main.breakers, prunedAt: main.prunedAt });
+}
+
+export function serializeShardFile(shard: ShardFile): string {
+  return JSON.stringify({ tasks: shard.tasks });
+}

@@ -1,0 +1,57 @@
+import type { CircuitName } from '../policy/breaker-state.js';
+import type { EscalationReason, RunStatus } from '../policy/run-status.js';
+
+/** Bumped when a field changes meaning or disappears. Adding a field does not bump it. */
+export const RUN_RECORD_SCHEMA_VERSION = 1;
+
+/** What happened to the model's circuit because of this attempt, if anything. */
+export type CircuitTransition = 'opened' | 'reopened' | 'half_opened' | 'closed' | null;
+
+/**
+ * One line of runs.jsonl: one `ollama_run` attempt, rejected ones included.
+ * Documented field by field in telemetry/README.md.
+ */
+export interface RunRecord {
+  readonly v: typeof RUN_RECORD_SCHEMA_VERSION;
+  /** ISO 8601 time the attempt finished (or was rejected). */
+  readonly ts: string;
+  readonly run_id: string;
+  /** Set when the attempt was one job of an `ollama_run_many` call. */
+  readonly batch_id: string | null;
+  readonly tool: string;
+  /** The model name as given (cut to 200 characters when the input was invalid). */
+  readonly model: string;
+  readonly task_id: string | null;
+  readonly status: RunStatus;
+  readonly exit_code: number | null;
+  /** Signal that ended the CLI process, if it died by one. */
+  readonly signal: string | null;
+  readonly timed_out: boolean;
+  readonly truncated: boolean;
+  /** Wall time from spawn to exit (0 when nothing was spawned). */
+  readonly duration_ms: number;
+  /** Wall time spent waiting for a concurrency slot. */
+  readonly queue_ms: number;
+  readonly timeout_ms: number | null;
+  readonly prompt_chars: number;
+  readonly output_chars: number;
+  readonly thinking_chars: number;
+  readonly retry_count: number;
+  readonly max_retries: number;
+  readonly escalate: boolean;
+  readonly escalation_reason: EscalationReason | null;
+  readonly circuit: {
+    readonly state: CircuitName;
+    readonly consecutive_failures: number;
+    readonly retry_after_seconds: number | null;
+    readonly transition: CircuitTransition;
+  };
+  /** Short error text (at most 500 characters), `null` on success. */
+  readonly error: string | null;
+  /** PID of the server process that ran the attempt (several may share one log). */
+  readonly server_pid: number;
+  /** Only with OLLAMA_MCP_LOG_CONTENT=1. */
+  readonly prompt?: string;
+  /** Only with OLLAMA_MCP_LOG_CONTENT=1. */
+  readonly output?: string;
+}

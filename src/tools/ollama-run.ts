@@ -1,0 +1,168 @@
+import * as z from 'zod';
+import type { Config } from '../config.js';
+import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
+import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import { runResultSchema, type RunResult } from '../run-result.js';
+import type { RunRequest, RunService } from '../run-service.js';
+
+/** A prompt larger than this is refused (it would not fit any local model's context anyway). */
+export const MAX_PROMPT_CHARS = 1_000_000;
+const MAX_FORMAT_SCHEMA_CHARS = 32_768;
+/** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
+const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
+const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@#+-]*$/;
+
+export const ollamaRunInputSchema = z.strictObject({
+  model: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(MODEL_NAME_MAX_LENGTH, `must be at most ${MODEL_NAME_MAX_LENGTH} characters`)
+    .regex(
+      MODEL_NAME_PATTERN,
+      'must be an Ollama model name such as "qwen2.5-coder:7b" or "library/llama3.2:latest" (letters, digits, "._-", "/" between parts, one optional ":tag"; no spaces, no shell characters, not starting with "-")',
+    )
+    .describe('Installed Ollama model, e.g. "qwen2.5-coder:7b" or "llama3.2" (same as "llama3.2:latest").'),
+  prompt: z
+    .string()
+    .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)
+    .refine((value) => value.trim() !== '', 'must not be empty or only whitespace')
+    .describe('The full task for the model. Sent on stdin, never on the command line.'),
+  task_id: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(128, 'must be at most 128 characters')
+    .regex(TASK_ID, 'must start with a letter or digit and use only letters, digits and "._:/@#+-"')
+    .optional()
+    .describe('Your stable id for this piece of work. Give the same id on every retry: the server counts failures per id and tells you when to escalate.'),
+  retry_count: z
+    .number()
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(1000, 'must be at most 1000')
+    .optional()
+    .describe('Failed attempts you already made. Optional with task_id (the server counts); needed for escalation without one.'),
+  max_retries: z
+    .number()
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(100, 'must be at most 100')
+    .optional()
+    .describe('Failed attempts allowed before escalation (server default if omitted; 0 = no limit). With 3, the 4th failure escalates.'),
+  timeout_ms: z
+    .number()
+    .int('must be a whole number')
+    .min(100, 'must be at least 100')
+    .max(3_600_000, 'must be at most 3600000 (one hour)')
+    .optional()
+    .describe('Hard limit for this run in ms (server default if omitted). The model process is killed when it passes.'),
+  format: z
+    .union([z.literal('json'), z.record(z.string(), z.unknown())], {
+      error: 'must be "json" or a JSON schema object',
+    })
+    .refine((value) => typeof value === 'string' || JSON.stringify(value).length <= MAX_FORMAT_SCHEMA_CHARS, {
+      message: `schema must be at most ${MAX_FORMAT_SCHEMA_CHARS} characters as JSON`,
+    })
+    .optional()
+    .describe('Constrain the answer: "json", or a JSON schema object (passed to `ollama run --format`).'),
+  think: z
+    .union([z.boolean(), z.enum(['high', 'medium', 'low'])], { error: 'must be true, false, "high", "medium" or "low"' })
+    .optional()
+    .describe('Thinking for models that support it (Ollama 0.9+): false turns it off. Thinking text is never mixed into output.'),
+  keepalive: z
+    .string()
+    .regex(GO_DURATION, 'must be a duration with a unit, such as "5m", "30s" or "1h30m"')
+    .optional()
+    .describe('How long Ollama keeps the model loaded afterwards, e.g. "10m".'),
+  include_thinking: z.boolean().optional().describe('Return the thinking text in `thinking` (default false).'),
+});
+
+export type OllamaRunInput = z.output<typeof ollamaRunInputSchema>;
+
+export function toRunRequest(input: OllamaRunInput): RunRequest {
+  return {
+    model: input.model,
+    prompt: input.prompt,
+    ...(input.task_id !== undefined ? { taskId: input.task_id } : {}),
+    ...(input.retry_count !== undefined ? { retryCount: input.retry_count } : {}),
+    ...(input.max_retries !== undefined ? { maxRetries: input.max_retries } : {}),
+    ...(input.timeout_ms !== undefined ? { timeoutMs: input.timeout_ms } : {}),
+    ...(input.format !== undefined ? { format: input.format } : {}),
+    ...(input.think !== undefined ? { think: input.think } : {}),
+    ...(input.keepalive !== undefined ? { keepalive: input.keepalive } : {}),
+    ...(input.include_thinking !== undefined ? { includeThinking: input.include_thinking } : {}),
+  };
+}
+
+export function ollamaRunTool(service: RunService, config: Config): AnyToolDefinition {
+  return {
+    name: 'ollama_run',
+    title: 'Run a local Ollama model',
+    description: [
+      'Hand one self-contained task to a local Ollama model and get its answer.',
+      `Runs are bounded: at most ${config.concurrency} at once (more wait in line), each killed after timeout_ms (default ${config.timeoutMs} ms).`,
+      'Always pass the same task_id for retries of the same work. Read metadata.escalate on every result:',
+      'when it is true, STOP calling ollama_run for that task and hand it upwards (to a human or a stronger model);',
+      'escalation_reason says why (max_retries_exceeded, circuit_open, model_not_found, ollama_unreachable, signin_required, cli_not_found).',
+      'When metadata.circuit.retry_after_seconds is set, the model refuses runs until then.',
+    ].join(' '),
+    inputSchema: ollamaRunInputSchema,
+    outputSchema: runResultSchema,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    async handle(input: OllamaRunInput, extra) {
+      return present(await service.run(toRunRequest(input), { signal: extra.signal }));
+    },
+    async onInvalidInput(problem, rawArguments) {
+      return present(await service.rejectInvalid(rawArguments, problem));
+    },
+  };
+}
+
+function present(result: RunResult): ToolOutcome<RunResult> {
+  return { structured: result, text: renderRunResult(result), isError: !result.metadata.ok };
+}
+
+/**
+ * The text a client (and the model reading it) sees. Many clients show only this, so it carries
+ * the answer, a one-line verdict and, when escalating, an instruction that cannot be missed.
+ */
+export function renderRunResult({ output, metadata: m }: RunResult): string {
+  const parts: string[] = [];
+  if (m.escalate) {
+    parts.push(
+      [
+        `ESCALATE: STOP RETRYING${m.task_id ? ` TASK "${m.task_id}"` : ''}. Reason: ${m.escalation_reason}.`,
+        escalationAdvice(m.escalation_reason, m.retry_count, m.max_retries, m.circuit.retry_after_seconds),
+        'Hand this task upwards (to a human or a stronger model) instead of calling ollama_run for it again.',
+      ].join('\n'),
+    );
+  }
+  if (output !== '') parts.push(output);
+  const task = m.task_id ? `task ${m.task_id}, ` : '';
+  const verdict = m.ok
+    ? `ok: ${m.model} answered in ${m.duration_ms} ms (${task}retry_count ${m.retry_count}).`
+    : `FAILED (${m.status}): ${m.error?.message ?? 'no detail'} [${task}model ${m.model}, retry_count ${m.retry_count}, max_retries ${m.max_retries}${
+        m.retries_left !== null && !m.escalate ? `, retries left ${m.retries_left}` : ''
+      }${m.circuit.retry_after_seconds !== null ? `, retry after ${m.circuit.retry_after_seconds} s` : ''}]`;
+  parts.push(m.status === 'invalid_input' ? `REJECTED (invalid_input), nothing was run. ${m.error?.message ?? ''}` : verdict);
+  parts.push(`metadata: ${JSON.stringify(m)}`);
+  return parts.join('\n\n');
+}
+
+function escalationAdvice(reason: string | null, retryCount: number, maxRetries: number, retryAfter: number | null): string {
+  switch (reason) {
+    case 'max_retries_exceeded':
+      return `The task has now failed ${retryCount + 1} times (max_retries ${maxRetries}).`;
+    case 'circuit_open':
+      return `The model has failed too many times in a row and refuses runs${retryAfter !== null ? ` for ${retryAfter} s` : ''}; other tasks on it will be refused too.`;
+    case 'model_not_found':
+      return 'The model is not installed on this machine; someone has to pull it (or pick an installed model).';
+    case 'ollama_unreachable':
+      return 'The Ollama server is not running or not reachable; someone has to start it (`ollama serve`).';
+    case 'signin_required':
+      return 'This cloud model needs `ollama signin` on the server machine.';
+    case 'cli_not_found':
+      return 'The ollama CLI is missing on the server machine (or OLLAMA_BIN is wrong).';
+    default:
+      return '';
+  }
+}

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_TELEMETRY_DIR, loadConfig } from '../../src/config.js';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      ollamaBin: 'ollama',
+      ollamaHost: undefined,
+      telemetryDir: DEFAULT_TELEMETRY_DIR,
+      concurrency: 3,
+      timeoutMs: 120_000,
+      maxRetries: 3,
+      breakerThreshold: 5,
+      breakerCooldownMs: 60_000,
+      logContent: false,
+    });
+    expect(DEFAULT_TELEMETRY_DIR).toMatch(/[/\\]telemetry$/);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      OLLAMA_BIN: '/opt/ollama',
+      OLLAMA_HOST: 'http://10.0.0.2:11434',
+      OLLAMA_MCP_TELEMETRY_DIR: '/tmp/t',
+      OLLAMA_MCP_CONCURRENCY: '8',
+      OLLAMA_MCP_TIMEOUT_MS: '5000',
+      OLLAMA_MCP_MAX_RETRIES: '0',
+      OLLAMA_MCP_BREAKER_THRESHOLD: '2',
+      OLLAMA_MCP_BREAKER_COOLDOWN_MS: '1000',
+      OLLAMA_MCP_LOG_CONTENT: 'true',
+    });
+    expect(config).toMatchObject({
+      ollamaBin: '/opt/ollama',
+      ollamaHost: 'http://10.0.0.2:11434',
+      telemetryDir: '/tmp/t',
+      concurrency: 8,
+      timeoutMs: 5000,
+      maxRetries: 0,
+      breakerThreshold: 2,
+      breakerCooldownMs: 1000,
+      logContent: true,
+    });
+  });
+
+  it.each([
+    ['OLLAMA_MCP_CONCURRENCY', '0'],
+    ['OLLAMA_MCP_CONCURRENCY', '33'],
+    ['OLLAMA_MCP_CONCURRENCY', 'three'],
+    ['OLLAMA_MCP_TIMEOUT_MS', '1.5'],
+    ['OLLAMA_MCP_MAX_RETRIES', '-1'],
+    ['OLLAMA_MCP_BREAKER_THRESHOLD', '0'],
+    ['OLLAMA_MCP_BREAKER_COOLDOWN_MS', '10'],
+    ['OLLAMA_MCP_LOG_CONTENT', 'maybe'],
+    ['OLLAMA_BIN', ''],
+  ])('%s=%j stops start-up with a message naming the variable', (variable, value) => {
+    const attempt = () => loadConfig({ [variable]: value });
+    expect(attempt).toThrow(ConfigError);
+    expect(attempt).toThrow(variable);
+    try {
+      attempt();
+    } catch (error) {
+      expect((error as ConfigError).variable).toBe(variable);
+    }
+  });
+});
