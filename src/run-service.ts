@@ -88,6 +88,7 @@ export class RunService {
 
   readonly #inFlight = new Set<Promise<RunResult>>();
   readonly #shutdown = new AbortController();
+  #admissions: Promise<void> = Promise.resolve();
 
   /** Stop every queued and running attempt (server shutdown); later attempts end as cancelled at once. */
   abortAll(): void {
@@ -120,14 +121,21 @@ export class RunService {
     const maxRetries = request.maxRetries ?? this.#config.maxRetries;
     const base = { runId, request, timeoutMs, maxRetries };
 
-    // 1. Circuit admission. A closed circuit admits without the lock; open and half-open
-    //    decide under it, so exactly one process takes the half-open probe.
-    const admission = await this.#admit(modelKey, runId, timeoutMs, request, settings);
+    // 1. Circuit admission, then 2. a place in the concurrency queue. Admissions are taken one at
+    //    a time so calls reach the FIFO queue in the order they arrived, whatever their I/O timing.
+    //    A closed circuit admits without the lock; open and half-open decide under it, so exactly
+    //    one process takes the half-open probe.
+    const turn = this.#admissions.then(async () => {
+      const admission = await this.#admit(modelKey, runId, timeoutMs, request, settings);
+      if (admission.rejected) return { rejected: admission.rejected } as const;
+      return { rejected: null, transition: admission.transition, slot: this.limiter.request(context.signal) } as const;
+    });
+    this.#admissions = turn.then(noop, noop);
+    const admission = await turn;
     if (admission.rejected) return this.#finish({ ...base, status: 'circuit_open', settled: admission.rejected });
+    const { slot } = admission;
 
-    // 2. A concurrency slot, in FIFO order.
     const queuedAt = performance.now();
-    const slot = this.limiter.request(context.signal);
     let release: () => void;
     try {
       release = await slot.granted;
@@ -389,6 +397,8 @@ export class RunService {
     };
   }
 }
+
+function noop(): void {}
 
 function taskScope(request: RunRequest): string[] {
   return request.taskId === undefined ? [] : [request.taskId];

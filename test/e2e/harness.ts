@@ -1,0 +1,159 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { RunResult } from '../../src/run-result.js';
+
+export const ROOT = path.resolve(__dirname, '../..');
+export const SERVER_ENTRY = path.join(ROOT, 'dist/cli.js');
+export const FAKE_OLLAMA = path.join(ROOT, 'test/fixtures/fake-ollama.mjs');
+
+export interface Sandbox {
+  /** OLLAMA_MCP_TELEMETRY_DIR: runs.jsonl and the state files. */
+  readonly telemetryDir: string;
+  /** FAKE_OLLAMA_TRACE_DIR: every fake process writes start/exit lines here. */
+  readonly traceDir: string;
+  /** FAKE_OLLAMA_STATE_DIR: counters for `@fake:fail_times`. */
+  readonly fakeStateDir: string;
+}
+
+export function makeSandbox(): Sandbox {
+  const root = mkdtempSync(path.join(tmpdir(), 'ollama-runner-e2e-'));
+  const sandbox = {
+    telemetryDir: path.join(root, 'telemetry'),
+    traceDir: path.join(root, 'trace'),
+    fakeStateDir: path.join(root, 'fake-state'),
+  };
+  for (const dir of Object.values(sandbox)) mkdirSync(dir, { recursive: true });
+  return sandbox;
+}
+
+/** The environment a test server runs with: the fake CLI, the sandbox, short timings. */
+export function serverEnv(sandbox: Sandbox, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    OLLAMA_BIN: FAKE_OLLAMA,
+    OLLAMA_MCP_TELEMETRY_DIR: sandbox.telemetryDir,
+    OLLAMA_MCP_KILL_GRACE_MS: '500',
+    FAKE_OLLAMA_TRACE_DIR: sandbox.traceDir,
+    FAKE_OLLAMA_STATE_DIR: sandbox.fakeStateDir,
+    ...extra,
+  };
+}
+
+export interface RunningServer {
+  readonly client: Client;
+  readonly transport: StdioClientTransport;
+  /** Everything the server wrote to stderr so far. */
+  stderr(): string;
+  run(args: Record<string, unknown>, options?: { timeout?: number; signal?: AbortSignal }): Promise<CallResult>;
+  close(): Promise<void>;
+}
+
+export interface CallResult extends RunResult {
+  readonly isError: boolean;
+  readonly text: string;
+}
+
+/** Start the built server as an MCP client would (stdio), connected through the SDK Client. */
+export async function startServer(sandbox: Sandbox, extraEnv: Record<string, string> = {}): Promise<RunningServer> {
+  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [SERVER_ENTRY],
+    env: serverEnv(sandbox, extraEnv),
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const client = new Client({ name: 'e2e', version: '1.0.0' });
+  await client.connect(transport);
+  return {
+    client,
+    transport,
+    stderr: () => stderr,
+    async run(args, options = {}) {
+      const result = await client.callTool({ name: 'ollama_run', arguments: args }, undefined, {
+        timeout: options.timeout ?? 60_000,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      const structured = result.structuredContent as unknown as RunResult;
+      const content = result.content as { type: string; text: string }[];
+      return { ...structured, isError: result.isError === true, text: content.map((c) => c.text).join('\n') };
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+export interface TraceEvent {
+  readonly event: 'start' | 'prompt' | 'exit' | string;
+  readonly pid: number;
+  readonly t: number;
+  readonly argv?: string[];
+  readonly prompt?: string;
+  readonly code?: number | null;
+  readonly signal?: string | null;
+}
+
+export function readTrace(sandbox: Sandbox): TraceEvent[] {
+  const file = path.join(sandbox.traceDir, 'trace.jsonl');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as TraceEvent);
+}
+
+/** Fake model processes started (each `ollama run` spawn is one). */
+export function spawnCount(sandbox: Sandbox): number {
+  return readTrace(sandbox).filter((e) => e.event === 'start').length;
+}
+
+/** The most fake processes alive at the same moment, from their start/exit lines. */
+export function maxConcurrent(events: readonly TraceEvent[]): number {
+  const edges = events
+    .filter((e) => e.event === 'start' || e.event === 'exit')
+    .map((e) => ({ t: e.t, delta: e.event === 'start' ? 1 : -1 }))
+    // At equal times count exits first: a slot freed and re-used in the same millisecond is not overlap.
+    .sort((a, b) => a.t - b.t || a.delta - b.delta);
+  let current = 0;
+  let max = 0;
+  for (const edge of edges) {
+    current += edge.delta;
+    max = Math.max(max, current);
+  }
+  return max;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Every line of runs.jsonl, parsed (a line that does not parse fails the test). */
+export function readRuns(sandbox: Sandbox): Record<string, unknown>[] {
+  const file = path.join(sandbox.telemetryDir, 'runs.jsonl');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
