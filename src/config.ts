@@ -29,6 +29,23 @@ export interface Config {
   readonly taskTtlMs: number;
   /** `OLLAMA_MCP_MAX_TASKS`: at most this many task ledger entries are kept (100-1000000). @default 10000 */
   readonly maxTasks: number;
+  /** `OLLAMA_MCP_PROGRESS_INTERVAL_MS`: progress heartbeat period when the client asks for progress (100-60000). @default 5000 */
+  readonly progressIntervalMs: number;
+  /**
+   * `OLLAMA_MCP_ESCALATION`: `signal` only tells the caller to escalate; `block` also refuses, without
+   * spawning, further runs of a task that escalated until it is reset. @default "signal"
+   */
+  readonly escalationMode: 'signal' | 'block';
+  /** `OLLAMA_MCP_PREFLIGHT`: check a model is installed (`ollama list`) before running it. @default true */
+  readonly preflight: boolean;
+  /** `OLLAMA_MCP_MODEL_LIST_TTL_MS`: how long the installed-model list is trusted (0-3600000). @default 30000 */
+  readonly modelListTtlMs: number;
+  /** `OLLAMA_MCP_CONFIG`: optional JSON file with defaults and per-model tiers. */
+  readonly configFile: string | undefined;
+  /** `OLLAMA_MCP_HTTP_TOKEN`: bearer token required by the HTTP transport, when set. */
+  readonly httpToken: string | undefined;
+  /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size (1024-107374182400). @default 52428800 */
+  readonly logMaxBytes: number;
 }
 
 /** Start-up stops with this: it names the variable, the bad value and what is allowed. */
@@ -76,6 +93,21 @@ export function loadConfig(env: Env): Config {
     return raw;
   };
 
+  const choice = <T extends string>(name: string, fallback: T, allowed: readonly T[]): T => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (raw === undefined || raw === '') return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    throw new ConfigError(name, `${name} must be one of ${allowed.join(', ')}, got \`${env[name]}\``);
+  };
+  const optional = (name: string): string | undefined => (env[name]?.trim() ? env[name]!.trim() : undefined);
+  const boolDefault = (name: string, fallback: boolean): boolean => (env[name]?.trim() ? bool(name) : fallback);
+
+  const httpToken = optional('OLLAMA_MCP_HTTP_TOKEN');
+  if (httpToken !== undefined && httpToken.length < 16) {
+    throw new ConfigError('OLLAMA_MCP_HTTP_TOKEN', 'OLLAMA_MCP_HTTP_TOKEN must be at least 16 characters (use a random secret)');
+  }
+  const configFile = optional('OLLAMA_MCP_CONFIG');
+
   const ollamaHost = env.OLLAMA_HOST?.trim() ? env.OLLAMA_HOST.trim() : undefined;
   if (ollamaHost !== undefined && /\s/.test(ollamaHost)) {
     throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${ollamaHost}\``);
@@ -94,5 +126,12 @@ export function loadConfig(env: Env): Config {
     logContent: bool('OLLAMA_MCP_LOG_CONTENT'),
     taskTtlMs: int('OLLAMA_MCP_TASK_TTL_DAYS', 30, 1, 3_650) * 86_400_000,
     maxTasks: int('OLLAMA_MCP_MAX_TASKS', 10_000, 100, 1_000_000),
+    progressIntervalMs: int('OLLAMA_MCP_PROGRESS_INTERVAL_MS', 5_000, 100, 60_000),
+    escalationMode: choice('OLLAMA_MCP_ESCALATION', 'signal', ['signal', 'block'] as const),
+    preflight: boolDefault('OLLAMA_MCP_PREFLIGHT', true),
+    modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, 0, 3_600_000),
+    configFile: configFile === undefined ? undefined : path.resolve(configFile),
+    httpToken,
+    logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, 1_024, 107_374_182_400),
   };
 }

@@ -63,3 +63,37 @@ describe('loadConfig', () => {
     }
   });
 });
+
+describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () => {
+  it('has defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      progressIntervalMs: 5000,
+      escalationMode: 'signal',
+      preflight: true,
+      modelListTtlMs: 30_000,
+      configFile: undefined,
+      httpToken: undefined,
+      logMaxBytes: 52_428_800,
+    });
+  });
+
+  it('reads them', () => {
+    expect(
+      loadConfig({
+        OLLAMA_MCP_ESCALATION: 'block',
+        OLLAMA_MCP_PREFLIGHT: '0',
+        OLLAMA_MCP_CONFIG: '/etc/tiers.json',
+        OLLAMA_MCP_HTTP_TOKEN: 'a-long-random-secret-value',
+        OLLAMA_MCP_LOG_MAX_BYTES: '2048',
+      }),
+    ).toMatchObject({ escalationMode: 'block', preflight: false, configFile: '/etc/tiers.json', httpToken: 'a-long-random-secret-value', logMaxBytes: 2048 });
+  });
+
+  it.each([
+    ['OLLAMA_MCP_ESCALATION', 'stop'],
+    ['OLLAMA_MCP_HTTP_TOKEN', 'short'],
+    ['OLLAMA_MCP_PROGRESS_INTERVAL_MS', '5'],
+  ])('%s=%j is refused, naming the variable', (variable, value) => {
+    expect(() => loadConfig({ [variable]: value })).toThrow(variable);
+  });
+});
