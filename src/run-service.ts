@@ -11,7 +11,7 @@ import type { RunMetadata, RunResult } from './run-result.js';
 import { buildRunArgs, type CliRunOptions } from './runner/cli-args.js';
 import { classifyOutcome, type Classification } from './runner/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from './runner/model-process.js';
-import { SlotLimiter } from './runner/slot-limiter.js';
+import { SlotLimiter, type SlotRequest } from './runner/slot-limiter.js';
 import type { StateData } from './store/state-schema.js';
 import type { StateStore } from './store/state-store.js';
 import type { RunLog } from './telemetry/run-log.js';
@@ -26,6 +26,8 @@ export interface RunRequest extends CliRunOptions {
   readonly maxRetries?: number;
   readonly timeoutMs?: number;
   readonly includeThinking?: boolean;
+  /** Let the CLI pull a model that is not installed (skips the preflight check). */
+  readonly allowPull?: boolean;
 }
 
 export interface RunServiceDeps {
@@ -39,12 +41,55 @@ export interface RunServiceDeps {
   /** Environment handed to the CLI. @default process.env */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly onWarning?: (message: string) => void;
+  /** Per-model limits. @default the environment's, for every model */
+  readonly settingsFor?: (model: string) => ModelSettings;
+  /** Checks a model is installed before spawning (OLLAMA_MCP_PREFLIGHT). @default none */
+  readonly preflight?: (model: string) => Promise<PreflightResult>;
 }
 
 export interface RunContext {
   /** Aborts the run (client cancel, server shutdown): the process is killed, the slot freed. */
   readonly signal?: AbortSignal;
+  /** Set for the jobs of one `ollama_run_many` call; logged as `batch_id`. */
+  readonly batchId?: string;
+  /** Epoch ms: the run's timeout is cut so it ends by then (a batch deadline); it then ends as a timeout. */
+  readonly deadlineAt?: number;
+  /** Updated as the attempt moves along, for progress notifications. */
+  readonly live?: LiveRun;
 }
+
+/** Where an attempt is, for heartbeats. Mutated by the run service only. */
+export interface LiveRun {
+  phase: 'starting' | 'queued' | 'running' | 'finishing' | 'done';
+  /** 1 = next in line; 0 when not waiting. */
+  queuePosition: () => number;
+  /** performance.now() when the model process started. */
+  runningSince: number | null;
+  /** stdout bytes received so far. */
+  outputBytes: number;
+}
+
+export function newLiveRun(): LiveRun {
+  return { phase: 'starting', queuePosition: () => 0, runningSince: null, outputBytes: 0 };
+}
+
+/** Limits in force for one model (from the environment, or a tier in OLLAMA_MCP_CONFIG). */
+export interface ModelSettings {
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+  readonly breakerThreshold: number;
+  readonly breakerCooldownMs: number;
+  /** At most this many runs of the model at once in this server; `null`: only the global limit. */
+  readonly concurrency: number | null;
+  /** Which tier rule applied, if any. */
+  readonly source: string | null;
+}
+
+/** Is the model installed? `unknown`: the list could not be read, so the run goes ahead and speaks for itself. */
+export type PreflightResult =
+  | { readonly kind: 'installed' }
+  | { readonly kind: 'missing'; readonly installed: readonly string[] }
+  | { readonly kind: 'unknown'; readonly reason: string };
 
 /** Time a half-open probe keeps its lease beyond its own timeout and kill grace. */
 const PROBE_LEASE_MARGIN_MS = 5_000;
@@ -59,14 +104,35 @@ interface Settled {
   readonly transition: CircuitTransition;
 }
 
+/** Everything known about one attempt when it is written up. */
+interface Attempt {
+  readonly runId: string;
+  readonly request: RunRequest;
+  readonly context: RunContext;
+  readonly timeoutMs: number | null;
+  readonly maxRetries: number;
+  readonly status: RunStatus;
+  readonly settled: Settled;
+  readonly classification: Classification;
+  readonly outcome?: ProcessOutcome;
+  readonly queueMs?: number;
+  readonly tool?: string;
+}
+
+type Admission =
+  | { readonly admitted: true; readonly transition: CircuitTransition }
+  | { readonly admitted: false; readonly status: 'circuit_open' | 'blocked'; readonly settled: Settled; readonly error: string };
+
 /**
- * One `ollama_run` attempt from admission to its runs.jsonl line: circuit admission, the
- * concurrency queue, the CLI process, classification, the ledger and circuit update (one locked
- * transaction), the log line and the result. Every path, rejections included, ends in `#finish`,
- * so every attempt is logged exactly once and every result has the same shape.
+ * One `ollama_run` attempt from admission to its runs.jsonl line: preflight, circuit admission,
+ * the concurrency queues, the CLI process, classification, the ledger and circuit update (one
+ * locked transaction), the log line and the result. Every path, rejections included, ends in
+ * `#finish`, so every attempt is logged exactly once and every result has the same shape.
  */
 export class RunService {
+  /** The server-wide concurrency limit (OLLAMA_MCP_CONCURRENCY). */
   readonly limiter: SlotLimiter;
+  readonly #modelLimiters = new Map<string, SlotLimiter>();
   readonly #config: Config;
   readonly #store: StateStore;
   readonly #log: RunLog;
@@ -74,6 +140,11 @@ export class RunService {
   readonly #spawn: (request: ModelProcessRequest) => Promise<ProcessOutcome>;
   readonly #env: Readonly<Record<string, string | undefined>>;
   readonly #warn: (message: string) => void;
+  readonly #settingsFor: (model: string) => ModelSettings;
+  readonly #preflight: ((model: string) => Promise<PreflightResult>) | undefined;
+  readonly #inFlight = new Set<Promise<RunResult>>();
+  readonly #shutdown = new AbortController();
+  #admissions: Promise<void> = Promise.resolve();
 
   constructor(deps: RunServiceDeps) {
     this.#config = deps.config;
@@ -83,16 +154,17 @@ export class RunService {
     this.#spawn = deps.spawn ?? runModelProcess;
     this.#env = { ...(deps.env ?? process.env), ...(deps.config.ollamaHost ? { OLLAMA_HOST: deps.config.ollamaHost } : {}) };
     this.#warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
+    const defaults: ModelSettings = {
+      timeoutMs: deps.config.timeoutMs,
+      maxRetries: deps.config.maxRetries,
+      breakerThreshold: deps.config.breakerThreshold,
+      breakerCooldownMs: deps.config.breakerCooldownMs,
+      concurrency: null,
+      source: null,
+    };
+    this.#settingsFor = deps.settingsFor ?? (() => defaults);
+    this.#preflight = deps.preflight;
     this.limiter = new SlotLimiter(deps.config.concurrency);
-  }
-
-  readonly #inFlight = new Set<Promise<RunResult>>();
-  readonly #shutdown = new AbortController();
-  #admissions: Promise<void> = Promise.resolve();
-
-  /** Stop every queued and running attempt (server shutdown); later attempts end as cancelled at once. */
-  abortAll(): void {
-    this.#shutdown.abort();
   }
 
   /** Attempts started and not yet logged. */
@@ -105,49 +177,128 @@ export class RunService {
     await Promise.allSettled([...this.#inFlight]);
   }
 
+  /** Stop every queued and running attempt (server shutdown); later attempts end as cancelled at once. */
+  abortAll(): void {
+    this.#shutdown.abort();
+  }
+
+  /** The limits in force for a model. */
+  settingsFor(model: string): ModelSettings {
+    return this.#settingsFor(model);
+  }
+
   run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
     const signal = context.signal ? AbortSignal.any([context.signal, this.#shutdown.signal]) : this.#shutdown.signal;
-    const attempt = this.#run(request, { signal });
+    return this.#track(this.#run(request, { ...context, signal }));
+  }
+
+  /** An attempt refused before anything ran because its arguments were invalid: logged, never spawned. */
+  rejectInvalid(rawArgs: unknown, message: string, context: RunContext & { tool?: string } = {}): Promise<RunResult> {
+    const args = (typeof rawArgs === 'object' && rawArgs !== null ? rawArgs : {}) as Record<string, unknown>;
+    const text = (value: unknown, max: number) => (typeof value === 'string' ? value.slice(0, max) : '');
+    const taskId = text(args.task_id, 200);
+    const request: RunRequest = { model: text(args.model, 200), prompt: text(args.prompt, 10_000_000), ...(taskId ? { taskId } : {}) };
+    return this.#track(
+      this.#finish({
+        runId: randomUUID(),
+        request,
+        context,
+        timeoutMs: null,
+        maxRetries: typeof args.max_retries === 'number' ? args.max_retries : this.#config.maxRetries,
+        status: 'invalid_input',
+        classification: failure('invalid_input', message),
+        settled: this.#unsettled(typeof args.retry_count === 'number' ? args.retry_count : 0, { escalate: false, reason: null }),
+        ...(context.tool ? { tool: context.tool } : {}),
+      }),
+    );
+  }
+
+  /** A batch job that never started because the batch deadline passed: logged, never spawned. */
+  notStarted(request: RunRequest, context: RunContext): Promise<RunResult> {
+    const settings = this.#settingsFor(request.model);
+    return this.#track(
+      this.#finish({
+        runId: randomUUID(),
+        request,
+        context,
+        timeoutMs: null,
+        maxRetries: request.maxRetries ?? settings.maxRetries,
+        status: 'not_started',
+        classification: failure('not_started', 'the batch deadline passed before this job started'),
+        settled: this.#unsettled(request.retryCount ?? 0, { escalate: false, reason: null }),
+      }),
+    );
+  }
+
+  #track(attempt: Promise<RunResult>): Promise<RunResult> {
     this.#inFlight.add(attempt);
-    void attempt.finally(() => this.#inFlight.delete(attempt)).catch(() => {});
+    void attempt.finally(() => this.#inFlight.delete(attempt)).catch(noop);
     return attempt;
   }
 
   async #run(request: RunRequest, context: RunContext): Promise<RunResult> {
     const runId = randomUUID();
     const modelKey = canonicalModelName(request.model);
-    const settings = this.#breakerSettings();
-    const timeoutMs = request.timeoutMs ?? this.#config.timeoutMs;
-    const maxRetries = request.maxRetries ?? this.#config.maxRetries;
-    const base = { runId, request, timeoutMs, maxRetries };
+    const settings = this.#settingsFor(request.model);
+    const breaker: BreakerSettings = { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs };
+    const timeoutMs = request.timeoutMs ?? settings.timeoutMs;
+    const maxRetries = request.maxRetries ?? settings.maxRetries;
+    const live = context.live;
+    const base = { runId, request, context, timeoutMs, maxRetries };
+    const settle = (status: RunStatus, transition: CircuitTransition) =>
+      this.#settle({ modelKey, runId, status, request, maxRetries, breaker, transition });
 
-    // 1. Circuit admission, then 2. a place in the concurrency queue. Admissions are taken one at
-    //    a time so calls reach the FIFO queue in the order they arrived, whatever their I/O timing.
-    //    A closed circuit admits without the lock; open and half-open decide under it, so exactly
-    //    one process takes the half-open probe.
+    // 0. Is the model installed? A missing one fails fast instead of starting a multi-GB pull.
+    if (this.#preflight && !request.allowPull) {
+      const check = await this.#preflight(request.model);
+      if (check.kind === 'missing') {
+        const installed = check.installed.length > 0 ? check.installed.join(', ') : 'none';
+        const error = `model "${request.model}" is not installed (installed: ${installed}). Pull it with \`ollama pull ${request.model}\`, or pass allow_pull: true to let this run pull it.`;
+        return this.#finish({ ...base, status: 'model_not_found', classification: failure('model_not_found', error), settled: await settle('model_not_found', null) });
+      }
+    }
+
+    // 1. Circuit admission, then 2. a place in the concurrency queues. Admissions are taken one at
+    //    a time so calls reach the FIFO queues in the order they arrived, whatever their I/O timing.
     const turn = this.#admissions.then(async () => {
-      const admission = await this.#admit(modelKey, runId, timeoutMs, request, settings);
-      if (admission.rejected) return { rejected: admission.rejected } as const;
-      return { rejected: null, transition: admission.transition, slot: this.limiter.request(context.signal) } as const;
+      const admission = await this.#admit(modelKey, runId, timeoutMs, request, breaker);
+      return admission.admitted ? { ...admission, slots: this.#requestSlots(modelKey, settings, context.signal) } : admission;
     });
     this.#admissions = turn.then(noop, noop);
     const admission = await turn;
-    if (admission.rejected) return this.#finish({ ...base, status: 'circuit_open', settled: admission.rejected });
-    const { slot } = admission;
+    if (!admission.admitted) {
+      return this.#finish({ ...base, status: admission.status, classification: failure(admission.status, admission.error), settled: admission.settled });
+    }
 
     const queuedAt = performance.now();
+    if (live) {
+      live.phase = 'queued';
+      live.queuePosition = admission.slots.position;
+    }
     let release: () => void;
     try {
-      release = await slot.granted;
+      release = await admission.slots.granted;
     } catch {
+      if (live) live.phase = 'finishing';
       const queueMs = Math.round(performance.now() - queuedAt);
-      const classification = cancelledBeforeStart();
-      const settled = await this.#settle(modelKey, runId, 'cancelled', request, maxRetries, settings, admission.transition);
-      return this.#finish({ ...base, status: 'cancelled', classification, queueMs, settled });
+      return this.#finish({
+        ...base,
+        status: 'cancelled',
+        classification: failure('cancelled', 'cancelled while waiting for a concurrency slot'),
+        queueMs,
+        settled: await settle('cancelled', admission.transition),
+      });
     }
     const queueMs = Math.round(performance.now() - queuedAt);
 
-    // 3. The model process.
+    // 3. The model process, within the timeout (cut short by a batch deadline, if any).
+    const effectiveTimeoutMs =
+      context.deadlineAt === undefined ? timeoutMs : Math.max(1, Math.min(timeoutMs, context.deadlineAt - this.#clock()));
+    if (live) {
+      live.phase = 'running';
+      live.queuePosition = () => 0;
+      live.runningSince = performance.now();
+    }
     let outcome: ProcessOutcome;
     try {
       outcome = await this.#spawn({
@@ -155,139 +306,152 @@ export class RunService {
         args: buildRunArgs(request.model, request),
         prompt: request.prompt,
         env: this.#env,
-        timeoutMs,
+        timeoutMs: effectiveTimeoutMs,
         killGraceMs: this.#config.killGraceMs,
         maxOutputBytes: this.#config.maxOutputBytes,
         ...(context.signal ? { signal: context.signal } : {}),
+        ...(live ? { onOutput: (bytes: number) => void (live.outputBytes = bytes) } : {}),
       });
     } finally {
       release();
     }
 
     // 4. What it means, for the task, the circuit and the caller.
+    if (live) live.phase = 'finishing';
     const classification = classifyOutcome(outcome);
-    const settled = await this.#settle(modelKey, runId, classification.status, request, maxRetries, settings, admission.transition);
-    return this.#finish({ ...base, status: classification.status, classification, outcome, queueMs, settled });
+    const settled = await settle(classification.status, admission.transition);
+    return this.#finish({ ...base, timeoutMs: effectiveTimeoutMs, status: classification.status, classification, outcome, queueMs, settled });
   }
 
-  /** An attempt refused before anything ran because its arguments were invalid: logged, never spawned. */
-  async rejectInvalid(rawArgs: unknown, message: string): Promise<RunResult> {
-    const args = (typeof rawArgs === 'object' && rawArgs !== null ? rawArgs : {}) as Record<string, unknown>;
-    const text = (value: unknown, max: number) => (typeof value === 'string' ? value.slice(0, max) : '');
-    const request: RunRequest = { model: text(args.model, 200), prompt: text(args.prompt, 10_000_000) };
-    const taskId = text(args.task_id, 200);
-    const now = this.#clock();
-    return this.#finish({
-      runId: randomUUID(),
-      request: taskId ? { ...request, taskId } : request,
-      timeoutMs: null,
-      maxRetries: typeof args.max_retries === 'number' ? args.max_retries : this.#config.maxRetries,
-      status: 'invalid_input',
-      classification: { status: 'invalid_input', error: message, answer: '', thinking: '' },
-      settled: {
-        retryCount: typeof args.retry_count === 'number' ? args.retry_count : 0,
-        escalation: { escalate: false, reason: null },
-        circuit: viewCircuit(CLOSED, now, this.#breakerSettings()),
-        transition: null,
-      },
+  /** A slot of the model's own limit (if its tier sets one), then one of the server's, in that order. */
+  #requestSlots(modelKey: string, settings: ModelSettings, signal: AbortSignal | undefined): SlotRequest {
+    if (settings.concurrency === null) return this.limiter.request(signal);
+    let modelLimiter = this.#modelLimiters.get(modelKey);
+    if (!modelLimiter || modelLimiter.limit !== settings.concurrency) {
+      modelLimiter = new SlotLimiter(settings.concurrency);
+      this.#modelLimiters.set(modelKey, modelLimiter);
+    }
+    const model = modelLimiter.request(signal);
+    let global: SlotRequest | null = null;
+    const granted = model.granted.then(async (releaseModel) => {
+      global = this.limiter.request(signal);
+      try {
+        const releaseGlobal = await global.granted;
+        return () => {
+          releaseGlobal();
+          releaseModel();
+        };
+      } catch (error) {
+        releaseModel();
+        throw error;
+      }
     });
+    return { granted, position: () => model.position() + (global?.position() ?? 0) };
   }
 
-  #breakerSettings(): BreakerSettings {
-    return { threshold: this.#config.breakerThreshold, cooldownMs: this.#config.breakerCooldownMs };
-  }
-
-  async #admit(
-    modelKey: string,
-    runId: string,
-    timeoutMs: number,
-    request: RunRequest,
-    settings: BreakerSettings,
-  ): Promise<{ rejected: Settled | null; transition: CircuitTransition }> {
+  async #admit(modelKey: string, runId: string, timeoutMs: number, request: RunRequest, settings: BreakerSettings): Promise<Admission> {
+    const blocking = this.#config.escalationMode === 'block' && request.taskId !== undefined;
     try {
-      const snapshot = await this.#store.snapshot();
-      if ((snapshot.breakers[modelKey] ?? CLOSED).state === 'closed') return { rejected: null, transition: null };
+      const snapshot = await this.#store.snapshot(taskScope(request));
+      const task = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
+      const mayBlock = blocking && task?.escalated === true;
+      if (!mayBlock && (snapshot.breakers[modelKey] ?? CLOSED).state === 'closed') return { admitted: true, transition: null };
       const leaseMs = timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
-      return await this.#store.transact(taskScope(request), (state) => {
+      return await this.#store.transact(taskScope(request), (state): Admission => {
         const now = this.#clock();
+        const entry = request.taskId === undefined ? undefined : state.tasks[request.taskId];
+        if (blocking && entry?.escalated) {
+          const reason = entry.escalationReason ?? 'max_retries_exceeded';
+          const retryCount = this.#recordTask(state, request, runId, 'blocked', reason, now);
+          return {
+            admitted: false,
+            status: 'blocked',
+            error: `task "${request.taskId}" escalated earlier (${reason}) and OLLAMA_MCP_ESCALATION=block refuses further runs until it is reset with ollama_reset`,
+            settled: {
+              retryCount,
+              escalation: { escalate: true, reason },
+              circuit: viewCircuit(state.breakers[modelKey] ?? CLOSED, now, settings),
+              transition: null,
+            },
+          };
+        }
         const decision = admit(state.breakers[modelKey] ?? CLOSED, now, runId, leaseMs, settings);
         state.breakers[modelKey] = decision.next;
-        if (decision.admitted) return { rejected: null, transition: decision.transition };
+        if (decision.admitted) return { admitted: true, transition: decision.transition };
         const retryCount = this.#recordTask(state, request, runId, 'circuit_open', 'circuit_open', now);
+        const circuit = viewCircuit(decision.next, now, settings);
         return {
-          rejected: {
-            retryCount,
-            escalation: { escalate: true, reason: 'circuit_open' },
-            circuit: viewCircuit(decision.next, now, settings),
-            transition: null,
-          },
-          transition: null,
+          admitted: false,
+          status: 'circuit_open',
+          error: circuitOpenMessage(circuit),
+          settled: { retryCount, escalation: { escalate: true, reason: 'circuit_open' }, circuit, transition: null },
         };
       });
     } catch (error) {
       // The ledger is a safety net, not a gate: if it cannot be read, the run still goes ahead.
       this.#warn(`circuit admission skipped for ${modelKey}: ${(error as Error).message}`);
-      return { rejected: null, transition: null };
+      return { admitted: true, transition: null };
     }
   }
 
   /** Record the attempt's outcome in the task ledger and the model's circuit, in one transaction. */
-  async #settle(
-    modelKey: string,
-    runId: string,
-    status: RunStatus,
-    request: RunRequest,
-    maxRetries: number,
-    settings: BreakerSettings,
-    admissionTransition: CircuitTransition,
-  ): Promise<Settled> {
-    const verdict = OUTCOME_POLICY[status].breaker;
+  async #settle(a: {
+    modelKey: string;
+    runId: string;
+    status: RunStatus;
+    request: RunRequest;
+    maxRetries: number;
+    breaker: BreakerSettings;
+    transition: CircuitTransition;
+  }): Promise<Settled> {
+    const verdict = OUTCOME_POLICY[a.status].breaker;
     /** Reads `state` only; the caller applies `nextBreaker` and the task entry. */
     const decide = (state: StateData, now: number) => {
-      const entry = request.taskId === undefined ? undefined : state.tasks[request.taskId];
-      const retryCount = retryCountFor(entry, request.retryCount);
-      const step = recordVerdict(state.breakers[modelKey] ?? CLOSED, verdict, now, runId, settings);
+      const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
+      const retryCount = retryCountFor(entry, a.request.retryCount);
+      const step = recordVerdict(state.breakers[a.modelKey] ?? CLOSED, verdict, now, a.runId, a.breaker);
       const escalation = decideEscalation({
-        status,
+        status: a.status,
         retryCount,
-        maxRetries,
+        maxRetries: a.maxRetries,
         openedCircuit: step.transition === 'opened' || step.transition === 'reopened',
       });
       const settled: Settled = {
         retryCount,
         escalation,
-        circuit: viewCircuit(step.next, now, settings),
-        transition: step.transition ?? admissionTransition,
+        circuit: viewCircuit(step.next, now, a.breaker),
+        transition: step.transition ?? a.transition,
       };
       return { settled, nextBreaker: step.next };
     };
     try {
       const snapshot = await this.#store.snapshot();
-      const breaker = snapshot.breakers[modelKey] ?? CLOSED;
+      const breaker = snapshot.breakers[a.modelKey] ?? CLOSED;
       const changesNothing =
-        request.taskId === undefined &&
+        a.request.taskId === undefined &&
         breaker.state === 'closed' &&
         (verdict === 'neutral' || (verdict === 'success' && breaker.consecutiveFailures === 0));
       if (changesNothing) return decide(snapshot, this.#clock()).settled;
-      const settled = await this.#store.transact(taskScope(request), (state) => {
+      const settled = await this.#store.transact(taskScope(a.request), (state) => {
         const now = this.#clock();
         const { settled, nextBreaker } = decide(state, now);
-        state.breakers[modelKey] = nextBreaker;
-        this.#recordTask(state, request, runId, status, settled.escalation.reason, now);
+        state.breakers[a.modelKey] = nextBreaker;
+        this.#recordTask(state, a.request, a.runId, a.status, settled.escalation.reason, now);
         return settled;
       });
       await this.#pruneIfDue(snapshot.prunedAt);
       return settled;
     } catch (error) {
-      this.#warn(`ledger not updated for run ${runId}: ${(error as Error).message}`);
-      const retryCount = request.retryCount ?? 0;
-      return {
-        retryCount,
-        escalation: decideEscalation({ status, retryCount, maxRetries, openedCircuit: false }),
-        circuit: viewCircuit(CLOSED, this.#clock(), settings),
-        transition: null,
-      };
+      this.#warn(`ledger not updated for run ${a.runId}: ${(error as Error).message}`);
+      const retryCount = a.request.retryCount ?? 0;
+      return this.#unsettled(retryCount, decideEscalation({ status: a.status, retryCount, maxRetries: a.maxRetries, openedCircuit: false }));
     }
+  }
+
+  /** What is said of an attempt that touched neither the ledger nor a circuit. */
+  #unsettled(retryCount: number, escalation: EscalationDecision): Settled {
+    const settings: BreakerSettings = { threshold: this.#config.breakerThreshold, cooldownMs: this.#config.breakerCooldownMs };
+    return { retryCount, escalation, circuit: viewCircuit(CLOSED, this.#clock(), settings), transition: null };
   }
 
   /**
@@ -320,19 +484,9 @@ export class RunService {
     return retryCount;
   }
 
-  async #finish(attempt: {
-    runId: string;
-    request: RunRequest;
-    timeoutMs: number | null;
-    maxRetries: number;
-    status: RunStatus;
-    settled: Settled;
-    classification?: Classification;
-    outcome?: ProcessOutcome;
-    queueMs?: number;
-  }): Promise<RunResult> {
-    const { request, settled, outcome, status } = attempt;
-    const classification = attempt.classification ?? circuitOpenRejection(settled.circuit);
+  async #finish(attempt: Attempt): Promise<RunResult> {
+    const { request, settled, outcome, status, classification } = attempt;
+    if (attempt.context.live) attempt.context.live.phase = 'done';
     const policy = OUTCOME_POLICY[status];
     const errorText = classification.error?.slice(0, ERROR_TEXT_MAX) ?? null;
     const metadata: RunMetadata = {
@@ -364,8 +518,8 @@ export class RunService {
       v: RUN_RECORD_SCHEMA_VERSION,
       ts: new Date(this.#clock()).toISOString(),
       run_id: attempt.runId,
-      batch_id: null,
-      tool: 'ollama_run',
+      batch_id: attempt.context.batchId ?? null,
+      tool: attempt.tool ?? (attempt.context.batchId ? 'ollama_run_many' : 'ollama_run'),
       model: request.model,
       task_id: metadata.task_id,
       status,
@@ -404,6 +558,10 @@ function taskScope(request: RunRequest): string[] {
   return request.taskId === undefined ? [] : [request.taskId];
 }
 
+function failure(status: RunStatus, error: string): Classification {
+  return { status, error, answer: '', thinking: '' };
+}
+
 /**
  * Further attempts the caller may make before a failure escalates: with `max_retries: 3`, a first
  * failed attempt leaves 3 (retry_count 1, 2 and 3; the last escalates if it fails too).
@@ -415,16 +573,8 @@ function retriesLeft(maxRetries: number, retryCount: number, status: RunStatus):
   return Math.min(maxRetries, Math.max(0, maxRetries - nextRetryCount + 1));
 }
 
-function cancelledBeforeStart(): Classification {
-  return { status: 'cancelled', error: 'cancelled while waiting for a concurrency slot', answer: '', thinking: '' };
-}
-
-function circuitOpenRejection(circuit: CircuitView): Classification {
+function circuitOpenMessage(circuit: CircuitView): string {
   const wait = circuit.retry_after_seconds === null ? 'shortly' : `in ${circuit.retry_after_seconds} s`;
-  return {
-    status: 'circuit_open',
-    error: `the model's circuit is ${circuit.state === 'open' ? 'open' : 'half-open with a probe run in flight'} after ${circuit.consecutive_failures} failures in a row; it will accept a run again ${wait}`,
-    answer: '',
-    thinking: '',
-  };
+  const state = circuit.state === 'open' ? 'open' : 'half-open with a probe run in flight';
+  return `the model's circuit is ${state} after ${circuit.consecutive_failures} failures in a row; it will accept a run again ${wait}`;
 }

@@ -71,5 +71,8 @@ export const OUTCOME_POLICY: Readonly<Record<RunStatus, OutcomePolicy>> = {
     escalateAtOnce: null,
   }),
   cancelled: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: false, retryable: true, escalateAtOnce: null }),
+  // A blocked attempt repeats the task's earlier escalation (the run service supplies its reason).
+  blocked: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: false, retryable: false, escalateAtOnce: null }),
+  not_started: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: false, retryable: true, escalateAtOnce: null }),
   invalid_input: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: false, retryable: false, escalateAtOnce: null }),
 };

@@ -29,6 +29,10 @@ export const RUN_STATUSES = [
   'unsupported_option',
   /** The caller cancelled, or the server shut down, while the run was queued or running. */
   'cancelled',
+  /** Rejected without spawning: the task escalated before and OLLAMA_MCP_ESCALATION=block (reset it first). */
+  'blocked',
+  /** An `ollama_run_many` job that never started because the batch deadline passed first. */
+  'not_started',
   /** Rejected without spawning: the arguments were invalid. */
   'invalid_input',
 ] as const;

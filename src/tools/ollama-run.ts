@@ -3,7 +3,8 @@ import type { Config } from '../config.js';
 import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../run-result.js';
-import type { RunRequest, RunService } from '../run-service.js';
+import { newLiveRun, type LiveRun, type RunRequest, type RunService } from '../run-service.js';
+import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
@@ -74,6 +75,10 @@ export const ollamaRunInputSchema = z.strictObject({
     .optional()
     .describe('How long Ollama keeps the model loaded afterwards, e.g. "10m".'),
   include_thinking: z.boolean().optional().describe('Return the thinking text in `thinking` (default false).'),
+  allow_pull: z
+    .boolean()
+    .optional()
+    .describe('Let a model that is not installed be pulled by this run (it can take many minutes). By default a missing model fails at once.'),
 });
 
 export type OllamaRunInput = z.output<typeof ollamaRunInputSchema>;
@@ -90,6 +95,7 @@ export function toRunRequest(input: OllamaRunInput): RunRequest {
     ...(input.think !== undefined ? { think: input.think } : {}),
     ...(input.keepalive !== undefined ? { keepalive: input.keepalive } : {}),
     ...(input.include_thinking !== undefined ? { includeThinking: input.include_thinking } : {}),
+    ...(input.allow_pull !== undefined ? { allowPull: input.allow_pull } : {}),
   };
 }
 
@@ -109,12 +115,37 @@ export function ollamaRunTool(service: RunService, config: Config): AnyToolDefin
     outputSchema: runResultSchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handle(input: OllamaRunInput, extra) {
-      return present(await service.run(toRunRequest(input), { signal: extra.signal }));
+      const live = newLiveRun();
+      const startedAt = performance.now();
+      const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
+        progress: (performance.now() - startedAt) / 1000,
+        message: describeLiveRun(input.model, live, performance.now() - startedAt),
+      }));
+      try {
+        return present(await service.run(toRunRequest(input), { signal: extra.signal, live }));
+      } finally {
+        stop();
+      }
     },
     async onInvalidInput(problem, rawArguments) {
       return present(await service.rejectInvalid(rawArguments, problem));
     },
   };
+}
+
+/** A heartbeat message: model, where the run is, elapsed time, output so far, place in line. */
+export function describeLiveRun(model: string, live: LiveRun, elapsedMs: number): string {
+  const elapsed = formatElapsed(elapsedMs);
+  switch (live.phase) {
+    case 'queued':
+      return `${model}: queued (position ${live.queuePosition()}), ${elapsed} elapsed`;
+    case 'running': {
+      const running = live.runningSince === null ? elapsed : formatElapsed(performance.now() - live.runningSince);
+      return `${model}: running for ${running}, ${live.outputBytes} bytes of output so far`;
+    }
+    default:
+      return `${model}: ${live.phase}, ${elapsed} elapsed`;
+  }
 }
 
 function present(result: RunResult): ToolOutcome<RunResult> {
