@@ -23,18 +23,18 @@ describe('bounded concurrency', () => {
   });
 
   it('serves waiting calls in the order they arrived', async () => {
-    const order: number[] = [];
-    const calls = Array.from({ length: 5 }, (_, i) =>
-      server.run({ model: 'llama3.2', prompt: `ordered ${i} @fake:sleep_ms=200` }).then((r) => {
-        order.push(i);
-        return r;
-      }),
-    );
-    await Promise.all(calls);
-    const starts = readTrace(sandbox)
-      .filter((e) => e.event === 'prompt' && /ordered \d/.test(e.prompt ?? ''))
-      .map((e) => Number(/ordered (\d)/.exec(e.prompt!)![1]));
-    // The first two start together; after that, each freed slot goes to the next in line.
-    expect(starts.slice(2)).toEqual([2, 3, 4]);
+    // One slot, so each process starts only after the previous one exited: the trace order is the service order.
+    const single = makeSandbox();
+    const one = await startServer(single, { OLLAMA_MCP_CONCURRENCY: '1' });
+    try {
+      await Promise.all(Array.from({ length: 5 }, (_, i) => one.run({ model: 'llama3.2', prompt: `ordered ${i} @fake:sleep_ms=100` })));
+      const served = readTrace(single)
+        .filter((e) => e.event === 'prompt')
+        .map((e) => Number(/ordered (\d)/.exec(e.prompt ?? '')?.[1]));
+      expect(served).toEqual([0, 1, 2, 3, 4]);
+      expect(maxConcurrent(readTrace(single))).toBe(1);
+    } finally {
+      await one.close();
+    }
   });
 });
