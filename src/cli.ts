@@ -41,12 +41,20 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     throw error;
   }
-  await serveStdio(config);
+  try {
+    await serveStdio(config);
+  } catch (error) {
+    if (isConfigError(error)) {
+      warn(`configuration error: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
   return 0;
 }
 
 async function serveStdio(config: Config): Promise<void> {
-  const app = createApp(config, warn);
+  const app = await createApp(config, warn);
   const server = createMcpServer(app);
   const transport = new StdioServerTransport();
 

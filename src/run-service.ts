@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
+import type { ModelSettings } from './model-tiers.js';
 import { canonicalModelName } from './model-name.js';
 import { admit, recordVerdict, viewCircuit, type BreakerSettings, type CircuitView } from './policy/breaker.js';
 import { CLOSED } from './policy/breaker-state.js';
@@ -16,6 +17,8 @@ import type { StateData } from './store/state-schema.js';
 import type { StateStore } from './store/state-store.js';
 import type { RunLog } from './telemetry/run-log.js';
 import { RUN_RECORD_SCHEMA_VERSION, type CircuitTransition, type RunRecord } from './telemetry/run-record.js';
+
+export type { ModelSettings };
 
 /** A validated `ollama_run` call. */
 export interface RunRequest extends CliRunOptions {
@@ -71,18 +74,6 @@ export interface LiveRun {
 
 export function newLiveRun(): LiveRun {
   return { phase: 'starting', queuePosition: () => 0, runningSince: null, outputBytes: 0 };
-}
-
-/** Limits in force for one model (from the environment, or a tier in OLLAMA_MCP_CONFIG). */
-export interface ModelSettings {
-  readonly timeoutMs: number;
-  readonly maxRetries: number;
-  readonly breakerThreshold: number;
-  readonly breakerCooldownMs: number;
-  /** At most this many runs of the model at once in this server; `null`: only the global limit. */
-  readonly concurrency: number | null;
-  /** Which tier rule applied, if any. */
-  readonly source: string | null;
 }
 
 /** Is the model installed? `unknown`: the list could not be read, so the run goes ahead and speaks for itself. */
@@ -262,7 +253,7 @@ export class RunService {
     //    a time so calls reach the FIFO queues in the order they arrived, whatever their I/O timing.
     const turn = this.#admissions.then(async () => {
       const admission = await this.#admit(modelKey, runId, timeoutMs, request, breaker);
-      return admission.admitted ? { ...admission, slots: this.#requestSlots(modelKey, settings, context.signal) } : admission;
+      return admission.admitted ? { ...admission, slots: this.#requestSlots(modelKey, settings, queueSignal(context, this.#clock())) } : admission;
     });
     this.#admissions = turn.then(noop, noop);
     const admission = await turn;
@@ -281,13 +272,10 @@ export class RunService {
     } catch {
       if (live) live.phase = 'finishing';
       const queueMs = Math.round(performance.now() - queuedAt);
-      return this.#finish({
-        ...base,
-        status: 'cancelled',
-        classification: failure('cancelled', 'cancelled while waiting for a concurrency slot'),
-        queueMs,
-        settled: await settle('cancelled', admission.transition),
-      });
+      const late = context.deadlineAt !== undefined && this.#clock() >= context.deadlineAt;
+      const status = late ? 'not_started' : 'cancelled';
+      const error = late ? 'the batch deadline passed while this job waited for a slot' : 'cancelled while waiting for a concurrency slot';
+      return this.#finish({ ...base, status, classification: failure(status, error), queueMs, settled: await settle(status, admission.transition) });
     }
     const queueMs = Math.round(performance.now() - queuedAt);
 
@@ -553,6 +541,13 @@ export class RunService {
 }
 
 function noop(): void {}
+
+/** Waiting for a slot ends on cancel, and also at a batch deadline (a running job ends by its cut timeout instead). */
+function queueSignal(context: RunContext, now: number): AbortSignal | undefined {
+  if (context.deadlineAt === undefined) return context.signal;
+  const untilDeadline = AbortSignal.timeout(Math.max(0, context.deadlineAt - now));
+  return context.signal ? AbortSignal.any([context.signal, untilDeadline]) : untilDeadline;
+}
 
 function taskScope(request: RunRequest): string[] {
   return request.taskId === undefined ? [] : [request.taskId];

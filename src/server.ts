@@ -1,6 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Config } from './config.js';
 import { registerTools } from './mcp/tool-registry.js';
+import { loadModelTiers, type ModelTiers } from './model-tiers.js';
 import { RunService } from './run-service.js';
 import { StateStore } from './store/state-store.js';
 import { RunLog } from './telemetry/run-log.js';
@@ -16,19 +17,25 @@ export const SERVER_VERSION = packageJson.version;
 /** Everything one server process shares between its connections. */
 export interface App {
   readonly config: Config;
+  readonly tiers: ModelTiers;
   readonly store: StateStore;
   readonly log: RunLog;
   readonly runs: RunService;
 }
 
-export function createApp(config: Config, warn: (message: string) => void): App {
+/**
+ * Build the shared parts. Throws ConfigError when OLLAMA_MCP_CONFIG (the tier file) is invalid,
+ * so start-up stops with the path and the offending key.
+ */
+export async function createApp(config: Config, warn: (message: string) => void): Promise<App> {
+  const tiers = await loadModelTiers(config);
   const store = new StateStore(path.join(config.telemetryDir, 'state.json'), { onWarning: warn });
   const log = new RunLog(config.telemetryDir, {
     logContent: config.logContent,
-    onError: (error, file) => warn(`could not append to ${file}: ${(error as Error).message}`),
+    onError: (error, file) => warn(`could not append to ${file}: ${error instanceof Error ? error.message : String(error)}`),
   });
-  const runs = new RunService({ config, store, log, onWarning: warn });
-  return { config, store, log, runs };
+  const runs = new RunService({ config, store, log, onWarning: warn, settingsFor: (model) => tiers.settingsFor(model) });
+  return { config, tiers, store, log, runs };
 }
 
 const INSTRUCTIONS = `This server runs tasks on local Ollama models.
