@@ -20,6 +20,51 @@ export interface JsonlAppenderOptions {
    * @default 0o600, since lines may hold prompts and outputs when content logging is on
    */
   readonly fileMode?: number;
+  /**
+   * Move on to a new file when the active one is full, instead of growing one file forever.
+   * Without it every record goes to `filePath`.
+   */
+  readonly rotation?: RotationOptions;
+}
+
+/**
+ * The files of a log that rotates, and how to name the next one. The appender never renames or
+ * deletes a file: other processes may be appending to any of them.
+ */
+export interface LogFileSequence {
+  /**
+   * Every existing file of the log, in reading order; the last one is the active file. `[]` when
+   * none exists yet (the appender then writes to its `filePath`). Paths must be spelt the way
+   * `next` spells them and the way `filePath` is spelt (e.g. all absolute), since they are compared.
+   */
+  list(): Promise<readonly string[]>;
+  /**
+   * The file that follows `current` once it is full. Must sort after `current` in `list()` order,
+   * and must be the same in every process for the same `current` (at the same date), so that
+   * processes crossing the limit at the same moment all append to one new file.
+   */
+  next(current: string, now: Date): string;
+}
+
+/** Options of a rotating {@link JsonlAppender}. */
+export interface RotationOptions {
+  /**
+   * A line goes to the next file when it would take the active file past this many bytes.
+   * The file is then "full" for this line; a line bigger than the limit goes alone into a new file.
+   * Overshoot: see {@link JsonlAppender}.
+   */
+  readonly maxBytes: number;
+  readonly files: LogFileSequence;
+  /**
+   * The active file is cached; the directory is listed again when the cached file is full for the
+   * next line, or when the last listing is older than this, to notice that another process moved
+   * on to a new file (e.g. for a line that did not fit, while the cached file still has room).
+   * `0` lists before every append.
+   * @default 1000
+   */
+  readonly recheckMs?: number;
+  /** Clock used to name new files. @default () => new Date() */
+  readonly now?: () => Date;
 }
 
 // O_RDWR, not O_WRONLY: the torn-line guard reads the last byte. O_APPEND makes every write land
@@ -30,6 +75,14 @@ const NEWLINE = 0x0a;
 const TORN_SETTLE_MS = 250;
 const TORN_POLL_MS = 2;
 const TORN_MAX_WAIT_MS = 2_000;
+/**
+ * A writer that finds this many files full in a row writes to the last one anyway. Unreachable in
+ * practice (it takes other processes filling each new file between our open and our fstat); it
+ * only guarantees that an append always ends.
+ */
+const MAX_HOPS = 16;
+const DEFAULT_RECHECK_MS = 1_000;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * Appends JSON records as lines to one file that several processes may share.
@@ -42,19 +95,60 @@ const TORN_MAX_WAIT_MS = 2_000;
  * recreated on the next append instead of written into a dead inode. Cost: open, fstat, one-byte
  * read, write, close, each a thread-pool round trip; measured 60-390 µs per ~550-byte record on
  * a busy 2-core ext4 machine, without blocking the event loop.
+ *
+ * With `rotation`, the append goes to the active file (the last of `rotation.files.list()`, cached)
+ * unless its size (fstat after open) plus the line would pass `maxBytes` and it is not empty; then
+ * the directory is listed again and the line goes to a later file another process already started,
+ * or to `rotation.files.next(active)`, opened with `O_APPEND|O_CREAT` (never `O_EXCL`): processes
+ * crossing the limit together compute the same name and all append there. Nothing is renamed.
+ * Before leaving a full file whose last line is torn, the appender ends that line with `\n`, so
+ * that the files concatenated in reading order never glue a torn line onto the next file's first.
+ *
+ * **Size bound.** The check and the write are not atomic across processes: with `k` processes
+ * appending to the same log, a file holds at most `max(maxBytes, its largest line) + (k - 1) * L`
+ * bytes, `L` being the largest line written (plus one byte per torn-line repair). Proof sketch:
+ * take the write into the file whose fstat came last; every line that landed earlier is counted
+ * in that fstat, which left room for that write's own line (or saw an empty file), and every line
+ * that landed later was already in flight, at most one per process since each appender writes one
+ * line at a time. One process alone never passes `maxBytes` except with a single oversized line.
+ * (Escape hatch: after {@link MAX_HOPS} full files in a row the line is written anyway.)
  */
 export class JsonlAppender {
-  /** The file every record is appended to. */
+  /**
+   * The file every record is appended to; with `rotation`, the first file of the log, used until
+   * `rotation.files.list()` returns a file.
+   */
   readonly filePath: string;
   readonly #onError: (error: unknown, filePath: string) => void;
   readonly #fileMode: number;
+  readonly #rotation: Required<RotationOptions> | undefined;
+  /** Where the last record went (or `filePath`): the cached active file. */
+  #active: string;
+  /** `performance.now()` of the last listing; -Infinity forces one before the first append. */
+  #listedAt = Number.NEGATIVE_INFINITY;
   /** Tail of the queue of pending appends; it never rejects. */
   #tail: Promise<void> = Promise.resolve();
 
+  /** @throws RangeError when `rotation.maxBytes` or `rotation.recheckMs` is not a number from 1 (0) and up */
   constructor(filePath: string, options: JsonlAppenderOptions = {}) {
     this.filePath = filePath;
+    this.#active = filePath;
     this.#onError = options.onError ?? writeErrorToStderr;
     this.#fileMode = options.fileMode ?? 0o600;
+    const rotation = options.rotation;
+    if (rotation !== undefined) {
+      if (!(rotation.maxBytes >= 1)) {
+        throw new RangeError(`Expected \`maxBytes\` to be a number from 1 and up, got \`${rotation.maxBytes}\``);
+      }
+      const recheckMs = rotation.recheckMs ?? DEFAULT_RECHECK_MS;
+      if (!(recheckMs >= 0)) throw new RangeError(`Expected \`recheckMs\` to be a number from 0 and up, got \`${recheckMs}\``);
+      this.#rotation = { maxBytes: rotation.maxBytes, files: rotation.files, recheckMs, now: rotation.now ?? (() => new Date()) };
+    }
+  }
+
+  /** The file the last record was written to (`filePath` before the first one). */
+  get activeFile(): string {
+    return this.#active;
   }
 
   /**
@@ -67,7 +161,7 @@ export class JsonlAppender {
     try {
       line = Buffer.from(toJsonLine(record), 'utf8');
     } catch (error) {
-      this.#report(error);
+      this.#report(error, this.#active);
       return this.#tail;
     }
     const done = this.#tail.then(() => this.#write(line));
@@ -81,31 +175,59 @@ export class JsonlAppender {
   }
 
   async #write(line: Buffer): Promise<void> {
-    let handle: FileHandle | undefined;
+    const rotation = this.#rotation;
+    let file = this.#active;
     try {
-      handle = await this.#open();
-      await writeFully(handle, await guardTornTail(handle, line));
+      if (rotation !== undefined && performance.now() - this.#listedAt >= rotation.recheckMs) {
+        file = await this.#latest(rotation, file);
+      }
+      // Each turn moves to a file later in reading order (another process's newer file, or the
+      // next name), so this ends; MAX_HOPS only guards against a sequence that misbehaves.
+      for (let hops = 0; ; hops += 1) {
+        const handle = await this.#open(file);
+        let full = false;
+        try {
+          const size = (await handle.stat()).size;
+          full = rotation !== undefined && size > 0 && size + line.length > rotation.maxBytes && hops < MAX_HOPS;
+          if (full) {
+            await endTornLine(handle, size);
+          } else {
+            this.#active = file;
+            await writeFully(handle, await guardTornTail(handle, line, size));
+          }
+        } finally {
+          await handle.close().catch((error: unknown) => this.#report(error, file));
+        }
+        if (!full || rotation === undefined) return;
+        const latest = await this.#latest(rotation, file);
+        file = latest !== file ? latest : rotation.files.next(file, rotation.now());
+      }
     } catch (error) {
-      this.#report(error);
-    } finally {
-      await handle?.close().catch((error: unknown) => this.#report(error));
+      this.#report(error, file);
     }
   }
 
-  async #open(): Promise<FileHandle> {
+  /** The last file of the log as listed now, or `fallback` when there is none. */
+  async #latest(rotation: Required<RotationOptions>, fallback: string): Promise<string> {
+    const files = await rotation.files.list();
+    this.#listedAt = performance.now();
+    return files.at(-1) ?? fallback;
+  }
+
+  async #open(file: string): Promise<FileHandle> {
     try {
-      return await open(this.filePath, OPEN_FLAGS, this.#fileMode);
+      return await open(file, OPEN_FLAGS, this.#fileMode);
     } catch (error) {
       // Create the directory only when needed: a mkdir per append would cost a syscall for nothing.
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      await mkdir(dirname(this.filePath), { recursive: true, mode: 0o700 });
-      return open(this.filePath, OPEN_FLAGS, this.#fileMode);
+      await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+      return open(file, OPEN_FLAGS, this.#fileMode);
     }
   }
 
-  #report(error: unknown): void {
+  #report(error: unknown, file: string): void {
     try {
-      this.#onError(error, this.filePath);
+      this.#onError(error, file);
     } catch {
       // A throwing onError must not turn a lost log line into a failed run.
     }
@@ -141,9 +263,9 @@ export function toJsonLine(record: object): string {
  * Two processes can still both repair the same torn tail; the result is a blank line, which
  * readers skip.
  */
-async function guardTornTail(handle: FileHandle, line: Buffer): Promise<Buffer> {
+async function guardTornTail(handle: FileHandle, line: Buffer, sizeNow: number): Promise<Buffer> {
   const last = Buffer.alloc(1);
-  let size = (await handle.stat()).size;
+  let size = sizeNow;
   const started = Date.now();
   let stableSince = started;
   // Bounded: a tail that keeps growing without ever ending a line is someone else's problem.
@@ -158,6 +280,17 @@ async function guardTornTail(handle: FileHandle, line: Buffer): Promise<Buffer> 
     size = now;
   }
   return Buffer.concat([Buffer.from([NEWLINE]), line]);
+}
+
+/**
+ * Before leaving a full file for the next one: if its last line is torn (see {@link guardTornTail}),
+ * end it with `\n`. Nobody would ever append to this file again to repair it, and without the
+ * `\n` a reader concatenating the files (`cat`, `jq` with several files) would glue the torn line
+ * onto the first line of the next file and lose that record too.
+ */
+async function endTornLine(handle: FileHandle, size: number): Promise<void> {
+  const repair = await guardTornTail(handle, EMPTY, size);
+  if (repair.length > 0) await writeFully(handle, repair);
 }
 
 /**

@@ -1,10 +1,16 @@
-import { join } from 'node:path';
+// Run-time imports stay inside src/telemetry/ (type-only ones may come from anywhere): the
+// multi-process rotation test transpiles this folder alone and runs it in plain `node` children.
+import { join, resolve } from 'node:path';
 
 import { JsonlAppender } from './jsonl-appender.js';
-import type { RunRecord } from './run-record.js';
+import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME } from './log-files.js';
+import { RUN_RECORD_SCHEMA_VERSION, type ControlRecord, type RunRecord } from './run-record.js';
 
-/** File name of the run log inside the telemetry directory. */
-export const RUN_LOG_FILE_NAME = 'runs.jsonl';
+/** File name of the first file of the run log inside the telemetry directory. */
+export { RUN_LOG_FILE_NAME };
+
+/** Default of {@link RunLogOptions.maxBytes}: 50 MiB, as `OLLAMA_MCP_LOG_MAX_BYTES`. */
+export const DEFAULT_RUN_LOG_MAX_BYTES = 52_428_800;
 
 /** Options of {@link RunLog}. */
 export interface RunLogOptions {
@@ -16,20 +22,46 @@ export interface RunLogOptions {
   readonly logContent?: boolean;
   /** Where write failures go. @default one line on stderr */
   readonly onError?: (error: unknown, filePath: string) => void;
+  /**
+   * A record that would take the active file past this many bytes goes to a new file
+   * (`runs-YYYY-MM-DD-NNN.jsonl`, see `log-files.ts`); nothing is ever renamed. With several server
+   * processes a file can pass it by up to one line per other process (see `JsonlAppender`).
+   * A record bigger than this goes alone into a file.
+   * @default 52428800 (50 MiB; `OLLAMA_MCP_LOG_MAX_BYTES`)
+   */
+  readonly maxBytes?: number;
+  /** Clock that dates new files (UTC). For tests. @default () => new Date() */
+  readonly now?: () => Date;
 }
 
-/** The `runs.jsonl` audit log: one line per `ollama_run` attempt, shared by every server process. */
+/**
+ * The run log: one JSON line per `ollama_run` attempt, shared by every server process, in
+ * `runs.jsonl` and, once that is full, in `runs-YYYY-MM-DD-NNN.jsonl` files beside it.
+ */
 export class RunLog {
-  /** `<dir>/runs.jsonl`. */
+  /** The telemetry directory, absolute. */
+  readonly dir: string;
+  /** `<dir>/runs.jsonl`, the first file of the log (not necessarily the one being written). */
   readonly path: string;
   readonly #logContent: boolean;
   readonly #appender: JsonlAppender;
 
-  /** @param dir the telemetry directory (created on first write if missing) */
+  /**
+   * @param dir the telemetry directory (created on first write if missing)
+   * @throws RangeError when `maxBytes` is not a number from 1 and up
+   */
   constructor(dir: string, options: RunLogOptions = {}) {
-    this.path = join(dir, RUN_LOG_FILE_NAME);
+    this.dir = resolve(dir);
+    this.path = join(this.dir, RUN_LOG_FILE_NAME);
     this.#logContent = options.logContent ?? false;
-    this.#appender = new JsonlAppender(this.path, { onError: options.onError });
+    this.#appender = new JsonlAppender(this.path, {
+      onError: options.onError,
+      rotation: {
+        maxBytes: options.maxBytes ?? DEFAULT_RUN_LOG_MAX_BYTES,
+        files: { list: () => listRunLogFiles(this.dir), next: nextLogFileName },
+        now: options.now,
+      },
+    });
   }
 
   /** Appends one record, without its prompt and output unless `logContent`. Never rejects. */
@@ -37,6 +69,20 @@ export class RunLog {
     if (this.#logContent) return this.#appender.append(rec);
     const { prompt: _prompt, output: _output, ...rest } = rec;
     return this.#appender.append(rest);
+  }
+
+  /** Appends a control action (a reset, a status look-up) beside the runs. Never rejects. */
+  recordControl(event: Omit<ControlRecord, 'v' | 'kind' | 'ts' | 'server_pid'>): Promise<void> {
+    const record: ControlRecord = { v: RUN_RECORD_SCHEMA_VERSION, kind: 'control', ts: new Date().toISOString(), ...event, server_pid: process.pid };
+    return this.#appender.append(record);
+  }
+
+  /**
+   * Every file of the log, absolute paths in reading order (`runs.jsonl` first, the active file
+   * last); `[]` before the first record. Read them in this order, e.g. with `readJsonLines`.
+   */
+  files(): Promise<string[]> {
+    return listRunLogFiles(this.dir);
   }
 
   /** Resolves once every record issued so far is written (call before exiting). */

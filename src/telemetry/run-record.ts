@@ -55,3 +55,20 @@ export interface RunRecord {
   /** Only with OLLAMA_MCP_LOG_CONTENT=1. */
   readonly output?: string;
 }
+
+/**
+ * A control action (`ollama_reset`, `ollama_task_status`), logged beside the runs so a reviewer
+ * sees who cleared what and when. Told apart from run records by `kind`.
+ */
+export interface ControlRecord {
+  readonly v: typeof RUN_RECORD_SCHEMA_VERSION;
+  readonly kind: 'control';
+  readonly ts: string;
+  readonly tool: 'ollama_reset' | 'ollama_task_status';
+  readonly action: 'status' | 'reset_task' | 'reset_circuit';
+  readonly task_id: string | null;
+  readonly model: string | null;
+  /** What was found or changed, in words. */
+  readonly detail: string;
+  readonly server_pid: number;
+}

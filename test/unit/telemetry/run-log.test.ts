@@ -1,6 +1,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
@@ -21,6 +21,19 @@ const withContent = sampleRecord({ prompt: 'SECRET PROMPT', output: 'SECRET ANSW
 describe('RunLog', () => {
   it('writes to <dir>/runs.jsonl', () => {
     expect(new RunLog(dir).path).toBe(join(dir, 'runs.jsonl'));
+  });
+
+  it('lists its files: none before the first record, then absolute paths in reading order', async () => {
+    const log = new RunLog(relative(process.cwd(), dir), { maxBytes: 1024, onError: (e) => expect.fail(String(e)) });
+    expect(log.dir).toBe(dir);
+    expect(log.path).toBe(join(dir, 'runs.jsonl'));
+    expect(await log.files()).toEqual([]);
+    await log.record(sampleRecord({ error: 'x'.repeat(600) }));
+    await log.record(sampleRecord({ error: 'x'.repeat(600) }));
+    const files = await log.files();
+    expect(files).toHaveLength(2);
+    expect(files[0]).toBe(log.path);
+    expect(files[1]).toMatch(/^\/.*\/runs-\d{4}-\d{2}-\d{2}-001\.jsonl$/);
   });
 
   it('strips prompt and output by default', async () => {

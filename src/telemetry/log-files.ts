@@ -1,0 +1,151 @@
+import { readdir } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+
+// Imports only node: builtins on purpose: the multi-process rotation test transpiles src/telemetry/
+// alone and runs run-log.ts, jsonl-appender.ts and this file in plain `node` children.
+
+/**
+ * The names of the run log's files in one directory, and the order to read them in.
+ *
+ * - `runs.jsonl` is the first file.
+ * - When the active file is full the writer moves on to `runs-YYYY-MM-DD-NNN.jsonl`: the UTC date
+ *   the new file was started, then a sequence number from `001`, restarting at `001` on each new
+ *   date. Past `999` the number simply grows a digit (`1000`); see {@link compareRunLogNames}.
+ * - Reading order: `runs.jsonl`, then the dated files by date, then by sequence number.
+ *   The active file, the one being appended to, is the last in reading order.
+ *
+ * Files are never renamed: several processes may be appending to any of them.
+ */
+
+/** Name of the first file of the run log. */
+export const RUN_LOG_FILE_NAME = 'runs.jsonl';
+
+/** Where a run log file sits in the reading order. */
+export interface RunLogFileName {
+  /** `null` for `runs.jsonl`; otherwise the UTC date the file was started, `YYYY-MM-DD`. */
+  readonly date: string | null;
+  /** `0` for `runs.jsonl`; otherwise the sequence number within `date`, from 1. */
+  readonly seq: number;
+}
+
+/** Canonical names only: no sign, no extra leading zeros (`0001`), no bad dates (`2025-13-40`). */
+const DATED_NAME = /^runs-(\d{4}-\d{2}-\d{2})-(\d{3,})\.jsonl$/;
+
+/**
+ * Parses a run log file name (a base name, not a path).
+ * @returns `undefined` for anything that is not one: `runs.jsonl.corrupt`, `other.jsonl`, `runs-old.jsonl`,
+ *   `runs-2025-11-22-01.jsonl` (too short), `runs-2025-11-22-0001.jsonl` (not canonical), `runs-2025-02-30-001.jsonl`.
+ */
+export function parseRunLogName(name: string): RunLogFileName | undefined {
+  if (name === RUN_LOG_FILE_NAME) return { date: null, seq: 0 };
+  const match = DATED_NAME.exec(name);
+  if (match === null) return undefined;
+  const [, date = '', digits = ''] = match;
+  const seq = Number(digits);
+  if (!Number.isSafeInteger(seq) || seq < 1 || formatSeq(seq) !== digits || !isRealDate(date)) return undefined;
+  return { date, seq };
+}
+
+/** The file name of a position in the reading order (the inverse of {@link parseRunLogName}). */
+export function formatRunLogName(file: RunLogFileName): string {
+  if (file.date === null) return RUN_LOG_FILE_NAME;
+  return `runs-${file.date}-${formatSeq(file.seq)}.jsonl`;
+}
+
+/**
+ * Orders two run log file names (base names) for reading: `runs.jsonl` first, then by date, then by
+ * sequence number compared as a number, so `...-999.jsonl` comes before `...-1000.jsonl` (a plain
+ * string sort would put `1000` first; `ls -v` and `sort -V` get it right).
+ * Names that are not run log files sort after every run log file, by string.
+ */
+export function compareRunLogNames(a: string, b: string): number {
+  const pa = parseRunLogName(a);
+  const pb = parseRunLogName(b);
+  if (pa === undefined || pb === undefined) {
+    if (pa !== pb) return pa === undefined ? 1 : -1;
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
+  if (pa.date !== pb.date) {
+    if (pa.date === null) return -1;
+    if (pb.date === null) return 1;
+    return pa.date < pb.date ? -1 : 1;
+  }
+  return pa.seq - pb.seq;
+}
+
+/**
+ * Sorts file names into reading order and drops those that are not run log files. Pure.
+ * @example sortRunLogNames(['runs-2025-11-22-002.jsonl', 'other.jsonl', 'runs.jsonl']) // ['runs.jsonl', 'runs-2025-11-22-002.jsonl']
+ */
+export function sortRunLogNames(names: Iterable<string>): string[] {
+  return [...names].filter((name) => parseRunLogName(name) !== undefined).sort(compareRunLogNames);
+}
+
+/**
+ * The file that follows `current` once `current` is full. Pure: every process that crosses the
+ * limit of the same file on the same UTC date computes the same name, so they all append to one
+ * new file instead of each starting its own.
+ *
+ * The new file is dated with the UTC date of `now`. If `now` is not after the current file's
+ * date (the same day, or a clock that is behind), the date is kept and the sequence number goes
+ * up instead, so the next file always sorts after the current one.
+ *
+ * @param current a run log file name, or a path to one
+ * @returns a name, or a path in the same directory when `current` is a path
+ * @throws TypeError when `current` is not a run log file name
+ * @example nextLogFileName('runs.jsonl', new Date('2025-11-22T10:00:00Z')) // 'runs-2025-11-22-001.jsonl'
+ * @example nextLogFileName('/t/runs-2025-11-22-007.jsonl', new Date('2025-11-22T23:59:59Z')) // '/t/runs-2025-11-22-008.jsonl'
+ * @example nextLogFileName('runs-2025-11-22-007.jsonl', new Date('2025-11-23T00:00:00Z')) // 'runs-2025-11-23-001.jsonl'
+ */
+export function nextLogFileName(current: string, now: Date): string {
+  const name = basename(current);
+  const parsed = parseRunLogName(name);
+  if (parsed === undefined) {
+    throw new TypeError(`Expected a run log file name (runs.jsonl or runs-YYYY-MM-DD-NNN.jsonl), got \`${current}\``);
+  }
+  const today = utcDate(now);
+  const next =
+    parsed.date === null || today > parsed.date ? { date: today, seq: 1 } : { date: parsed.date, seq: parsed.seq + 1 };
+  const nextName = formatRunLogName(next);
+  return name === current ? nextName : join(dirname(current), nextName);
+}
+
+/**
+ * Every run log file in `dir`, as absolute paths in reading order. Other files (`runs.jsonl.corrupt`,
+ * `other.jsonl`, `state.json`...) and directories are ignored. A missing directory gives `[]`.
+ * @throws on other I/O errors (permission, `dir` is a file)
+ */
+export async function listRunLogFiles(dir: string): Promise<string[]> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const names = entries.filter((entry) => !entry.isDirectory()).map((entry) => entry.name);
+  const absolute = resolve(dir);
+  return sortRunLogNames(names).map((name) => join(absolute, name));
+}
+
+/**
+ * The file new records go to: the last run log file of `dir` in reading order, or `<dir>/runs.jsonl`
+ * when there is none yet. Absolute. It may be full: the writer then moves on to {@link nextLogFileName}.
+ */
+export async function activeLogFile(dir: string): Promise<string> {
+  return (await listRunLogFiles(dir)).at(-1) ?? join(resolve(dir), RUN_LOG_FILE_NAME);
+}
+
+function formatSeq(seq: number): string {
+  return String(seq).padStart(3, '0');
+}
+
+function utcDate(date: Date): string {
+  const iso = date.toISOString(); // throws RangeError on an invalid Date, which is a caller bug
+  return iso.slice(0, 10);
+}
+
+function isRealDate(date: string): boolean {
+  const parsed = new Date(`${date}T00:00:00Z`);
+  return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 10) === date;
+}
