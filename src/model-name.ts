@@ -24,3 +24,12 @@ export function canonicalModelName(model: string): string {
   const lastPart = name.slice(name.lastIndexOf('/') + 1);
   return lastPart.includes(':') ? name : `${name}:latest`;
 }
+
+/**
+ * Cloud models (`gpt-oss:120b-cloud`, `qwen3-coder:480b-cloud`, `name:cloud`) run on ollama.com:
+ * they need no local install, so the installed-model check does not apply to them.
+ */
+export function isCloudModel(model: string): boolean {
+  const tag = model.slice(model.lastIndexOf(':') + 1).toLowerCase();
+  return model.includes(':') && (tag === 'cloud' || tag.endsWith('-cloud'));
+}

@@ -1,0 +1,44 @@
+import path from 'node:path';
+import type { Config } from './config.js';
+import { collectHealth, type HealthStateSource } from './health/collect-health.js';
+import { renderHealth } from './health/render-health.js';
+import { InstalledModels } from './ollama/installed-models.js';
+import { StateStore } from './store/state-store.js';
+
+/**
+ * `ollama-runner-mcp doctor`: check the setup the way the server sees it, print the report to
+ * `out`, and return the exit code (0 when everything needed to run works, 1 otherwise).
+ * Runs no model and writes nothing but a temporary file in the telemetry dir (removed at once).
+ */
+export async function runDoctor(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const storeWarnings: string[] = [];
+  let store: HealthStateSource;
+  try {
+    store = new StateStore(path.join(config.telemetryDir, 'state.json'), { onWarning: (message) => storeWarnings.push(message) });
+  } catch (error) {
+    // The telemetry dir cannot be created or used: the report says so (the writability check fails too).
+    store = { snapshot: () => Promise.reject(error as Error) };
+  }
+  const env = { ...process.env, ...(config.ollamaHost ? { OLLAMA_HOST: config.ollamaHost } : {}) };
+  const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
+  let code: number;
+  let text: string;
+  try {
+    const report = await collectHealth({
+      config,
+      store,
+      runs: { inFlight: 0, limiter: { running: 0, waiting: 0, limit: config.concurrency } },
+      installedModels,
+    });
+    const withStore = storeWarnings.length > 0 ? { ...report, warnings: [...report.warnings, ...storeWarnings] } : report;
+    text = renderHealth(withStore);
+    code = withStore.ok ? 0 : 1;
+  } catch (error) {
+    text = `doctor: the check itself failed: ${(error as Error).message}`;
+    code = 1;
+  }
+  await new Promise<void>((resolve) => {
+    out.write(`${text}\n`, () => resolve());
+  });
+  return code;
+}

@@ -1,0 +1,231 @@
+import { randomBytes } from 'node:crypto';
+import { stat, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as z from 'zod';
+import type { Config } from '../config.js';
+import { probeCli, withDeadline, type CliProbe } from '../ollama/cli-probe.js';
+import type { InstalledModels } from '../ollama/installed-models.js';
+import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
+import type { StateData } from '../store/state-schema.js';
+import type { TaskScope } from '../store/state-store.js';
+
+/** Where the CLI looks for the server when OLLAMA_HOST is unset. */
+export const DEFAULT_OLLAMA_HOST = 'http://127.0.0.1:11434';
+/** Limit for each CLI command of the check (`--version` and `list` run side by side). */
+export const HEALTH_CLI_TIMEOUT_MS = 5_000;
+/** The whole check gives up waiting after this (a hung CLI, a stuck disk). */
+export const HEALTH_DEADLINE_MS = 9_000;
+const RUNS_LOG_FILE_NAME = 'runs.jsonl';
+
+const configValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+export const healthReportSchema = z.object({
+  ok: z.boolean().describe('true when everything needed to run a model works; `problems` says what does not'),
+  problems: z.array(z.string()).describe('what is broken, each with how to fix it'),
+  warnings: z.array(z.string()).describe('worth knowing, but runs can go ahead (open circuits, CLI warnings)'),
+  cli: z.object({
+    bin: z.string().describe('OLLAMA_BIN'),
+    found: z.boolean(),
+    version: z.string().nullable(),
+  }),
+  server: z.object({
+    reachable: z.boolean().nullable().describe('null when it could not be told (the CLI is missing or hung)'),
+    host: z.string().describe('OLLAMA_HOST, or the CLI default'),
+  }),
+  models: z.object({
+    installed: z.array(z.string()).describe('canonical names from `ollama list` (empty when the list failed)'),
+  }),
+  circuits: z
+    .array(
+      z.object({
+        model: z.string(),
+        state: z.enum(['closed', 'open', 'half_open']),
+        consecutive_failures: z.number().int(),
+        retry_after_seconds: z.number().int().nullable(),
+      }),
+    )
+    .describe('every model with a circuit on record'),
+  runs: z.object({
+    in_flight: z.number().int(),
+    running: z.number().int(),
+    queued: z.number().int(),
+    concurrency: z.number().int(),
+  }),
+  telemetry: z.object({
+    dir: z.string(),
+    writable: z.boolean(),
+    runs_log: z.string(),
+  }),
+  config: z.record(z.string(), configValue).describe('the effective configuration; secrets only as "set"/"unset"'),
+  checked_at: z.string(),
+});
+
+export type HealthReport = z.output<typeof healthReportSchema>;
+
+/** The part of StateStore the check needs (a StateStore will do). */
+export interface HealthStateSource {
+  snapshot(scope?: TaskScope): Promise<StateData>;
+}
+
+export interface HealthDeps {
+  readonly config: Config;
+  readonly store: HealthStateSource;
+  readonly runs: { readonly inFlight: number; readonly limiter: { readonly running: number; readonly waiting: number; readonly limit: number } };
+  readonly installedModels: InstalledModels;
+  /** Epoch ms. @default Date.now */
+  readonly clock?: () => number;
+  /** Limit for each CLI command. @default HEALTH_CLI_TIMEOUT_MS */
+  readonly cliTimeoutMs?: number;
+}
+
+/**
+ * Check, without running a model, everything a run needs: the CLI, the server, the installed
+ * models, the circuits, the run queue and the telemetry dir. Never throws; bounded in time.
+ */
+export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
+  const clock = deps.clock ?? Date.now;
+  const { config } = deps;
+  const cliTimeoutMs = deps.cliTimeoutMs ?? HEALTH_CLI_TIMEOUT_MS;
+  const bin = config.ollamaBin;
+  const deadline = Math.max(HEALTH_DEADLINE_MS, cliTimeoutMs + 2_000);
+
+  const [cli, circuits, telemetry] = await Promise.all([
+    withDeadline(
+      probeCli({ bin: deps.installedModels.bin, env: deps.installedModels.env, timeoutMs: cliTimeoutMs, installedModels: deps.installedModels }),
+      deadline,
+      (): CliProbe => ({
+        found: true,
+        version: null,
+        serverReachable: null,
+        warnings: [],
+        error: `\`${bin}\` did not answer within ${deadline} ms`,
+        errorCause: 'timeout',
+        installed: null,
+        latencyMs: deadline,
+      }),
+    ),
+    withDeadline(readCircuits(deps, clock()), deadline, () => ({ error: `reading the state took longer than ${deadline} ms`, circuits: [] })),
+    withDeadline(checkWritable(config.telemetryDir), deadline, () => ({ writable: false, error: `no answer within ${deadline} ms` })),
+  ]);
+
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const host = config.ollamaHost ?? DEFAULT_OLLAMA_HOST;
+  const hostSetting = config.ollamaHost
+    ? `OLLAMA_HOST=${redactUserInfo(config.ollamaHost)}`
+    : `${DEFAULT_OLLAMA_HOST} (the default: OLLAMA_HOST is unset)`;
+
+  if (!cli.found) {
+    problems.push(
+      `the ollama CLI cannot be run (OLLAMA_BIN=${bin}): ${cli.error ?? 'not found'}. Install Ollama, or set OLLAMA_BIN to the CLI's full path in the MCP client's env (clients pass a minimal PATH).`,
+    );
+  } else if (cli.serverReachable === false) {
+    problems.push(
+      `the Ollama server is not reachable at ${hostSetting}: start it with \`ollama serve\`, or set OLLAMA_HOST in the MCP client's env if it runs elsewhere. The CLI said: ${cli.error ?? 'could not connect'}`,
+    );
+  } else if (cli.serverReachable === null) {
+    problems.push(
+      `cannot tell whether the Ollama server is up: ${cli.error ?? 'no answer from the CLI'}. Check that \`${bin} list\` works in a terminal (server at ${hostSetting}).`,
+    );
+  } else if (cli.error) {
+    // `list` worked but `--version` did not: runs can go ahead.
+    warnings.push(`\`${bin} --version\` failed: ${cli.error}`);
+  }
+  const installed = cli.installed ?? [];
+  if (cli.installed !== null && installed.length === 0) {
+    problems.push('no model is installed: pull one with `ollama pull MODEL` (for example `ollama pull llama3.2`).');
+  }
+  for (const warning of cli.warnings) {
+    // With the server down the CLI says so and prints its own version: both are in the problem already.
+    if (cli.serverReachable === false && /could not connect|client version is/i.test(warning)) continue;
+    warnings.push(`the CLI warns: ${warning}`);
+  }
+
+  if (circuits.error) {
+    problems.push(`cannot read the circuit state (${circuits.error}): check the telemetry dir ${config.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR).`);
+  }
+  for (const circuit of circuits.circuits) {
+    if (circuit.state === 'closed') continue;
+    const when = circuit.retry_after_seconds === null ? 'the next call will probe it' : `runs are refused for ${circuit.retry_after_seconds} s more, then one probe run is let through`;
+    warnings.push(
+      `model ${circuit.model}: circuit ${circuit.state === 'open' ? 'open' : 'half-open'} after ${circuit.consecutive_failures} failures in a row; ${when}. Use another model meanwhile, or fix the model and wait.`,
+    );
+  }
+
+  if (!telemetry.writable) {
+    problems.push(
+      `the telemetry dir ${config.telemetryDir} is not writable (${telemetry.error}): runs.jsonl and the retry/circuit state cannot be saved. Fix its permissions, or set OLLAMA_MCP_TELEMETRY_DIR to a writable folder.`,
+    );
+  }
+
+  return {
+    ok: problems.length === 0,
+    problems,
+    warnings,
+    cli: { bin, found: cli.found, version: cli.version },
+    server: { reachable: cli.found ? cli.serverReachable : null, host: redactUserInfo(host) },
+    models: { installed },
+    circuits: circuits.circuits,
+    runs: {
+      in_flight: deps.runs.inFlight,
+      running: deps.runs.limiter.running,
+      queued: deps.runs.limiter.waiting,
+      concurrency: deps.runs.limiter.limit,
+    },
+    telemetry: { dir: config.telemetryDir, writable: telemetry.writable, runs_log: path.join(config.telemetryDir, RUNS_LOG_FILE_NAME) },
+    config: publicConfig(config),
+    checked_at: new Date(clock()).toISOString(),
+  };
+}
+
+async function readCircuits(deps: HealthDeps, now: number): Promise<{ error: string | null; circuits: HealthReport['circuits'] }> {
+  const settings: BreakerSettings = { threshold: deps.config.breakerThreshold, cooldownMs: deps.config.breakerCooldownMs };
+  try {
+    const state = await deps.store.snapshot([]);
+    const circuits = Object.entries(state.breakers)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([model, breaker]) => ({ model, ...viewCircuit(breaker, now, settings) }));
+    return { error: null, circuits };
+  } catch (error) {
+    return { error: (error as Error).message, circuits: [] };
+  }
+}
+
+/** Create and remove a temporary file in `dir` (never touching runs.jsonl or the state files). */
+export async function checkWritable(dir: string): Promise<{ writable: boolean; error: string | null }> {
+  try {
+    const info = await stat(dir);
+    if (!info.isDirectory()) return { writable: false, error: 'it is not a directory' };
+    const probe = path.join(dir, `.health-${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
+    await writeFile(probe, '', { flag: 'wx' });
+    await unlink(probe);
+    return { writable: true, error: null };
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    if (code === 'ENOENT') return { writable: false, error: 'it does not exist' };
+    return { writable: false, error: code ?? message };
+  }
+}
+
+/** Names that hold a secret: shown only as "set"/"unset". */
+const SECRET_KEY = /token|secret|password|passwd|api_?key|credential/i;
+
+/** The configuration as snake_case keys, secrets replaced by "set"/"unset". */
+export function publicConfig(config: Config): Record<string, string | number | boolean | null> {
+  const out: Record<string, string | number | boolean | null> = {};
+  for (const [key, value] of Object.entries(config) as [string, unknown][]) {
+    const name = key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+    if (SECRET_KEY.test(name)) out[name] = value === undefined || value === null || value === '' ? 'unset' : 'set';
+    else if (value === undefined || value === null) out[name] = null;
+    else if (typeof value === 'string') out[name] = name === 'ollama_host' ? redactUserInfo(value) : value;
+    else if (typeof value === 'number' || typeof value === 'boolean') out[name] = value;
+    else out[name] = JSON.stringify(value) ?? null;
+  }
+  out.http_token ??= 'unset';
+  return out;
+}
+
+/** `https://user:pass@host` -> `https://***@host`. */
+function redactUserInfo(host: string): string {
+  return host.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1***@');
+}

@@ -1,0 +1,75 @@
+import type { HealthReport } from './collect-health.js';
+
+const PASS = '✓';
+const FAIL = '✗';
+/** Worth a look, but does not make the report unhealthy (an open circuit, nothing running yet). */
+const NOTE = '!';
+const MAX_LISTED_MODELS = 12;
+
+/**
+ * The report as compact text, one line per check (✓ works, ✗ broken, ! worth a look), then the
+ * problems with their fixes. Used as the `ollama_health` text content and by `doctor`.
+ */
+export function renderHealth(report: HealthReport): string {
+  const lines: string[] = [];
+  const count = report.problems.length;
+  lines.push(
+    report.ok
+      ? 'Ollama runner health: OK, models can be run.'
+      : `Ollama runner health: NOT OK, ${count} problem${count === 1 ? '' : 's'} (see below).`,
+  );
+
+  const { cli, server, models, circuits, runs, telemetry } = report;
+  lines.push(
+    cli.found
+      ? `${PASS} ollama CLI: ${cli.bin}${cli.version ? ` (version ${cli.version})` : ' (version unknown)'}`
+      : `${FAIL} ollama CLI: ${cli.bin} cannot be run`,
+  );
+  lines.push(
+    server.reachable === true
+      ? `${PASS} Ollama server: reachable at ${server.host}`
+      : server.reachable === false
+        ? `${FAIL} Ollama server: not reachable at ${server.host}`
+        : `${FAIL} Ollama server: unknown (${server.host}; the CLI did not tell)`,
+  );
+  if (server.reachable === true) {
+    const shown = models.installed.slice(0, MAX_LISTED_MODELS).join(', ');
+    const more = models.installed.length > MAX_LISTED_MODELS ? `, and ${models.installed.length - MAX_LISTED_MODELS} more` : '';
+    lines.push(
+      models.installed.length > 0
+        ? `${PASS} models: ${models.installed.length} installed: ${shown}${more}`
+        : `${FAIL} models: none installed`,
+    );
+  } else {
+    lines.push(`${FAIL} models: unknown (the model list could not be read)`);
+  }
+  const blocked = circuits.filter((c) => c.state !== 'closed');
+  if (blocked.length === 0) {
+    lines.push(`${PASS} circuits: ${circuits.length === 0 ? 'none on record' : `all ${circuits.length} closed`}`);
+  } else {
+    const listed = blocked
+      .map((c) => `${c.model} ${c.state} after ${c.consecutive_failures} failures${c.retry_after_seconds !== null ? `, retry in ${c.retry_after_seconds} s` : ''}`)
+      .join('; ');
+    lines.push(`${NOTE} circuits: ${blocked.length} of ${circuits.length} refusing runs: ${listed}`);
+  }
+  lines.push(
+    `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}`,
+  );
+  lines.push(
+    telemetry.writable
+      ? `${PASS} telemetry: ${telemetry.dir} is writable (log: ${telemetry.runs_log})`
+      : `${FAIL} telemetry: ${telemetry.dir} is not writable`,
+  );
+  lines.push(`  config: ${Object.entries(report.config).map(([key, value]) => `${key}=${value === null ? '-' : String(value)}`).join(', ')}`);
+
+  if (report.problems.length > 0) {
+    lines.push('', 'Problems:');
+    for (const problem of report.problems) lines.push(`${FAIL} ${problem}`);
+  }
+  if (report.warnings.length > 0) {
+    lines.push('', 'Warnings:');
+    for (const warning of report.warnings) lines.push(`${NOTE} ${warning}`);
+  }
+  lines.push('', `checked at ${report.checked_at}`);
+  return lines.join('\n');
+}

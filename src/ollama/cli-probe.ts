@@ -1,0 +1,133 @@
+import { describeCliFailure, InstalledModels, isUnreachableMessage, runCliCommand, type CliFailureCause } from './installed-models.js';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export interface CliProbeOptions {
+  readonly bin: string;
+  /** The complete environment of the CLI (include OLLAMA_HOST when configured). */
+  readonly env: Env;
+  /** Limit for each of `BIN --version` and `BIN list` (they run side by side). @default 5000 */
+  readonly timeoutMs?: number;
+  /**
+   * Ask this one for the model list (it then refreshes its cache, and a concurrent preflight
+   * shares the same `ollama list`). @default a private instance without cache
+   */
+  readonly installedModels?: InstalledModels;
+}
+
+export interface CliProbe {
+  /** The CLI could be started (a CLI that hangs was found too). */
+  readonly found: boolean;
+  /** From `ollama version is X.Y.Z` (or the client version when the server is down). */
+  readonly version: string | null;
+  /** `true`: `BIN list` worked; `false`: the CLI says it cannot connect; `null`: cannot tell. */
+  readonly serverReachable: boolean | null;
+  /** `Warning: ...` lines the CLI printed (client/server version mismatch, server not running). */
+  readonly warnings: string[];
+  /** The first thing that went wrong, as a sentence; `null` when both commands worked. */
+  readonly error: string | null;
+  /** Why `error` happened, when it did. */
+  readonly errorCause: CliFailureCause | null;
+  /** Canonical names of the installed models, when `BIN list` worked. */
+  readonly installed: string[] | null;
+  /** Wall time of the whole probe. */
+  readonly latencyMs: number;
+}
+
+/** `ollama version is 0.12.0`, or `Warning: client version is 0.12.0` when the server is down. */
+export function parseVersion(output: string): string | null {
+  const own = /ollama version is\s+v?([0-9][^\s]*)/i.exec(output);
+  if (own) return own[1]!;
+  const client = /client version is\s+v?([0-9][^\s]*)/i.exec(output);
+  return client ? client[1]! : null;
+}
+
+function warningLines(...outputs: string[]): string[] {
+  return outputs
+    .flatMap((text) => text.split(/\r?\n/))
+    .map((line) => line.trim())
+    .filter((line) => /^Warning:/i.test(line))
+    .map((line) => line.replace(/^Warning:\s*/i, ''));
+}
+
+/**
+ * Is the CLI there, which version, and can it reach the server? Runs `BIN --version` and
+ * `BIN list` side by side (no shell, stdin closed, each killed at `timeoutMs`); never throws and
+ * never takes much longer than `timeoutMs`.
+ */
+export async function probeCli(options: CliProbeOptions): Promise<CliProbe> {
+  const started = performance.now();
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const models = options.installedModels ?? new InstalledModels({ bin: options.bin, env: options.env, ttlMs: 0, timeoutMs });
+  try {
+    const versionArgs = ['--version'];
+    const [version, list] = await Promise.all([
+      runCliCommand({ bin: options.bin, args: versionArgs, env: options.env, timeoutMs }),
+      withDeadline(models.refresh(), timeoutMs + 1_500, () => ({
+        ok: false as const,
+        cause: 'timeout' as const,
+        reason: `\`${options.bin} list\` did not answer within ${timeoutMs} ms`,
+        fetchedAt: 0,
+      })),
+    ]);
+    const versionOk = version.spawnError === null && !version.timedOut && version.exitCode === 0;
+    const warnings = warningLines(version.stdout, version.stderr);
+    const versionSaysDown = warnings.some(isUnreachableMessage);
+    const versionFailure = versionOk ? null : describeCliFailure(options.bin, versionArgs, version, timeoutMs);
+
+    const found = !(versionFailure?.cause === 'cli_not_found' || (!list.ok && list.cause === 'cli_not_found'));
+    let serverReachable: boolean | null;
+    if (list.ok) serverReachable = true;
+    else if (list.cause === 'unreachable' || versionSaysDown) serverReachable = false;
+    else serverReachable = null;
+
+    let error: string | null = null;
+    let errorCause: CliFailureCause | null = null;
+    if (!found) {
+      const failure = versionFailure?.cause === 'cli_not_found' ? versionFailure : list.ok ? null : list;
+      error = failure?.reason ?? `cannot run \`${options.bin}\``;
+      errorCause = 'cli_not_found';
+    } else if (!list.ok) {
+      error = list.reason;
+      errorCause = list.cause;
+    } else if (versionFailure) {
+      error = versionFailure.reason;
+      errorCause = versionFailure.cause;
+    }
+    return {
+      found,
+      version: parseVersion(`${version.stdout}\n${version.stderr}`),
+      serverReachable,
+      warnings,
+      error,
+      errorCause,
+      installed: list.ok ? [...list.models] : null,
+      latencyMs: Math.round(performance.now() - started),
+    };
+  } catch (error) {
+    return {
+      found: false,
+      version: null,
+      serverReachable: null,
+      warnings: [],
+      error: `probing \`${options.bin}\` failed: ${(error as Error).message}`,
+      errorCause: 'error',
+      installed: null,
+      latencyMs: Math.round(performance.now() - started),
+    };
+  }
+}
+
+/** `promise`, or `fallback()` if it has not settled after `ms`. */
+export async function withDeadline<T>(promise: Promise<T>, ms: number, fallback: () => T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback()), ms);
+    timer.unref?.();
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

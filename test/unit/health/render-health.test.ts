@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { HealthReport } from '../../../src/health/collect-health.js';
+import { renderHealth } from '../../../src/health/render-health.js';
+
+const healthy: HealthReport = {
+  ok: true,
+  problems: [],
+  warnings: [],
+  cli: { bin: '/usr/local/bin/ollama', found: true, version: '0.12.0' },
+  server: { reachable: true, host: 'http://127.0.0.1:11434' },
+  models: { installed: ['llama3.2:latest', 'qwen2.5-coder:7b'] },
+  circuits: [{ model: 'llama3.2:latest', state: 'closed', consecutive_failures: 0, retry_after_seconds: null }],
+  runs: { in_flight: 0, running: 0, queued: 0, concurrency: 3 },
+  telemetry: { dir: '/var/t', writable: true, runs_log: '/var/t/runs.jsonl' },
+  config: { concurrency: 3, http_token: 'unset', ollama_host: null },
+  checked_at: '2025-06-01T12:00:00.000Z',
+};
+
+describe('renderHealth', () => {
+  it('healthy: a ✓ line per check, no problems section', () => {
+    const text = renderHealth(healthy);
+    expect(text.split('\n')[0]).toMatch(/OK/);
+    expect(text).toContain('✓ ollama CLI: /usr/local/bin/ollama (version 0.12.0)');
+    expect(text).toContain('✓ Ollama server: reachable at http://127.0.0.1:11434');
+    expect(text).toContain('✓ models: 2 installed: llama3.2:latest, qwen2.5-coder:7b');
+    expect(text).toContain('✓ circuits: all 1 closed');
+    expect(text).toContain('✓ runs: 0 in flight, 0 running, 0 queued, concurrency 3');
+    expect(text).toContain('✓ telemetry: /var/t is writable');
+    expect(text).toContain('http_token=unset');
+    expect(text).not.toContain('✗');
+    expect(text).not.toContain('Problems:');
+  });
+
+  it('unhealthy: ✗ lines, then the problems with their fixes, and the open circuits', () => {
+    const text = renderHealth({
+      ...healthy,
+      ok: false,
+      problems: ['the Ollama server is not reachable at http://127.0.0.1:11434: start it with `ollama serve`'],
+      warnings: ['model llama3.2:latest: circuit open'],
+      server: { reachable: false, host: 'http://127.0.0.1:11434' },
+      models: { installed: [] },
+      circuits: [{ model: 'llama3.2:latest', state: 'open', consecutive_failures: 5, retry_after_seconds: 42 }],
+      telemetry: { dir: '/var/t', writable: false, runs_log: '/var/t/runs.jsonl' },
+    });
+    expect(text.split('\n')[0]).toMatch(/NOT OK, 1 problem\b/);
+    expect(text).toContain('✗ Ollama server: not reachable at http://127.0.0.1:11434');
+    expect(text).toContain('✗ models: unknown');
+    expect(text).toContain('! circuits: 1 of 1 refusing runs: llama3.2:latest open after 5 failures, retry in 42 s');
+    expect(text).toContain('✗ telemetry: /var/t is not writable');
+    expect(text).toMatch(/Problems:\n✗ the Ollama server is not reachable.*`ollama serve`/);
+    expect(text).toMatch(/Warnings:\n! model llama3\.2:latest: circuit open/);
+  });
+
+  it('a missing CLI', () => {
+    const text = renderHealth({ ...healthy, ok: false, cli: { bin: 'ollama', found: false, version: null }, server: { reachable: null, host: 'x' } });
+    expect(text).toContain('✗ ollama CLI: ollama cannot be run');
+    expect(text).toContain('✗ Ollama server: unknown');
+  });
+});

@@ -1,0 +1,50 @@
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseVersion, probeCli } from '../../../src/ollama/cli-probe.js';
+
+const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
+const baseEnv = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
+
+describe('parseVersion', () => {
+  it('reads the version line, or the client version the CLI prints when the server is down', () => {
+    expect(parseVersion('ollama version is 0.12.0\n')).toBe('0.12.0');
+    expect(parseVersion('Warning: could not connect to a running Ollama instance\nWarning: client version is 0.9.3\n')).toBe('0.9.3');
+    expect(parseVersion('something else')).toBeNull();
+  });
+});
+
+describe('probeCli against the fake CLI', () => {
+  it('finds the CLI, its version and a reachable server', async () => {
+    const probe = await probeCli({ bin: FAKE_OLLAMA, env: { ...baseEnv(), FAKE_OLLAMA_VERSION: '0.16.2' } });
+    expect(probe).toMatchObject({ found: true, version: '0.16.2', serverReachable: true, warnings: [], error: null });
+    expect(probe.installed).toContain('llama3.2:latest');
+    expect(probe.latencyMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('server down: unreachable, with the warning of `--version` and the connect error of `list`', async () => {
+    const probe = await probeCli({ bin: FAKE_OLLAMA, env: { ...baseEnv(), FAKE_OLLAMA_SERVER: 'down' } });
+    expect(probe).toMatchObject({ found: true, version: '0.12.0', serverReachable: false, errorCause: 'unreachable', installed: null });
+    expect(probe.warnings).toContain('could not connect to a running Ollama instance');
+    expect(probe.error).toMatch(/could not connect to ollama server/);
+  });
+
+  it('a missing CLI: not found, never throws', async () => {
+    const probe = await probeCli({ bin: '/nonexistent/dir/ollama', env: baseEnv() });
+    expect(probe).toMatchObject({ found: false, version: null, serverReachable: null, errorCause: 'cli_not_found' });
+    expect(probe.error).toMatch(/not found/);
+  });
+
+  it('a CLI that hangs (and whose child keeps the pipes open) is given up on within the bound', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cli-probe-'));
+    const bin = path.join(dir, 'ollama');
+    writeFileSync(bin, '#!/bin/sh\nsleep 5\n');
+    chmodSync(bin, 0o755);
+    const started = Date.now();
+    const probe = await probeCli({ bin, env: baseEnv(), timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(probe).toMatchObject({ found: true, version: null, serverReachable: null, errorCause: 'timeout' });
+    expect(probe.error).toMatch(/did not answer within 300 ms/);
+  });
+});
