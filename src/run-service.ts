@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
 import type { ModelSettings } from './model-tiers.js';
-import { canonicalModelName } from './model-name.js';
+import { canonicalModelName, isCloudModel } from './model-name.js';
 import { admit, recordVerdict, viewCircuit, type BreakerSettings, type CircuitView } from './policy/breaker.js';
 import { CLOSED } from './policy/breaker-state.js';
 import { decideEscalation, type EscalationDecision } from './policy/escalation.js';
@@ -240,7 +240,7 @@ export class RunService {
       this.#settle({ modelKey, runId, status, request, maxRetries, breaker, transition });
 
     // 0. Is the model installed? A missing one fails fast instead of starting a multi-GB pull.
-    if (this.#preflight && !request.allowPull) {
+    if (this.#preflight && !request.allowPull && !isCloudModel(request.model)) {
       const check = await this.#preflight(request.model);
       if (check.kind === 'missing') {
         const installed = check.installed.length > 0 ? check.installed.join(', ') : 'none';

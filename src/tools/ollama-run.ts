@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import type { Config } from '../config.js';
-import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
+import { MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../run-result.js';
 import { newLiveRun, type LiveRun, type RunRequest, type RunService } from '../run-service.js';
@@ -11,30 +11,15 @@ export const MAX_PROMPT_CHARS = 1_000_000;
 const MAX_FORMAT_SCHEMA_CHARS = 32_768;
 /** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
 const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
-const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@#+-]*$/;
 
 export const ollamaRunInputSchema = z.strictObject({
-  model: z
-    .string()
-    .min(1, 'must not be empty')
-    .max(MODEL_NAME_MAX_LENGTH, `must be at most ${MODEL_NAME_MAX_LENGTH} characters`)
-    .regex(
-      MODEL_NAME_PATTERN,
-      'must be an Ollama model name such as "qwen2.5-coder:7b" or "library/llama3.2:latest" (letters, digits, "._-", "/" between parts, one optional ":tag"; no spaces, no shell characters, not starting with "-")',
-    )
-    .describe('Installed Ollama model, e.g. "qwen2.5-coder:7b" or "llama3.2" (same as "llama3.2:latest").'),
+  model: MODEL_FIELD,
   prompt: z
     .string()
     .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)
     .refine((value) => value.trim() !== '', 'must not be empty or only whitespace')
     .describe('The full task for the model. Sent on stdin, never on the command line.'),
-  task_id: z
-    .string()
-    .min(1, 'must not be empty')
-    .max(128, 'must be at most 128 characters')
-    .regex(TASK_ID, 'must start with a letter or digit and use only letters, digits and "._:/@#+-"')
-    .optional()
-    .describe('Your stable id for this piece of work. Give the same id on every retry: the server counts failures per id and tells you when to escalate.'),
+  task_id: TASK_ID_FIELD.optional(),
   retry_count: z
     .number()
     .int('must be a whole number')

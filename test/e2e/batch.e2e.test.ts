@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatchResult } from '../../src/run-batch.js';
+import { makeSandbox, maxConcurrent, readRuns, readRunTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+
+async function runMany(server: RunningServer, args: Record<string, unknown>, onprogress?: (p: { progress: number; total?: number; message?: string }) => void) {
+  const result = await server.client.callTool({ name: 'ollama_run_many', arguments: args }, undefined, {
+    timeout: 60_000,
+    ...(onprogress ? { onprogress } : {}),
+  });
+  return { ...(result.structuredContent as unknown as BatchResult), isError: result.isError === true, text: JSON.stringify(result.content) };
+}
+
+describe('ollama_run_many', () => {
+  let sandbox: Sandbox;
+  let server: RunningServer;
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    server = await startServer(sandbox, { OLLAMA_MCP_CONCURRENCY: '4', OLLAMA_MCP_BREAKER_THRESHOLD: '100', OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200' });
+  });
+  afterAll(async () => server?.close());
+
+  it('mixed jobs give full results in input order, with a summary, under one batch_id', async () => {
+    const batch = await runMany(server, {
+      jobs: [
+        { model: 'llama3.2', prompt: 'first' },
+        { model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'batch-fail' },
+        { model: 'no-such-model:1b', prompt: 'missing' },
+        { model: 'qwen2.5-coder:7b', prompt: 'fourth' },
+      ],
+    });
+    expect(batch.results.map((r) => r.metadata.status)).toEqual(['ok', 'crashed', 'model_not_found', 'ok']);
+    expect(batch.results[0]!.output).toBe('fake answer from llama3.2: first');
+    expect(batch.results[3]!.output).toBe('fake answer from qwen2.5-coder:7b: fourth');
+    expect(batch.summary).toEqual({ total: 4, ok: 2, failed: 2, timed_out: 0, escalated: 1, not_started: 0, cancelled: 0, escalate: true });
+    expect(batch.isError).toBe(true);
+    expect(batch.text).toContain('ESCALATE');
+    const lines = readRuns(sandbox).filter((r) => r.batch_id === batch.batch_id);
+    expect(lines).toHaveLength(4);
+    expect(new Set(lines.map((r) => r.tool))).toEqual(new Set(['ollama_run_many']));
+  });
+
+  it('at the deadline, running jobs end as timeouts and jobs not started are reported as not started', async () => {
+    const started = Date.now();
+    const batch = await runMany(server, {
+      concurrency: 2,
+      deadline_ms: 1200,
+      jobs: [
+        { model: 'llama3.2', prompt: 'quick' },
+        { model: 'llama3.2', prompt: 'slow @fake:hang' },
+        { model: 'llama3.2', prompt: 'slow too @fake:hang' },
+        { model: 'llama3.2', prompt: 'never reached' },
+        { model: 'llama3.2', prompt: 'never reached either' },
+      ],
+    });
+    expect(Date.now() - started).toBeLessThan(1200 + 3000);
+    expect(batch.results).toHaveLength(5);
+    expect(batch.results[0]!.metadata.status).toBe('ok');
+    expect(batch.results[1]!.metadata).toMatchObject({ status: 'timeout', timed_out: true });
+    expect(batch.results.slice(3).map((r) => r.metadata.status)).toEqual(['not_started', 'not_started']);
+    expect(batch.summary).toMatchObject({ total: 5, ok: 1, not_started: 2 });
+    expect(batch.summary.timed_out + batch.summary.not_started).toBe(4);
+    // Not-started jobs are logged too, with the batch id; they spawned nothing.
+    expect(readRuns(sandbox).filter((r) => r.batch_id === batch.batch_id)).toHaveLength(5);
+    const prompts = readRunTrace(sandbox).filter((e) => e.event === 'prompt').map((e) => e.prompt);
+    expect(prompts.some((p) => p?.includes('never reached'))).toBe(false);
+  });
+
+  it('runs at most `concurrency` jobs at once and reports batch progress', async () => {
+    const fresh = makeSandbox();
+    const s = await startServer(fresh, { OLLAMA_MCP_CONCURRENCY: '8', OLLAMA_MCP_PROGRESS_INTERVAL_MS: '150' });
+    try {
+      const notes: { progress: number; total?: number; message?: string }[] = [];
+      const batch = await runMany(
+        s,
+        { concurrency: 2, jobs: Array.from({ length: 6 }, (_, i) => ({ model: 'llama3.2', prompt: `job ${i} @fake:sleep_ms=300` })) },
+        (p) => notes.push(p),
+      );
+      expect(batch.summary.ok).toBe(6);
+      expect(maxConcurrent(readRunTrace(fresh))).toBe(2);
+      expect(notes.length).toBeGreaterThan(2);
+      expect(notes.every((n) => n.total === 6)).toBe(true);
+      expect(notes.at(-1)!.message).toMatch(/\d\/6 jobs done/);
+      for (let i = 1; i < notes.length; i += 1) expect(notes[i]!.progress).toBeGreaterThan(notes[i - 1]!.progress);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a bad job rejects the whole call, naming the job, and spawns nothing', async () => {
+    const before = readRunTrace(sandbox).filter((e) => e.event === 'start').length;
+    const batch = await runMany(server, { jobs: [{ model: 'llama3.2', prompt: 'fine' }, { model: '-x', prompt: 'bad' }] });
+    expect(batch.isError).toBe(true);
+    expect(batch.results).toEqual([]);
+    expect(batch.text).toContain('`jobs.1.model`');
+    expect(readRunTrace(sandbox).filter((e) => e.event === 'start').length).toBe(before);
+  });
+});
