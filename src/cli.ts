@@ -1,12 +1,18 @@
 #!/usr/bin/env node
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { isConfigError, loadConfig, type Config } from './config.js';
+import { runDoctor } from './doctor.js';
+import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './http-server.js';
 import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION } from './server.js';
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 
 Usage:
   ${SERVER_NAME}            start the server on stdin/stdout (an MCP client launches this)
+  ${SERVER_NAME} --http [--host H] [--port N]
+                            serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${DEFAULT_HTTP_PORT}); a host other
+                            than loopback needs OLLAMA_MCP_HTTP_TOKEN (clients send Authorization: Bearer <token>)
+  ${SERVER_NAME} doctor     check Ollama, the models, the circuits and the settings; exit 1 if something is wrong
   ${SERVER_NAME} --help     this text
   ${SERVER_NAME} --version  the version
 
@@ -26,31 +32,69 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`${SERVER_VERSION}\n`);
     return 0;
   }
-  if (argv.length > 0) {
-    warn(`unknown argument \`${argv[0]}\`. Run \`${SERVER_NAME} --help\`.`);
+  const [command, ...rest] = argv;
+  const http = command === '--http' ? parseHttpArgs(rest) : null;
+  if (typeof http === 'string') {
+    warn(`${http}. Run \`${SERVER_NAME} --help\`.`);
     return 2;
   }
+  if (command !== undefined && command !== 'doctor' && http === null) {
+    warn(`unknown argument \`${command}\`. Run \`${SERVER_NAME} --help\`.`);
+    return 2;
+  }
+  try {
+    const config = loadConfig(process.env);
+    if (command === 'doctor') {
+      if (rest.length > 0) {
+        warn(`doctor takes no arguments, got \`${rest.join(' ')}\``);
+        return 2;
+      }
+      return await runDoctor(config);
+    }
+    if (http) await serveHttp(config, http.host, http.port);
+    else await serveStdio(config);
+    return 0;
+  } catch (error) {
+    if (isConfigError(error) || error instanceof HttpServerError) {
+      warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+}
 
-  let config: Config;
-  try {
-    config = loadConfig(process.env);
-  } catch (error) {
-    if (isConfigError(error)) {
-      warn(`configuration error: ${error.message}`);
-      return 2;
-    }
-    throw error;
+/** `--http [--host H] [--port N]`, or what is wrong with them. */
+function parseHttpArgs(args: readonly string[]): { host: string; port: number } | string {
+  let host = '127.0.0.1';
+  let port = DEFAULT_HTTP_PORT;
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    const [flag, inline] = arg.split(/=(.*)/s, 2) as [string, string | undefined];
+    const value = inline ?? args[++i];
+    if (flag === '--host' && value) host = value;
+    else if (flag === '--port' && value !== undefined && /^\d+$/.test(value) && Number(value) <= 65_535) port = Number(value);
+    else if (flag === '--port') return `--port must be a whole number from 0 to 65535, got \`${value ?? ''}\``;
+    else return `unknown or incomplete --http option \`${arg}\``;
   }
-  try {
-    await serveStdio(config);
-  } catch (error) {
-    if (isConfigError(error)) {
-      warn(`configuration error: ${error.message}`);
-      return 2;
-    }
-    throw error;
+  return { host, port };
+}
+
+/** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
+async function serveHttp(config: Config, host: string, port: number): Promise<void> {
+  const app = await createApp(config, warn);
+  const server = await startHttpServer({ app, createServer: createMcpServer, host, port, token: config.httpToken, log: warn });
+  let closing: Promise<void> | null = null;
+  const shutdown = (why: string): Promise<void> =>
+    (closing ??= (async () => {
+      if (app.runs.inFlight > 0) warn(`${why}: stopping ${app.runs.inFlight} run(s) and exiting`);
+      await server.close(); // aborts the in-flight calls of every session
+      app.runs.abortAll();
+      await app.runs.drain();
+      await app.log.idle();
+    })());
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.on(signal, () => void shutdown(signal).finally(() => process.exit(0)));
   }
-  return 0;
 }
 
 async function serveStdio(config: Config): Promise<void> {

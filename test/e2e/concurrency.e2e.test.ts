@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, maxConcurrent, readTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { makeSandbox, maxConcurrent, readRunTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
 
 describe('bounded concurrency', () => {
   let sandbox: Sandbox;
@@ -14,7 +14,7 @@ describe('bounded concurrency', () => {
     const calls = Array.from({ length: 6 }, (_, i) => server.run({ model: 'llama3.2', prompt: `job ${i} @fake:sleep_ms=400` }));
     const results = await Promise.all(calls);
     expect(results.every((r) => r.metadata.status === 'ok')).toBe(true);
-    const events = readTrace(sandbox);
+    const events = readRunTrace(sandbox);
     expect(events.filter((e) => e.event === 'start')).toHaveLength(6);
     expect(maxConcurrent(events)).toBe(2);
     const queued = results.map((r) => r.metadata.queue_ms).sort((a, b) => a - b);
@@ -28,11 +28,11 @@ describe('bounded concurrency', () => {
     const one = await startServer(single, { OLLAMA_MCP_CONCURRENCY: '1' });
     try {
       await Promise.all(Array.from({ length: 5 }, (_, i) => one.run({ model: 'llama3.2', prompt: `ordered ${i} @fake:sleep_ms=100` })));
-      const served = readTrace(single)
+      const served = readRunTrace(single)
         .filter((e) => e.event === 'prompt')
         .map((e) => Number(/ordered (\d)/.exec(e.prompt ?? '')?.[1]));
       expect(served).toEqual([0, 1, 2, 3, 4]);
-      expect(maxConcurrent(readTrace(single))).toBe(1);
+      expect(maxConcurrent(readRunTrace(single))).toBe(1);
     } finally {
       await one.close();
     }

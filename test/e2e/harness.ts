@@ -110,9 +110,19 @@ export function readTrace(sandbox: Sandbox): TraceEvent[] {
     .map((line) => JSON.parse(line) as TraceEvent);
 }
 
+/**
+ * Trace events of `ollama run` processes only (the server also runs `ollama list` to check a
+ * model is installed; those are not model runs).
+ */
+export function readRunTrace(sandbox: Sandbox): TraceEvent[] {
+  const events = readTrace(sandbox);
+  const runPids = new Set(events.filter((e) => e.event === 'start' && e.argv?.[0] === 'run').map((e) => e.pid));
+  return events.filter((e) => runPids.has(e.pid));
+}
+
 /** Fake model processes started (each `ollama run` spawn is one). */
 export function spawnCount(sandbox: Sandbox): number {
-  return readTrace(sandbox).filter((e) => e.event === 'start').length;
+  return readRunTrace(sandbox).filter((e) => e.event === 'start').length;
 }
 
 /** The most fake processes alive at the same moment, from their start/exit lines. */

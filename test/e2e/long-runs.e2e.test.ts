@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { StateStore } from '../../src/store/state-store.js';
-import { isAlive, makeSandbox, readRuns, readTrace, startServer, waitFor, type RunningServer, type Sandbox } from './harness.js';
+import { isAlive, makeSandbox, readRuns, readRunTrace, startServer, waitFor, type RunningServer, type Sandbox } from './harness.js';
 
 describe('progress heartbeats', () => {
   let sandbox: Sandbox;
@@ -66,8 +66,8 @@ describe('cancellation', () => {
     try {
       const controller = new AbortController();
       const call = server.run({ model: 'llama3.2', prompt: 'forever @fake:hang', task_id: 'cancel-me' }, { signal: controller.signal });
-      await waitFor(() => readTrace(sandbox).some((e) => e.event === 'start'), 10_000, 'the model process to start');
-      const pid = readTrace(sandbox).find((e) => e.event === 'start')!.pid;
+      await waitFor(() => readRunTrace(sandbox).some((e) => e.event === 'start'), 10_000, 'the model process to start');
+      const pid = readRunTrace(sandbox).find((e) => e.event === 'start')!.pid;
       controller.abort();
       await expect(call).rejects.toThrow();
       const cancelledAt = Date.now();
@@ -97,11 +97,11 @@ describe('OLLAMA_MCP_ESCALATION=block', () => {
       const fail = { model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'doomed', max_retries: 1 };
       await server.run(fail);
       expect((await server.run(fail)).metadata).toMatchObject({ escalate: true, escalation_reason: 'max_retries_exceeded' });
-      const spawns = readTrace(sandbox).filter((e) => e.event === 'start').length;
+      const spawns = readRunTrace(sandbox).filter((e) => e.event === 'start').length;
       const blocked = await server.run({ ...fail, prompt: 'maybe now?' });
       expect(blocked.metadata).toMatchObject({ status: 'blocked', escalate: true, escalation_reason: 'max_retries_exceeded', duration_ms: 0 });
       expect(blocked.metadata.error?.message).toContain('ollama_reset');
-      expect(readTrace(sandbox).filter((e) => e.event === 'start').length).toBe(spawns);
+      expect(readRunTrace(sandbox).filter((e) => e.event === 'start').length).toBe(spawns);
       // Other tasks are not affected.
       expect((await server.run({ model: 'llama3.2', prompt: 'fine', task_id: 'other' })).metadata.status).toBe('ok');
     } finally {

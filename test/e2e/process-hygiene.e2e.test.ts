@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { isAlive, makeSandbox, readRuns, readTrace, SERVER_ENTRY, serverEnv, startServer, waitFor } from './harness.js';
+import { isAlive, makeSandbox, readRuns, readRunTrace, SERVER_ENTRY, serverEnv, startServer, waitFor } from './harness.js';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -31,8 +31,8 @@ async function startHangingRun(sandbox: ReturnType<typeof makeSandbox>) {
     method: 'tools/call',
     params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'forever @fake:hang', task_id: 'hang' } },
   });
-  await waitFor(() => readTrace(sandbox).some((e) => e.event === 'start'), 10_000, 'the model process to start');
-  const pid = readTrace(sandbox).find((e) => e.event === 'start')!.pid;
+  await waitFor(() => readRunTrace(sandbox).some((e) => e.event === 'start'), 10_000, 'the model process to start');
+  const pid = readRunTrace(sandbox).find((e) => e.event === 'start')!.pid;
   expect(isAlive(pid)).toBe(true);
   return { server, pid };
 }

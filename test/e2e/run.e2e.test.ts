@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, readTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { makeSandbox, readRuns, readRunTrace, readTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
 
 describe('ollama_run end to end: answers and outcome classification', () => {
   let sandbox: Sandbox;
@@ -33,7 +33,7 @@ describe('ollama_run end to end: answers and outcome classification', () => {
     expect(result.metadata.run_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(result.text).toContain(result.output);
 
-    const start = readTrace(sandbox).find((e) => e.event === 'start' && e.argv?.includes('llama3.2'));
+    const start = readRunTrace(sandbox).find((e) => e.event === 'start' && e.argv?.includes('llama3.2'));
     expect(start?.argv).toContain('--nowordwrap');
     expect(start?.argv?.join(' ')).not.toContain('quarterly');
     const line = readRuns(sandbox).find((r) => r.run_id === result.metadata.run_id);
@@ -102,6 +102,32 @@ describe('a server whose CLI cannot be run', () => {
       expect(result.metadata.error?.message).toContain('/nonexistent/ollama');
       const again = await server.run({ model: 'llama3.2', prompt: 'x' });
       expect(again.metadata.status).toBe('cli_not_found');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('model preflight', () => {
+  it('an uninstalled model never reaches `ollama run`: it fails fast, listing the installed models', async () => {
+    const sandbox = makeSandbox();
+    const server = await startServer(sandbox, { FAKE_OLLAMA_PULLABLE: 'tinyllama:latest' });
+    try {
+      const result = await server.run({ model: 'tinyllama', prompt: 'hi', task_id: 'pf' });
+      expect(result.metadata).toMatchObject({ status: 'model_not_found', escalate: true, escalation_reason: 'model_not_found', duration_ms: 0 });
+      expect(result.metadata.error?.message).toContain('installed: llama3.2:latest, qwen2.5-coder:7b');
+      expect(result.metadata.error?.message).toContain('allow_pull');
+      expect(readRunTrace(sandbox).filter((e) => e.event === 'start')).toHaveLength(0);
+
+      // name and name:latest are the same model; the list is cached, not read again for every run.
+      const listsBefore = readTrace(sandbox).filter((e) => e.event === 'start' && e.argv?.[0] === 'list').length;
+      expect((await server.run({ model: 'llama3.2:latest', prompt: 'a' })).metadata.status).toBe('ok');
+      expect((await server.run({ model: 'library/llama3.2', prompt: 'b' })).metadata.status).toBe('ok');
+      expect(readTrace(sandbox).filter((e) => e.event === 'start' && e.argv?.[0] === 'list').length).toBe(listsBefore);
+
+      // allow_pull lets the CLI pull it.
+      const pulled = await server.run({ model: 'tinyllama', prompt: 'hi', allow_pull: true });
+      expect(pulled.metadata.status).toBe('ok');
     } finally {
       await server.close();
     }

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox, maxConcurrent, readTrace, SERVER_ENTRY, serverEnv, startServer } from './harness.js';
+import { makeSandbox, maxConcurrent, readRunTrace, SERVER_ENTRY, serverEnv, startServer } from './harness.js';
 
 const TIERS = {
   defaults: { timeout_ms: 60_000, max_retries: 3 },
@@ -32,7 +32,7 @@ describe('per-model tiers (OLLAMA_MCP_CONFIG)', () => {
 
       // The reasoning tier allows one run of a model at a time, whatever the server limit.
       await Promise.all([0, 1, 2].map((i) => server.run({ model: 'deepseek-r1:7b', prompt: `think ${i} @fake:sleep_ms=300` })));
-      const trace = readTrace(sandbox);
+      const trace = readRunTrace(sandbox);
       const pids = new Set(trace.filter((e) => e.event === 'start' && e.argv?.includes('deepseek-r1:7b')).map((e) => e.pid));
       expect(pids.size).toBe(3);
       expect(maxConcurrent(trace.filter((e) => pids.has(e.pid)))).toBe(1);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAlive, makeSandbox, readRuns, readTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { isAlive, makeSandbox, readRuns, readRunTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
 
 describe('hard timeout', () => {
   let sandbox: Sandbox;
@@ -18,7 +18,7 @@ describe('hard timeout', () => {
     expect(result.metadata.error?.message).toContain('800 ms');
     expect(elapsed).toBeLessThan(800 + 400 + 2_000);
 
-    const events = readTrace(sandbox);
+    const events = readRunTrace(sandbox);
     const start = events.find((e) => e.event === 'start')!;
     expect(isAlive(start.pid)).toBe(false);
     expect(events.find((e) => e.event === 'exit' && e.pid === start.pid)).toMatchObject({ signal: 'SIGTERM' });
@@ -33,12 +33,12 @@ describe('hard timeout', () => {
   });
 
   it('escalates to SIGKILL after the grace when the process ignores SIGTERM', async () => {
-    const before = readTrace(sandbox).filter((e) => e.event === 'start').length;
+    const before = readRunTrace(sandbox).filter((e) => e.event === 'start').length;
     const started = Date.now();
     const result = await server.run({ model: 'llama3.2', prompt: 'stubborn @fake:hang @fake:ignore_sigterm', timeout_ms: 500 });
     expect(result.metadata).toMatchObject({ status: 'timeout', timed_out: true, signal: 'SIGKILL' });
     expect(Date.now() - started).toBeLessThan(500 + 400 + 2_000);
-    const start = readTrace(sandbox).filter((e) => e.event === 'start')[before]!;
+    const start = readRunTrace(sandbox).filter((e) => e.event === 'start')[before]!;
     expect(isAlive(start.pid)).toBe(false);
   });
 });

@@ -1,0 +1,457 @@
+/**
+ * The Streamable HTTP transport: `POST /mcp` (JSON-RPC in, SSE out), `GET /mcp` (the session's
+ * server-to-client SSE stream) and `DELETE /mcp` (end the session).
+ *
+ * Built on Node's `http` module rather than the SDK's express helper: the SDK transport takes
+ * `IncomingMessage`/`ServerResponse` directly, and everything express would add we need to do
+ * ourselves anyway (`createMcpExpressApp` checks Host but not Origin, and knows neither bearer
+ * tokens, nor our body limit, nor sessions). One small request handler keeps the order of the
+ * checks visible: Host, Origin, token, route, method, body, session.
+ *
+ * Sessions are stateful (an `Mcp-Session-Id` header), one MCP `Server` per session, so progress
+ * notifications and cancellation work for the whole life of a client's connection. Responses are
+ * always SSE streams (never `enableJsonResponse`), which is what carries progress.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname as osHostname, networkInterfaces } from 'node:os';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { App } from './server.js';
+
+/** The port the CLI should use when none is given (not used by `startHttpServer`, whose default is 0). */
+export const DEFAULT_HTTP_PORT = 3333;
+/** The only path served. */
+export const MCP_PATH = '/mcp';
+/** Request bodies above this are refused with 413: room for a 1,000,000-character prompt in UTF-8. */
+export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Live sessions at most; one more `initialize` gets a 503. */
+export const DEFAULT_MAX_SESSIONS = 64;
+/** A session with no open request or stream for this long is closed. */
+export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
+/** When the session table is full, a session idle at least this long is closed to make room. */
+const EVICTABLE_IDLE_MS = 60_000;
+
+export interface HttpServerOptions {
+  readonly app: App;
+  /** Makes the MCP server for one session (one per client connection). */
+  readonly createServer: (app: App) => Server;
+  /** Interface to bind. @default "127.0.0.1" */
+  readonly host?: string;
+  /** Port to bind; 0 picks a free one. @default 0 */
+  readonly port?: number;
+  /** When set, every request needs `Authorization: Bearer <token>`. Required for a non-loopback host. */
+  readonly token?: string | undefined;
+  /** Extra host names accepted in `Host`/`Origin` (e.g. a DNS name pointing at this machine). */
+  readonly allowedHosts?: readonly string[];
+  /** @default DEFAULT_MAX_BODY_BYTES */
+  readonly maxBodyBytes?: number;
+  /** @default DEFAULT_MAX_SESSIONS */
+  readonly maxSessions?: number;
+  /** @default DEFAULT_SESSION_IDLE_MS */
+  readonly sessionIdleMs?: number;
+  /** Diagnostics (one line each); the caller sends them to stderr. @default none */
+  readonly log?: (message: string) => void;
+}
+
+export interface RunningHttpServer {
+  /** The MCP endpoint, e.g. `http://127.0.0.1:3333/mcp`. */
+  readonly url: string;
+  readonly port: number;
+  /** Live sessions. */
+  sessionCount(): number;
+  /** Close every session (aborting its in-flight calls) and the listener. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Why the HTTP server could not start. `config_error` matches `isConfigError` in config.ts. */
+export class HttpServerError extends Error {
+  constructor(
+    readonly kind: 'config_error' | 'listen_error',
+    message: string,
+    readonly variable?: string,
+  ) {
+    super(message);
+    this.name = 'HttpServerError';
+  }
+}
+
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'] as const;
+
+/** Is this bind address reachable only from this machine? */
+export function isLoopbackHost(host: string): boolean {
+  const h = unbracket(host.trim().toLowerCase());
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::ffff:127.0.0.1';
+}
+
+interface Session {
+  readonly id: string;
+  readonly transport: StreamableHTTPServerTransport;
+  readonly server: Server;
+  /** HTTP responses still open for this session (in-flight POSTs, the GET stream). */
+  openResponses: number;
+  lastActive: number;
+}
+
+export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
+  const host = options.host?.trim() || '127.0.0.1';
+  const requestedPort = options.port ?? 0;
+  const token = options.token;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const sessionIdleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
+  const log = options.log ?? (() => {});
+
+  if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65_535) {
+    throw new HttpServerError('config_error', `the HTTP port must be a whole number from 0 to 65535, got ${requestedPort}`);
+  }
+  if (token !== undefined && token.length < 16) {
+    throw new HttpServerError('config_error', 'OLLAMA_MCP_HTTP_TOKEN must be at least 16 characters (use a random secret)', 'OLLAMA_MCP_HTTP_TOKEN');
+  }
+  const loopback = isLoopbackHost(host);
+  if (!loopback && token === undefined) {
+    throw new HttpServerError(
+      'config_error',
+      `refusing to listen on ${host} without OLLAMA_MCP_HTTP_TOKEN: anyone on the network could run models`,
+      'OLLAMA_MCP_HTTP_TOKEN',
+    );
+  }
+  const tokenDigest = token === undefined ? undefined : sha256(token);
+
+  const sessions = new Map<string, Session>();
+  let initializing = 0;
+  let closing: Promise<void> | null = null;
+  let port = requestedPort;
+  let allowedHostNames: ReadonlySet<string> = new Set();
+
+  const closeSession = async (session: Session, why: string): Promise<void> => {
+    if (!sessions.delete(session.id)) return;
+    log(`session ${session.id} closed (${why}); ${sessions.size} open`);
+    // Server.close() closes the transport: in-flight handlers see their signal abort (runs are killed).
+    await session.server.close().catch(() => {});
+  };
+
+  /** Room for one more session? Closes the longest-idle one when the table is full and it has been idle a while. */
+  const makeRoom = async (): Promise<boolean> => {
+    if (sessions.size + initializing < maxSessions) return true;
+    const now = Date.now();
+    let victim: Session | undefined;
+    for (const session of sessions.values()) {
+      if (session.openResponses > 0 || now - session.lastActive < EVICTABLE_IDLE_MS) continue;
+      if (!victim || session.lastActive < victim.lastActive) victim = session;
+    }
+    if (!victim) return false;
+    await closeSession(victim, 'evicted: session table full');
+    return sessions.size + initializing < maxSessions;
+  };
+
+  /** Count a response as open for the session until it ends, so busy sessions are never reaped. */
+  const track = (session: Session, res: ServerResponse): void => {
+    session.openResponses += 1;
+    session.lastActive = Date.now();
+    res.once('close', () => {
+      session.openResponses -= 1;
+      session.lastActive = Date.now();
+    });
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // 1. DNS rebinding: the Host header must name this server, and a browser's Origin must be ours.
+    const hostHeader = req.headers.host;
+    if (!hostHeader || !isAllowedHost(hostHeader, allowedHostNames, port)) {
+      log(`refused a request with Host ${JSON.stringify(hostHeader ?? null)} (403)`);
+      return sendError(res, 403, -32000, `Forbidden: invalid Host header ${JSON.stringify(hostHeader ?? null)}`);
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !isAllowedOrigin(origin, allowedHostNames, port)) {
+      log(`refused a request with Origin ${JSON.stringify(origin)} (403)`);
+      return sendError(res, 403, -32000, `Forbidden: invalid Origin header ${JSON.stringify(origin)}`);
+    }
+    // 2. The bearer token, when one is configured.
+    if (tokenDigest !== undefined) {
+      const presented = bearerToken(req.headers.authorization);
+      if (presented === undefined || !timingSafeEqual(sha256(presented), tokenDigest)) {
+        log(`refused a request ${presented === undefined ? 'without a bearer token' : 'with a wrong bearer token'} (401)`);
+        const challenge = presented === undefined ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"';
+        return sendError(res, 401, -32000, 'Unauthorized: send Authorization: Bearer <OLLAMA_MCP_HTTP_TOKEN>', {
+          'WWW-Authenticate': challenge,
+        });
+      }
+    }
+    // 3. Route and method.
+    const pathname = (req.url ?? '/').split('?')[0];
+    if (pathname !== MCP_PATH) {
+      return sendError(res, 404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`);
+    }
+    if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
+      return sendError(res, 405, -32000, 'Method not allowed: use POST, GET or DELETE', { Allow: 'GET, POST, DELETE' });
+    }
+    if (closing) return sendError(res, 503, -32000, 'Service unavailable: the server is shutting down');
+
+    // 4. The session named by the header, if any.
+    const sessionHeader = req.headers['mcp-session-id'];
+    const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
+
+    let body: unknown;
+    if (req.method === 'POST') {
+      const read = await readBody(req, maxBodyBytes);
+      if (read.tooLarge) {
+        res.setHeader('Connection', 'close');
+        return sendError(res, 413, -32000, `Payload too large: a request body must not exceed ${maxBodyBytes} bytes`);
+      }
+      try {
+        body = JSON.parse(read.text);
+      } catch {
+        return sendError(res, 400, -32700, 'Parse error: the body is not valid JSON');
+      }
+    }
+
+    if (sessionId !== undefined) {
+      const session = sessions.get(sessionId);
+      if (!session) return sendError(res, 404, -32001, 'Session not found: start a new session with initialize');
+      track(session, res);
+      await session.transport.handleRequest(req, res, body);
+      return;
+    }
+
+    // 5. No session: only an initialize request may open one.
+    if (req.method !== 'POST' || !isInitialization(body)) {
+      return sendError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; send initialize first to open a session');
+    }
+    if (!(await makeRoom())) {
+      log(`refused a new session: ${sessions.size} sessions open (the limit) (503)`);
+      return sendError(
+        res,
+        503,
+        -32000,
+        `Service unavailable: ${maxSessions} MCP sessions are already open (the limit). Close one (DELETE ${MCP_PATH}) or retry later.`,
+        { 'Retry-After': '30' },
+      );
+    }
+    await openSession(req, res, body);
+  };
+
+  const openSession = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
+    initializing += 1;
+    let released = false;
+    const release = () => {
+      if (!released) initializing -= 1;
+      released = true;
+    };
+    let session: Session | undefined;
+    const server = options.createServer(options.app);
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        release();
+        session = { id, transport, server, openResponses: 0, lastActive: Date.now() };
+        sessions.set(id, session);
+        track(session, res);
+        log(`session ${id} opened; ${sessions.size} open`);
+      },
+    });
+    // Set before connect(): Protocol chains its own onclose after ours.
+    transport.onclose = () => {
+      if (session && sessions.get(session.id) === session) {
+        sessions.delete(session.id);
+        log(`session ${session.id} ended; ${sessions.size} open`);
+      }
+    };
+    server.onerror ??= (error: Error) => log(`session ${transport.sessionId ?? '(new)'}: ${error.message}`);
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+    } finally {
+      release();
+      // An initialize the transport refused (bad headers, say) leaves a server with no session.
+      if (transport.sessionId === undefined) await server.close().catch(() => {});
+      // close() ran while this session was being opened: it did not see it.
+      else if (closing && session) await closeSession(session, 'server shutting down');
+    }
+  };
+
+  const httpServer = createHttpServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      log(`error handling ${req.method} ${req.url}: ${error instanceof Error ? error.message : String(error)}`);
+      if (!res.headersSent) sendError(res, 500, -32603, 'Internal server error');
+      else res.end();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      httpServer.off('listening', onListening);
+      const where = `${host}:${requestedPort}`;
+      const message =
+        error.code === 'EADDRINUSE'
+          ? `cannot listen on ${where}: the port is already in use (pick another port)`
+          : error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND'
+            ? `cannot listen on ${where}: no such local address`
+            : error.code === 'EACCES'
+              ? `cannot listen on ${where}: permission denied (ports below 1024 need privileges)`
+              : `cannot listen on ${where}: ${error.message}`;
+      reject(new HttpServerError('listen_error', message));
+    };
+    const onListening = () => {
+      httpServer.off('error', onError);
+      resolve();
+    };
+    httpServer.once('error', onError);
+    httpServer.once('listening', onListening);
+    httpServer.listen(requestedPort, unbracket(host));
+  });
+  port = (httpServer.address() as AddressInfo).port;
+  allowedHostNames = hostNamesFor(host, options.allowedHosts ?? []);
+  httpServer.on('error', (error) => log(`HTTP server error: ${error.message}`));
+
+  const reaper = setInterval(
+    () => {
+      const now = Date.now();
+      for (const session of sessions.values()) {
+        if (session.openResponses === 0 && now - session.lastActive >= sessionIdleMs) {
+          void closeSession(session, `idle for ${Math.round((now - session.lastActive) / 1000)} s`);
+        }
+      }
+    },
+    Math.max(1_000, Math.min(60_000, Math.floor(sessionIdleMs / 4))),
+  );
+  reaper.unref();
+
+  const url = `http://${formatHost(host)}:${port}${MCP_PATH}`;
+  log(`listening on ${url}${token === undefined ? '' : ' (bearer token required)'}`);
+
+  return {
+    url,
+    port,
+    sessionCount: () => sessions.size,
+    close() {
+      closing ??= (async () => {
+        clearInterval(reaper);
+        const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+        await Promise.all([...sessions.values()].map((session) => closeSession(session, 'server shutting down')));
+        // SSE streams and idle keep-alive sockets would hold the listener open.
+        httpServer.closeAllConnections();
+        await stopped;
+      })();
+      return closing;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+function sendError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers });
+  res.end(body);
+}
+
+function isInitialization(body: unknown): boolean {
+  return Array.isArray(body) ? body.some((message) => isInitializeRequest(message)) : isInitializeRequest(body);
+}
+
+async function readBody(req: IncomingMessage, maxBytes: number): Promise<{ tooLarge: true } | { tooLarge: false; text: string }> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    req.resume(); // discard; the response closes the connection
+    return { tooLarge: true };
+  }
+  // Events rather than `for await`: leaving a `for await` early destroys the socket, and the 413 with it.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.resume(); // discard the rest; the response closes the connection
+      resolve({ tooLarge: true });
+    };
+    const onEnd = () => resolve({ tooLarge: false, text: Buffer.concat(chunks).toString('utf8') });
+    const onError = (error: Error) => reject(error);
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', onError);
+  });
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+function bearerToken(header: string | undefined): string | undefined {
+  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
+  return match?.[1];
+}
+
+function unbracket(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}
+
+/** `::1` → `[::1]`: the form a host takes in a URL and in a Host header. */
+function formatHost(host: string): string {
+  const h = unbracket(host.trim().toLowerCase());
+  return h.includes(':') ? `[${h}]` : h;
+}
+
+/** The host names a legitimate request may use to reach this listener. */
+function hostNamesFor(bindHost: string, extra: readonly string[]): ReadonlySet<string> {
+  const names = new Set<string>(extra.map(formatHost));
+  const bound = formatHost(bindHost);
+  if (isLoopbackHost(bindHost)) {
+    for (const name of LOOPBACK_NAMES) names.add(name);
+    names.add(bound);
+  } else if (bound === '0.0.0.0' || bound === '[::]') {
+    // Every interface: this machine's own addresses and name (the token is the real guard here).
+    for (const name of LOOPBACK_NAMES) names.add(name);
+    names.add(osHostname().toLowerCase());
+    for (const addresses of Object.values(networkInterfaces())) {
+      for (const address of addresses ?? []) names.add(formatHost(address.address));
+    }
+  } else {
+    names.add(bound);
+  }
+  return names;
+}
+
+/** Split `name[:port]` / `[v6][:port]`; undefined when malformed. */
+function parseHostHeader(value: string): { name: string; port: number } | undefined {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(value.trim());
+  if (!match?.[1]) return undefined;
+  return { name: match[1].toLowerCase(), port: match[2] === undefined ? 80 : Number(match[2]) };
+}
+
+function isAllowedHost(value: string, names: ReadonlySet<string>, port: number): boolean {
+  const parsed = parseHostHeader(value);
+  return parsed !== undefined && parsed.port === port && names.has(parsed.name);
+}
+
+function isAllowedOrigin(value: string, names: ReadonlySet<string>, port: number): boolean {
+  let origin: URL;
+  try {
+    origin = new URL(value);
+  } catch {
+    return false; // includes the opaque origin "null"
+  }
+  if (origin.protocol !== 'http:') return false;
+  const originPort = origin.port === '' ? 80 : Number(origin.port);
+  return originPort === port && names.has(origin.hostname.toLowerCase());
+}

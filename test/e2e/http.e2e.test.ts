@@ -1,0 +1,426 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { loadConfig } from '../../src/config.js';
+import { HttpServerError, isLoopbackHost, startHttpServer, type RunningHttpServer } from '../../src/http-server.js';
+import { createApp, createMcpServer, type App } from '../../src/server.js';
+import type { RunResult } from '../../src/run-result.js';
+import { makeSandbox, readTrace, ROOT, SERVER_ENTRY, serverEnv, waitFor, type Sandbox } from './harness.js';
+
+const CONFORMANCE_BIN = path.join(ROOT, 'node_modules/.bin/conformance');
+const TOKEN = 'test-token-0123456789abcdef';
+const execFileAsync = promisify(execFile);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: the fixture entry as a child process, raw HTTP requests (any Host header), an SDK client.
+
+interface ChildServer {
+  readonly url: string;
+  readonly port: number;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+async function startChild(sandbox: Sandbox, extraEnv: Record<string, string> = {}): Promise<ChildServer> {
+  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+  const child: ChildProcess = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0'], {
+    env: serverEnv(sandbox, extraEnv),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await waitFor(() => /listening on http:\/\/\S+/.test(stderr) || child.exitCode !== null, 10_000, 'the HTTP server to listen');
+  const url = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
+  if (!url) throw new Error(`the HTTP server did not start:\n${stderr}`);
+  return {
+    url,
+    port: Number(new URL(url).port),
+    stderr: () => stderr,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+interface RawResponse {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+}
+
+/** One HTTP request with exactly these headers (fetch will not let us forge Host). Reads the whole body. */
+function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+  const target = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: target.hostname, port: target.port, path: target.pathname, method: options.method ?? 'POST', headers: options.headers ?? {} },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw-e2e', version: '1.0.0' } },
+});
+
+/** Headers of a well-formed initialize POST to `url`, plus overrides. */
+function initHeaders(url: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    Host: new URL(url).host,
+    'Content-Type': 'application/json',
+    Accept: 'application/json, text/event-stream',
+    ...extra,
+  };
+}
+
+function rawInitialize(url: string, extra: Record<string, string> = {}): Promise<RawResponse> {
+  return raw(url, { headers: initHeaders(url, extra), body: INITIALIZE });
+}
+
+async function connectClient(url: string, headers: Record<string, string> = {}): Promise<Client> {
+  const client = new Client({ name: 'http-e2e', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  return client;
+}
+
+function jsonRpcError(body: string): { code: number; message: string } {
+  return (JSON.parse(body) as { error: { code: number; message: string } }).error;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('Streamable HTTP transport (the built server as a child process)', () => {
+  let sandbox: Sandbox;
+  let server: ChildServer;
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    server = await startChild(sandbox, { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200' });
+  });
+  afterAll(async () => server?.stop());
+
+  it('listens on 127.0.0.1 by default and says so on stderr', () => {
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+  });
+
+  it('lists the tools and runs ollama_run through the SDK client', async () => {
+    const client = await connectClient(server.url);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toContain('ollama_run');
+      const result = await client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'hi' } });
+      expect(result.isError).toBe(false);
+      const structured = result.structuredContent as unknown as RunResult;
+      expect(structured.metadata.status).toBe('ok');
+      expect(structured.output).toBe('fake answer from llama3.2: hi');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('streams progress notifications over the session (SSE, never plain JSON responses)', async (ctx) => {
+    const client = await connectClient(server.url);
+    try {
+      const notes: { progress: number; message?: string }[] = [];
+      const result = await client.callTool(
+        { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'x @fake:sleep_ms=1500' } },
+        undefined,
+        { onprogress: (p) => notes.push(p), timeout: 20_000 },
+      );
+      expect(result.isError).toBe(false);
+      if (notes.length === 0) ctx.skip('no progress notification arrived: the server sends no heartbeats yet');
+      for (let i = 1; i < notes.length; i += 1) expect(notes[i]!.progress).toBeGreaterThan(notes[i - 1]!.progress);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('ends a session on DELETE; the session id is then unknown (404)', async () => {
+    const transport = new StreamableHTTPClientTransport(new URL(server.url));
+    const client = new Client({ name: 'http-e2e', version: '1.0.0' });
+    await client.connect(transport);
+    const sessionId = transport.sessionId!;
+    expect(sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    await transport.terminateSession();
+    await client.close();
+    const after = await raw(server.url, {
+      headers: initHeaders(server.url, { 'Mcp-Session-Id': sessionId }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
+    });
+    expect(after.status).toBe(404);
+    expect(jsonRpcError(after.body).code).toBe(-32001);
+  });
+
+  describe('DNS rebinding protection', () => {
+    it('refuses a Host header that is not this server (403, JSON-RPC error body)', async () => {
+      const response = await rawInitialize(server.url, { Host: 'evil.example.com' });
+      expect(response.status).toBe(403);
+      expect(response.headers['content-type']).toMatch(/application\/json/);
+      expect(jsonRpcError(response.body)).toMatchObject({ code: -32000, message: expect.stringMatching(/Host/) });
+    });
+
+    it('refuses the right host name on another port', async () => {
+      const response = await rawInitialize(server.url, { Host: `127.0.0.1:${server.port + 1}` });
+      expect(response.status).toBe(403);
+    });
+
+    it('refuses a foreign Origin even with a good Host (403)', async () => {
+      for (const origin of ['http://evil.example.com', `http://evil.example.com:${server.port}`, 'null', `https://localhost:${server.port}`]) {
+        const response = await rawInitialize(server.url, { Origin: origin });
+        expect(response.status, origin).toBe(403);
+        expect(jsonRpcError(response.body).message).toMatch(/Origin/);
+      }
+    });
+
+    it('accepts the loopback names for Host and Origin', async () => {
+      for (const name of ['localhost', '127.0.0.1', '[::1]']) {
+        const response = await rawInitialize(server.url, { Host: `${name}:${server.port}`, Origin: `http://${name}:${server.port}` });
+        expect(response.status, name).toBe(200);
+        expect(response.headers['mcp-session-id']).toBeTruthy();
+        expect(response.headers['content-type']).toMatch(/text\/event-stream/);
+      }
+    });
+  });
+
+  describe('HTTP-level errors', () => {
+    it('answers 404 off the /mcp path, 405 for other methods, 400 for a request without a session', async () => {
+      const host = { Host: new URL(server.url).host };
+      expect((await raw(server.url.replace(/\/mcp$/, '/other'), { method: 'GET', headers: host })).status).toBe(404);
+      const put = await raw(server.url, { method: 'PUT', headers: host });
+      expect(put.status).toBe(405);
+      expect(put.headers.allow).toBe('GET, POST, DELETE');
+      expect((await raw(server.url, { method: 'GET', headers: { ...host, Accept: 'text/event-stream' } })).status).toBe(400);
+      const notInit = await raw(server.url, { headers: initHeaders(server.url), body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+      expect(notInit.status).toBe(400);
+      const badJson = await raw(server.url, { headers: initHeaders(server.url), body: '{not json' });
+      expect(badJson.status).toBe(400);
+      expect(jsonRpcError(badJson.body).code).toBe(-32700);
+    });
+
+    it('refuses a body declared larger than 4 MB with 413 without reading it', async () => {
+      const target = new URL(server.url);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest({
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          headers: initHeaders(server.url, { 'Content-Length': String(5 * 1024 * 1024) }),
+        });
+        req.on('response', (res) => {
+          resolve(res.statusCode ?? 0);
+          req.destroy();
+        });
+        req.on('error', reject);
+        req.write('{"jsonrpc":"2.0",'); // the rest never comes: the answer must not wait for it
+      });
+      expect(status).toBe(413);
+    });
+  });
+
+  describe('conformance suite (@modelcontextprotocol/conformance, offline from node_modules)', () => {
+    const scenarios = ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'dns-rebinding-protection'];
+
+    it.for(scenarios)('%s', async (scenario, ctx) => {
+      if (scenario === 'logging-set-level') {
+        const client = await connectClient(server.url);
+        const logging = client.getServerCapabilities()?.logging;
+        await client.close();
+        if (logging === undefined) {
+          ctx.skip('the server does not declare the `logging` capability yet (createMcpServer needs capabilities.logging)');
+        }
+      }
+      const run = await execFileAsync(CONFORMANCE_BIN, ['server', '--url', server.url, '--scenario', scenario], {
+        cwd: ROOT,
+        timeout: 20_000,
+        env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      }).then(
+        (done) => ({ code: 0, out: done.stdout + done.stderr }),
+        (error: { code?: number; stdout?: string; stderr?: string }) => ({ code: error.code ?? -1, out: `${error.stdout}${error.stderr}` }),
+      );
+      // eslint-disable-next-line no-control-regex
+      const output = run.out.replace(/\u001b\[[0-9;]*m/g, '');
+      const summary = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(output);
+      expect(summary, output).not.toBeNull();
+      expect({ code: run.code, failed: summary![3], passed: summary![1] }, output).toEqual({ code: 0, failed: '0', passed: summary![2] });
+    });
+  });
+});
+
+describe('Streamable HTTP transport with a bearer token', () => {
+  let server: ChildServer;
+  beforeAll(async () => {
+    server = await startChild(makeSandbox(), { OLLAMA_MCP_HTTP_TOKEN: TOKEN });
+  });
+  afterAll(async () => server?.stop());
+
+  it('answers 401 with WWW-Authenticate: Bearer when the token is missing or wrong', async () => {
+    const missing = await rawInitialize(server.url);
+    expect(missing.status).toBe(401);
+    expect(missing.headers['www-authenticate']).toMatch(/^Bearer/);
+    expect(jsonRpcError(missing.body).code).toBe(-32000);
+    for (const authorization of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, `Basic ${TOKEN}`, TOKEN]) {
+      const wrong = await rawInitialize(server.url, { Authorization: authorization });
+      expect(wrong.status, authorization).toBe(401);
+      expect(wrong.headers['www-authenticate']).toMatch(/^Bearer/);
+    }
+  });
+
+  it('accepts the right token (200), and the SDK client works with it', async () => {
+    const right = await rawInitialize(server.url, { Authorization: `Bearer ${TOKEN}` });
+    expect(right.status).toBe(200);
+    const client = await connectClient(server.url, { Authorization: `Bearer ${TOKEN}` });
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('ollama_run');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('still checks Host before the token', async () => {
+    const response = await rawInitialize(server.url, { Host: 'evil.example.com', Authorization: `Bearer ${TOKEN}` });
+    expect(response.status).toBe(403);
+  });
+});
+
+describe('startHttpServer in process', () => {
+  let sandbox: Sandbox;
+  let app: App;
+  const started: RunningHttpServer[] = [];
+  const logs: string[] = [];
+  const start = async (options: Partial<Parameters<typeof startHttpServer>[0]> = {}) => {
+    const http = await startHttpServer({ app, createServer: createMcpServer, log: (m) => logs.push(m), ...options });
+    started.push(http);
+    return http;
+  };
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    // The run service hands the fake CLI a copy of process.env taken now: give it the sandbox's trace dirs.
+    const env = serverEnv(sandbox);
+    const saved = { ...process.env };
+    Object.assign(process.env, env);
+    try {
+      app = await createApp(loadConfig(env), () => {});
+    } finally {
+      for (const key of Object.keys(env)) {
+        if (saved[key] === undefined) delete process.env[key];
+        else process.env[key] = saved[key];
+      }
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(started.map((http) => http.close()));
+    app.runs.abortAll();
+    await app.runs.drain();
+    await app.log.idle();
+  });
+
+  it('knows which bind addresses are loopback', () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]']) expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '192.168.1.10', 'example.com']) expect(isLoopbackHost(host), host).toBe(false);
+  });
+
+  it('refuses to listen on a non-loopback host without a token', async () => {
+    const attempt = startHttpServer({ app, createServer: createMcpServer, host: '0.0.0.0' });
+    await expect(attempt).rejects.toBeInstanceOf(HttpServerError);
+    await expect(attempt).rejects.toMatchObject({
+      kind: 'config_error',
+      message: 'refusing to listen on 0.0.0.0 without OLLAMA_MCP_HTTP_TOKEN: anyone on the network could run models',
+    });
+  });
+
+  it('listens on 0.0.0.0 when a token is set, and still checks Host', async () => {
+    const http = await start({ host: '0.0.0.0', token: TOKEN });
+    const url = `http://127.0.0.1:${http.port}/mcp`;
+    expect((await rawInitialize(url, { Authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+    expect((await rawInitialize(url)).status).toBe(401);
+    expect((await rawInitialize(url, { Host: `evil.example.com:${http.port}`, Authorization: `Bearer ${TOKEN}` })).status).toBe(403);
+  });
+
+  it('reports a port in use as a listen_error', async () => {
+    const first = await start();
+    await expect(startHttpServer({ app, createServer: createMcpServer, port: first.port })).rejects.toMatchObject({
+      kind: 'listen_error',
+      message: expect.stringMatching(/already in use/),
+    });
+  });
+
+  it('caps the live sessions with a 503, and frees a slot on DELETE', async () => {
+    const http = await start({ maxSessions: 2 });
+    const first = await rawInitialize(http.url);
+    expect((await rawInitialize(http.url)).status).toBe(200);
+    const full = await rawInitialize(http.url);
+    expect(full.status).toBe(503);
+    expect(full.headers['retry-after']).toBeTruthy();
+    expect(jsonRpcError(full.body).message).toMatch(/2 MCP sessions are already open/);
+    const deleted = await raw(http.url, {
+      method: 'DELETE',
+      headers: { Host: new URL(http.url).host, 'Mcp-Session-Id': String(first.headers['mcp-session-id']) },
+    });
+    expect(deleted.status).toBe(200);
+    expect(http.sessionCount()).toBe(1);
+    expect((await rawInitialize(http.url)).status).toBe(200);
+  });
+
+  it('refuses a streamed (chunked) body past the limit with 413', async () => {
+    const http = await start({ maxBodyBytes: 1024 });
+    const target = new URL(http.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: initHeaders(http.url) });
+      req.on('response', (res) => {
+        resolve(res.statusCode ?? 0);
+        res.resume();
+      });
+      req.on('error', reject);
+      req.end(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${'x'.repeat(4096)}"}}`);
+    });
+    expect(status).toBe(413);
+  });
+
+  it('closes sessions left idle', async () => {
+    const http = await start({ sessionIdleMs: 500 });
+    expect((await rawInitialize(http.url)).status).toBe(200);
+    expect(http.sessionCount()).toBe(1);
+    await waitFor(() => http.sessionCount() === 0, 5_000, 'the idle session to be closed');
+    expect(logs.some((line) => /closed \(idle for/.test(line))).toBe(true);
+  });
+
+  it('close() ends every session and aborts its in-flight calls (the model process is killed)', async () => {
+    const http = await start();
+    const client = await connectClient(http.url);
+    const call = client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'long @fake:sleep_ms=20000' } }, undefined, {
+      timeout: 25_000,
+    });
+    call.catch(() => {});
+    await waitFor(() => readTrace(sandbox).some((e) => e.event === 'start' && e.argv?.includes('llama3.2')), 10_000, 'the fake model to start');
+    const pid = readTrace(sandbox).find((e) => e.event === 'start')!.pid;
+    await http.close();
+    expect(http.sessionCount()).toBe(0);
+    await waitFor(() => readTrace(sandbox).some((e) => e.event === 'exit' && e.pid === pid), 10_000, 'the fake model to exit');
+    await client.close().catch(() => {});
+    // The listener is gone.
+    await expect(rawInitialize(http.url)).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
