@@ -2,6 +2,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { isConfigError, loadConfig, type Config } from './config.js';
 import { runDoctor } from './doctor.js';
+import { loadModelTiers } from './model-tiers.js';
 import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './http-server.js';
 import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION } from './server.js';
 
@@ -49,6 +50,7 @@ async function main(argv: readonly string[]): Promise<number> {
         warn(`doctor takes no arguments, got \`${rest.join(' ')}\``);
         return 2;
       }
+      await loadModelTiers(config); // a bad tier file stops the server: say so here too (exit 2)
       return await runDoctor(config);
     }
     if (http) await serveHttp(config, http.host, http.port);
