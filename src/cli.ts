@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { isConfigError, loadConfig, type Config } from './config.js';
+import path from 'node:path';
+import { DEFAULT_TELEMETRY_DIR, isConfigError, loadConfig, type Config } from './config.js';
+import { runReportCommand } from './report/command.js';
 import { runDoctor } from './doctor.js';
 import { loadModelTiers } from './model-tiers.js';
 import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './http-server.js';
@@ -14,6 +16,8 @@ Usage:
                             serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${DEFAULT_HTTP_PORT}); a host other
                             than loopback needs OLLAMA_MCP_HTTP_TOKEN (clients send Authorization: Bearer <token>)
   ${SERVER_NAME} doctor     check Ollama, the models, the circuits and the settings; exit 1 if something is wrong
+  ${SERVER_NAME} report [--since 24h|7d|ISO] [--model M] [--task T] [--status S] [--json] [--dir DIR]
+                            summarise runs.jsonl: per-model outcomes and latency, escalated tasks
   ${SERVER_NAME} --help     this text
   ${SERVER_NAME} --version  the version
 
@@ -34,6 +38,11 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const [command, ...rest] = argv;
+  if (command === 'report') {
+    // Reads the log only: an unrelated bad setting must not stop a developer reviewing runs.
+    const telemetryDir = path.resolve(process.env.OLLAMA_MCP_TELEMETRY_DIR?.trim() || DEFAULT_TELEMETRY_DIR);
+    return runReportCommand(rest, { telemetryDir, out: process.stdout, err: process.stderr });
+  }
   const http = command === '--http' ? parseHttpArgs(rest) : null;
   if (typeof http === 'string') {
     warn(`${http}. Run \`${SERVER_NAME} --help\`.`);
@@ -140,9 +149,16 @@ async function serveStdio(config: Config): Promise<void> {
   }
 }
 
+// `report | head` closes the pipe early: that is not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
-    if (code !== 0) process.exit(code);
+    // Set the code rather than exit: output still draining into a pipe would be cut off.
+    if (code !== 0) process.exitCode = code;
   },
   (error: unknown) => {
     warn(`fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -11,6 +11,7 @@ import { ollamaHealthTool } from './tools/ollama-health.js';
 import { ollamaResetTool } from './tools/ollama-reset.js';
 import { ollamaRunManyTool } from './tools/ollama-run-many.js';
 import { ollamaRunTool } from './tools/ollama-run.js';
+import { ollamaRunsSummaryTool } from './tools/ollama-runs-summary.js';
 import { ollamaTaskStatusTool } from './tools/ollama-task-status.js';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -78,6 +79,7 @@ export function createMcpServer(app: App): Server {
     ollamaHealthTool({ config: app.config, store: app.store, runs: app.runs, installedModels: app.installedModels }),
     ollamaTaskStatusTool({ store: app.store, blockMode, logControl: app.logControl }),
     ollamaResetTool({ store: app.store, blockMode, settingsFor: (model) => app.tiers.settingsFor(model), logControl: app.logControl }),
+    ollamaRunsSummaryTool({ telemetryDir: app.config.telemetryDir }),
   ]);
   return server;
 }

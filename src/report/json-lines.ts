@@ -1,0 +1,94 @@
+import { open } from 'node:fs/promises';
+
+import type { JsonObject, SkipReason } from '../telemetry/jsonl-reader.js';
+
+const NEWLINE = 0x0a;
+/** Bytes read at a time. Large reads keep a 500 MB log from costing thousands of event-loop turns. */
+const CHUNK_BYTES = 1 << 20;
+
+/** Counts returned by {@link forEachJsonLine}. */
+export interface JsonLineCounts {
+  /** Objects passed to `onRecord`. */
+  readonly records: number;
+  /** Lines that did not parse (a torn line) or parsed to something other than an object. */
+  readonly invalid: number;
+  /** Empty or whitespace-only lines. */
+  readonly blank: number;
+}
+
+/**
+ * Calls `onRecord` for each line of a JSON-lines file that parses to a JSON object, and `onSkip` for
+ * every other line: the same lines, the same way, as `readJsonLines` (src/telemetry/jsonl-reader.ts),
+ * whose rules it follows (split on `\n` bytes only; a blank line is `blank`; a line that does not
+ * parse is `invalid_json`, a torn last line included; valid JSON that is not an object is
+ * `not_object`). It differs in cost only: a callback per line instead of an async generator's
+ * promise, and 1 MiB reads; about twice as fast on a large log. Memory is bounded by the chunk size
+ * and the longest line.
+ *
+ * A missing file reads as empty. Other I/O errors (permission, a directory) reject.
+ */
+export async function forEachJsonLine(
+  filePath: string,
+  onRecord: (record: JsonObject) => void,
+  onSkip: (reason: SkipReason) => void,
+): Promise<JsonLineCounts> {
+  let records = 0;
+  let invalid = 0;
+  let blank = 0;
+  const line = (text: string): void => {
+    const result = parseLine(text);
+    if (typeof result === 'string') {
+      if (result === 'blank') blank += 1;
+      else invalid += 1;
+      onSkip(result);
+      return;
+    }
+    records += 1;
+    onRecord(result);
+  };
+
+  let handle;
+  try {
+    handle = await open(filePath, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { records, invalid, blank };
+    throw error;
+  }
+  try {
+    const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    let pending: Buffer[] = []; // the start of a line that continues in the next chunk
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+      if (bytesRead === 0) break;
+      const chunk = buffer.subarray(0, bytesRead);
+      let start = 0;
+      for (let end = chunk.indexOf(NEWLINE, 0); end !== -1; end = chunk.indexOf(NEWLINE, start)) {
+        if (pending.length === 0) line(chunk.toString('utf8', start, end));
+        else {
+          pending.push(chunk.subarray(start, end));
+          line(Buffer.concat(pending).toString('utf8'));
+          pending = [];
+        }
+        start = end + 1;
+      }
+      // The buffer is reused by the next read: keep a copy of the unfinished line.
+      if (start < bytesRead) pending.push(Buffer.from(chunk.subarray(start)));
+    }
+    if (pending.length > 0) line(Buffer.concat(pending).toString('utf8'));
+  } finally {
+    await handle.close();
+  }
+  return { records, invalid, blank };
+}
+
+function parseLine(text: string): JsonObject | SkipReason {
+  if (text.trim() === '') return 'blank';
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return 'invalid_json';
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not_object';
+  return value as JsonObject;
+}

@@ -1,0 +1,385 @@
+import { basename } from 'node:path';
+
+import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
+import { RUN_STATUSES } from '../policy/run-status.js';
+import type { JsonObject, SkipReason } from '../telemetry/jsonl-reader.js';
+import type { RunFilters } from './filters.js';
+import { LogHistogram, roundMs } from './histogram.js';
+import { forEachJsonLine } from './json-lines.js';
+import { SUMMARY_SCHEMA_VERSION, type EscalatedTask, type ModelSummary, type RunsSummary } from './summary-schema.js';
+import { TimelineAccumulator } from './timeline.js';
+
+/** The bounds that keep a summary's memory constant whatever the size of the log. */
+export interface SummaryLimits {
+  /** Distinct models with their own row; runs of further models are counted under `(other)`. @default 500 */
+  readonly maxModels: number;
+  /** Escalated tasks kept (the most recently active); past it `escalated_tasks_truncated` is true. @default 1000 */
+  readonly maxEscalatedTasks: number;
+  /** Tasks not (yet) escalated whose attempt count is remembered (the most recently seen). @default 100000 */
+  readonly maxTrackedTasks: number;
+  /** Timeline buckets at most. @default 200 */
+  readonly maxBuckets: number;
+  /** Timeline events kept (the most recent). @default 200 */
+  readonly maxEvents: number;
+}
+
+export const DEFAULT_SUMMARY_LIMITS: SummaryLimits = {
+  maxModels: 500,
+  maxEscalatedTasks: 1000,
+  maxTrackedTasks: 100_000,
+  maxBuckets: 200,
+  maxEvents: 200,
+};
+
+/** Options of {@link summarizeRuns}. */
+export interface SummarizeOptions {
+  /** The summary's `generated_at`. @default new Date() */
+  readonly now?: Date;
+  /** Override the memory bounds (tests use small ones). */
+  readonly limits?: Partial<SummaryLimits>;
+}
+
+/** Row name that collects the runs of models past {@link SummaryLimits.maxModels}. */
+export const OTHER_MODELS = '(other)';
+
+/** Distinct failure statuses kept per model; further ones are counted under `(other)`. */
+const MAX_STATUSES = 64;
+const OTHER_STATUSES = '(other)';
+const OPENING_TRANSITIONS = new Set(['opened', 'reopened']);
+const STATUS_ORDER = new Map<string, number>(RUN_STATUSES.map((status, index) => [status, index]));
+
+class ModelStats {
+  runs = 0;
+  ok = 0;
+  escalations = 0;
+  openings = 0;
+  spawned = 0;
+  readonly failures = new Map<string, number>();
+  readonly duration = new LogHistogram();
+  readonly queue = new LogHistogram();
+
+  constructor(readonly model: string) {}
+
+  result(): ModelSummary {
+    const failures: Record<string, number> = {};
+    for (const status of [...this.failures.keys()].sort(compareStatuses)) failures[status] = this.failures.get(status)!;
+    return {
+      model: this.model,
+      runs: this.runs,
+      ok: this.ok,
+      ok_pct: Math.round((this.ok / this.runs) * 1000) / 10,
+      timeouts: this.failures.get('timeout') ?? 0,
+      failures,
+      escalations: this.escalations,
+      circuit_openings: this.openings,
+      spawned: this.spawned,
+      duration_ms: {
+        p50: roundMs(this.duration.quantile(0.5)),
+        p95: roundMs(this.duration.quantile(0.95)),
+        max: this.duration.max,
+      },
+      queue_ms: { p50: roundMs(this.queue.quantile(0.5)) },
+    };
+  }
+}
+
+interface TaskEntry {
+  model: string;
+  attempts: number;
+  escalations: number;
+  lastStatus: string;
+  lastError: string | null;
+  reason: string | null;
+  lastTsMs: number;
+}
+
+/**
+ * Summarizes run logs, reading each file in the order given as a stream. Memory stays bounded
+ * whatever the size of the files (see {@link SummaryLimits}): per model a few counters and two
+ * fixed-size histograms (percentiles within 1%, see {@link LogHistogram}), a bounded map of tasks,
+ * at most `maxBuckets` timeline buckets and `2 x maxEvents` events.
+ *
+ * Every record is taken as it is: unknown fields are ignored, a missing or mistyped field counts as
+ * absent (no `circuit`: no circuit opening; no `queue_ms`: not in the queue percentile; no `ts`:
+ * not in the range or timeline, and left out when `since` is set). A JSON object without a string
+ * `model` and `status` is not a run (`unrecognized_records`). Torn and non-object lines are counted
+ * (`skipped_lines`), blank ones too (`blank_lines`); neither is an error. A missing file is read as
+ * empty; another I/O error (permission denied) rejects.
+ *
+ * @param files paths, oldest first (see `listRunLogFiles`)
+ */
+export async function summarizeRuns(files: readonly string[], filters: RunFilters = {}, options: SummarizeOptions = {}): Promise<RunsSummary> {
+  const now = options.now ?? new Date();
+  const limits: SummaryLimits = { ...DEFAULT_SUMMARY_LIMITS, ...options.limits };
+
+  const sinceMs = filters.since?.getTime();
+  const statusFilter =
+    filters.status === undefined ? undefined : new Set(typeof filters.status === 'string' ? [filters.status] : filters.status);
+  const taskFilter = filters.task;
+  const modelFilter = filters.model;
+  const modelFilterKey = modelFilter === undefined ? undefined : canonicalModelName(modelFilter);
+
+  const models = new Map<string, ModelStats>();
+  let modelsTruncated = false;
+  const keyCache = new Map<string, string>();
+  const modelKey = (name: string): string => {
+    let key = keyCache.get(name);
+    if (key === undefined) {
+      // Only real model names are canonicalized; anything else (refused as invalid input) stays as logged.
+      key = name.length <= MODEL_NAME_MAX_LENGTH && MODEL_NAME_PATTERN.test(name) ? canonicalModelName(name) : name;
+      if (keyCache.size < 10_000) keyCache.set(name, key);
+    }
+    return key;
+  };
+
+  const trackedTasks = new RecentCounts(limits.maxTrackedTasks); // task_id -> attempts, for tasks not escalated
+  const escalated = new Map<string, TaskEntry>();
+  let escalatedTruncated = false;
+  /** Keeps the maxEscalatedTasks most recently active escalated tasks (by ts); amortized O(1) per record. */
+  const pruneEscalated = (): void => {
+    if (escalated.size <= limits.maxEscalatedTasks) return;
+    const keep = [...escalated.entries()].sort(([, a], [, b]) => newestFirst(a.lastTsMs, b.lastTsMs)).slice(0, limits.maxEscalatedTasks);
+    escalated.clear();
+    for (const [taskId, entry] of keep) escalated.set(taskId, entry);
+    escalatedTruncated = true;
+  };
+  let escalationsWithoutTask = 0;
+
+  const timeline = new TimelineAccumulator({ maxBuckets: limits.maxBuckets, maxEvents: limits.maxEvents });
+  let firstMs = Infinity;
+  let lastMs = -Infinity;
+  let totalRuns = 0;
+  let totalOk = 0;
+  let totalEscalations = 0;
+  let skipped = 0;
+  let blank = 0;
+  let unrecognized = 0;
+
+  const onRecord = (rec: JsonObject): void => {
+    if (rec.kind === 'control') return; // a reset or status look-up logged beside the runs, not a run
+    const rawModel = rec.model;
+    const status = rec.status;
+    if (typeof rawModel !== 'string' || rawModel === '' || typeof status !== 'string' || status === '') {
+      unrecognized += 1;
+      return;
+    }
+    const tsMs = typeof rec.ts === 'string' ? parseTs(rec.ts) : NaN;
+    if (sinceMs !== undefined && !(tsMs >= sinceMs)) return;
+    if (statusFilter !== undefined && !statusFilter.has(status)) return;
+    const taskId = typeof rec.task_id === 'string' && rec.task_id !== '' ? rec.task_id : null;
+    if (taskFilter !== undefined && taskId !== taskFilter) return;
+    let key = modelKey(rawModel);
+    if (modelFilter !== undefined && rawModel !== modelFilter && key !== modelFilterKey) return;
+
+    let stats = models.get(key);
+    if (stats === undefined) {
+      if (models.size >= limits.maxModels && key !== OTHER_MODELS) {
+        modelsTruncated = true;
+        key = OTHER_MODELS;
+        stats = models.get(key);
+      }
+      if (stats === undefined) {
+        stats = new ModelStats(key);
+        models.set(key, stats);
+      }
+    }
+
+    const ok = status === 'ok';
+    const escalate = rec.escalate === true;
+    const circuit = rec.circuit;
+    const transition =
+      typeof circuit === 'object' && circuit !== null ? (circuit as Record<string, unknown>).transition : undefined;
+    const opening = typeof transition === 'string' && OPENING_TRANSITIONS.has(transition);
+    const hasTs = Number.isFinite(tsMs);
+
+    totalRuns += 1;
+    stats.runs += 1;
+    if (ok) {
+      totalOk += 1;
+      stats.ok += 1;
+    } else {
+      // Statuses are a short list; a log full of made-up ones must not grow this without bound.
+      const kind = stats.failures.size < MAX_STATUSES || stats.failures.has(status) ? status : OTHER_STATUSES;
+      stats.failures.set(kind, (stats.failures.get(kind) ?? 0) + 1);
+    }
+    if (escalate) {
+      totalEscalations += 1;
+      stats.escalations += 1;
+    }
+    if (opening) stats.openings += 1;
+    const duration = rec.duration_ms;
+    if (typeof duration === 'number' && duration > 0) {
+      stats.spawned += 1;
+      stats.duration.add(duration);
+      const queue = rec.queue_ms;
+      if (typeof queue === 'number') stats.queue.add(queue);
+    }
+
+    if (hasTs) {
+      if (tsMs < firstMs) firstMs = tsMs;
+      if (tsMs > lastMs) lastMs = tsMs;
+      timeline.addRun(tsMs, !ok, escalate);
+      const reason = typeof rec.escalation_reason === 'string' ? rec.escalation_reason : null;
+      if (escalate) timeline.addEvent({ tsMs, kind: 'escalation', model: key, task_id: taskId, detail: reason });
+      if (opening) timeline.addEvent({ tsMs, kind: 'circuit_opening', model: key, task_id: taskId, detail: transition as string });
+    }
+
+    // Tasks: attempt counts for the most recently seen ones; full rows only for escalated ones.
+    if (taskId === null) {
+      if (escalate) escalationsWithoutTask += 1;
+      return;
+    }
+    const error = typeof rec.error === 'string' ? rec.error : null;
+    let entry = escalated.get(taskId);
+    if (entry === undefined && !escalate) {
+      trackedTasks.increment(taskId);
+      return;
+    }
+    if (entry === undefined) {
+      const seen = trackedTasks.take(taskId);
+      const retryCount = typeof rec.retry_count === 'number' && rec.retry_count >= 0 ? rec.retry_count : 0;
+      entry = {
+        model: key,
+        attempts: Math.max(seen + 1, retryCount + 1),
+        escalations: 1,
+        lastStatus: status,
+        lastError: ok ? null : error,
+        reason: typeof rec.escalation_reason === 'string' ? rec.escalation_reason : null,
+        lastTsMs: hasTs ? tsMs : -Infinity,
+      };
+      escalated.set(taskId, entry);
+      if (escalated.size >= 2 * limits.maxEscalatedTasks) pruneEscalated();
+      return;
+    }
+    entry.attempts += 1;
+    if (escalate) {
+      entry.escalations += 1;
+      entry.reason = typeof rec.escalation_reason === 'string' ? rec.escalation_reason : null;
+    }
+    // Lines from several processes are nearly, not exactly, in time order: an older line does not
+    // replace what a newer one said.
+    if (!hasTs || tsMs >= entry.lastTsMs) {
+      entry.model = key;
+      entry.lastStatus = status;
+      if (!ok && error !== null) entry.lastError = error;
+      if (hasTs) entry.lastTsMs = tsMs;
+    }
+  };
+
+  const onSkip = (reason: SkipReason): void => {
+    if (reason === 'blank') blank += 1;
+    else skipped += 1;
+  };
+  for (const file of files) await forEachJsonLine(file, onRecord, onSkip);
+
+  pruneEscalated();
+  const modelRows = [...models.values()]
+    .map((stats) => stats.result())
+    .sort((a, b) => b.runs - a.runs || compareText(a.model, b.model));
+  const escalatedRows: EscalatedTask[] = [...escalated.entries()]
+    .map(([taskId, e]) => ({
+      task_id: taskId,
+      model: e.model,
+      attempts: e.attempts,
+      escalations: e.escalations,
+      last_status: e.lastStatus,
+      last_error: e.lastError,
+      escalation_reason: e.reason,
+      last_ts: Number.isFinite(e.lastTsMs) ? new Date(e.lastTsMs).toISOString() : null,
+      sortKey: e.lastTsMs,
+    }))
+    .sort((a, b) => newestFirst(a.sortKey, b.sortKey) || compareText(a.task_id, b.task_id))
+    .map(({ sortKey: _sortKey, ...row }) => row);
+
+  return {
+    schema: SUMMARY_SCHEMA_VERSION,
+    generated_at: now.toISOString(),
+    filters: {
+      since: filters.since?.toISOString() ?? null,
+      model: modelFilter ?? null,
+      task: taskFilter ?? null,
+      status: statusFilter === undefined ? null : [...statusFilter],
+    },
+    range: {
+      first_ts: totalRuns > 0 && Number.isFinite(firstMs) ? new Date(firstMs).toISOString() : null,
+      last_ts: totalRuns > 0 && Number.isFinite(lastMs) ? new Date(lastMs).toISOString() : null,
+    },
+    files: files.map((file) => basename(file)),
+    total_runs: totalRuns,
+    total_ok: totalOk,
+    total_escalations: totalEscalations,
+    skipped_lines: skipped,
+    blank_lines: blank,
+    unrecognized_records: unrecognized,
+    models_truncated: modelsTruncated,
+    escalated_tasks_truncated: escalatedTruncated,
+    escalations_without_task: escalationsWithoutTask,
+    models: modelRows,
+    escalated_tasks: escalatedRows,
+    timeline: timeline.result(),
+  };
+}
+
+/**
+ * Attempt counts of the most recently seen keys, at most `limit` of them, O(1) per operation: two
+ * generations of `limit / 2`; when the young one is full the old one is dropped. (A Map used as an
+ * LRU, evicting `keys().next()`, degrades badly in V8 as deleted slots pile up at its front.)
+ */
+class RecentCounts {
+  readonly #half: number;
+  #young = new Map<string, number>();
+  #old = new Map<string, number>();
+
+  constructor(limit: number) {
+    this.#half = Math.max(1, Math.floor(limit / 2));
+  }
+
+  increment(key: string): void {
+    const young = this.#young.get(key);
+    if (young !== undefined) {
+      this.#young.set(key, young + 1);
+      return;
+    }
+    const old = this.#old.get(key);
+    if (old !== undefined) this.#old.delete(key);
+    if (this.#young.size >= this.#half) {
+      this.#old = this.#young;
+      this.#young = new Map();
+    }
+    this.#young.set(key, (old ?? 0) + 1);
+  }
+
+  /** The count of `key` (0 when unknown or forgotten), and forget it. */
+  take(key: string): number {
+    const count = this.#young.get(key) ?? this.#old.get(key) ?? 0;
+    this.#young.delete(key);
+    this.#old.delete(key);
+    return count;
+  }
+}
+
+/** The README's status order (RUN_STATUSES), then unknown statuses by name. */
+export function compareStatuses(a: string, b: string): number {
+  const ia = STATUS_ORDER.get(a) ?? Infinity;
+  const ib = STATUS_ORDER.get(b) ?? Infinity;
+  if (ia !== ib) return ia < ib ? -1 : 1;
+  return compareText(a, b);
+}
+
+/** Latest `ts` taken as real: 9999-12-31T23:59:59.999Z. */
+const MAX_TS_MS = 253_402_300_799_999;
+
+/** Epoch milliseconds of a record's `ts`, or NaN when it is not a time from 1970 to 9999 (treated as absent). */
+function parseTs(text: string): number {
+  const ms = Date.parse(text);
+  return ms >= 0 && ms <= MAX_TS_MS ? ms : NaN;
+}
+
+/** Descending, with -Infinity (no ts) last. */
+function newestFirst(a: number, b: number): number {
+  return a > b ? -1 : a < b ? 1 : 0;
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,120 @@
+import type { Timeline, TimelineEvent } from './summary-schema.js';
+
+const MINUTE = 60_000;
+const DAY = 86_400_000;
+/** Bucket sizes tried in order; past the last one, sizes keep doubling. Each is a multiple of the one before. */
+const LADDER_MS = [MINUTE, 5 * MINUTE, 15 * MINUTE, 60 * MINUTE, 360 * MINUTE, DAY, 7 * DAY];
+
+interface BucketCounts {
+  runs: number;
+  failures: number;
+  escalations: number;
+}
+
+interface PendingEvent extends Omit<TimelineEvent, 'ts'> {
+  readonly tsMs: number;
+}
+
+/**
+ * Runs, failures and escalations per time bucket, in memory bounded by `maxBuckets` whatever the
+ * number of records and in whatever order they come: it starts at one-minute buckets and, whenever
+ * the span from the earliest to the latest record needs more than `maxBuckets`, merges them into the
+ * next size (5m, 15m, 1h, 6h, 1d, 7d, then doubling). The result is the finest size on that ladder
+ * that shows the whole range in `maxBuckets` buckets. Buckets are aligned to the Unix epoch (UTC).
+ *
+ * Also keeps the `maxEvents` most recent escalation and circuit-opening events.
+ */
+export class TimelineAccumulator {
+  readonly #maxBuckets: number;
+  readonly #maxEvents: number;
+  #step = 0;
+  #sizeMs = LADDER_MS[0]!;
+  #buckets = new Map<number, BucketCounts>();
+  #minKey = Infinity;
+  #maxKey = -Infinity;
+  #events: PendingEvent[] = [];
+  #eventsTruncated = false;
+
+  constructor(options: { readonly maxBuckets: number; readonly maxEvents: number }) {
+    this.#maxBuckets = Math.max(1, options.maxBuckets);
+    this.#maxEvents = Math.max(0, options.maxEvents);
+  }
+
+  /** Counts one run that finished at `tsMs` (epoch milliseconds). */
+  addRun(tsMs: number, failed: boolean, escalated: boolean): void {
+    const key = Math.floor(tsMs / this.#sizeMs);
+    let bucket = this.#buckets.get(key);
+    if (bucket === undefined) {
+      bucket = { runs: 0, failures: 0, escalations: 0 };
+      this.#buckets.set(key, bucket);
+      if (key < this.#minKey) this.#minKey = key;
+      if (key > this.#maxKey) this.#maxKey = key;
+    }
+    bucket.runs += 1;
+    if (failed) bucket.failures += 1;
+    if (escalated) bucket.escalations += 1;
+    while (this.#maxKey - this.#minKey + 1 > this.#maxBuckets) this.#coarsen();
+  }
+
+  addEvent(event: PendingEvent): void {
+    if (this.#maxEvents === 0) {
+      this.#eventsTruncated = true;
+      return;
+    }
+    this.#events.push(event);
+    if (this.#events.length >= 2 * this.#maxEvents) this.#trimEvents();
+  }
+
+  result(): Timeline {
+    this.#trimEvents();
+    const buckets: Timeline['buckets'] = [];
+    if (this.#buckets.size > 0) {
+      for (let key = this.#minKey; key <= this.#maxKey; key++) {
+        const counts = this.#buckets.get(key) ?? { runs: 0, failures: 0, escalations: 0 };
+        buckets.push({ start: new Date(key * this.#sizeMs).toISOString(), ...counts });
+      }
+    }
+    return {
+      bucket: label(this.#sizeMs),
+      bucket_seconds: this.#sizeMs / 1000,
+      buckets,
+      events: this.#events.map(({ tsMs, ...rest }) => ({ ts: new Date(tsMs).toISOString(), ...rest })),
+      events_truncated: this.#eventsTruncated,
+    };
+  }
+
+  #coarsen(): void {
+    this.#step += 1;
+    const next = this.#step < LADDER_MS.length ? LADDER_MS[this.#step]! : this.#sizeMs * 2;
+    const merged = new Map<number, BucketCounts>();
+    for (const [key, counts] of this.#buckets) {
+      const newKey = Math.floor((key * this.#sizeMs) / next);
+      const into = merged.get(newKey);
+      if (into === undefined) merged.set(newKey, { ...counts });
+      else {
+        into.runs += counts.runs;
+        into.failures += counts.failures;
+        into.escalations += counts.escalations;
+      }
+    }
+    this.#minKey = Math.floor((this.#minKey * this.#sizeMs) / next);
+    this.#maxKey = Math.floor((this.#maxKey * this.#sizeMs) / next);
+    this.#sizeMs = next;
+    this.#buckets = merged;
+  }
+
+  /** Keeps the most recent maxEvents, oldest first (a stable sort keeps file order among equal times). */
+  #trimEvents(): void {
+    this.#events.sort((a, b) => a.tsMs - b.tsMs);
+    if (this.#events.length > this.#maxEvents) {
+      this.#events.splice(0, this.#events.length - this.#maxEvents);
+      this.#eventsTruncated = true;
+    }
+  }
+}
+
+function label(sizeMs: number): string {
+  if (sizeMs % DAY === 0) return `${sizeMs / DAY}d`;
+  if (sizeMs % (60 * MINUTE) === 0) return `${sizeMs / (60 * MINUTE)}h`;
+  return `${sizeMs / MINUTE}m`;
+}

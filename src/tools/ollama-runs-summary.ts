@@ -1,0 +1,153 @@
+import * as z from 'zod';
+
+import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import { RUN_STATUSES } from '../policy/run-status.js';
+import { isReportUsageError, parseSince, type RunFilters } from '../report/filters.js';
+import { listRunLogFiles } from '../telemetry/log-files.js';
+import { renderReportText } from '../report/render-text.js';
+import { summarizeRuns } from '../report/summary.js';
+import {
+  compactRunsSummarySchema,
+  SUMMARY_SCHEMA_VERSION,
+  type CompactRunsSummary,
+  type RunsSummary,
+} from '../report/summary-schema.js';
+
+/** Window used when the caller gives no `since`. */
+export const DEFAULT_SUMMARY_SINCE = '24h';
+/** Escalated tasks' error texts are cut to this in the tool's result. */
+const TOOL_ERROR_CHARS = 200;
+
+export const ollamaRunsSummaryInputSchema = z.strictObject({
+  model: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(200, 'must be at most 200 characters')
+    .optional()
+    .describe('Only this model ("llama3.2" also matches "llama3.2:latest").'),
+  since: z
+    .string()
+    .max(100, 'must be at most 100 characters')
+    .superRefine((value, ctx) => {
+      if (value.trim() === 'all') return;
+      try {
+        parseSince(value, new Date());
+      } catch (error) {
+        if (!isReportUsageError(error)) throw error;
+        // The registry adds `, got "<value>"` itself.
+        ctx.addIssue({ code: 'custom', message: error.message.replace(/^since: /, '').replace(/; got ".*"$/s, '') });
+      }
+    })
+    .default(DEFAULT_SUMMARY_SINCE)
+    .describe(
+      `Only runs since then: a duration back from now ("30m", "24h", "7d"), an ISO date or time ("2025-11-22", "2025-11-22T10:00Z"; UTC unless an offset is given), or "all" for the whole log. Default "${DEFAULT_SUMMARY_SINCE}".`,
+    ),
+  status: z
+    .union([z.enum(RUN_STATUSES), z.array(z.enum(RUN_STATUSES)).min(1, 'must list at least one status')], {
+      error: `must be a run status (${RUN_STATUSES.join(', ')}) or a list of them`,
+    })
+    .optional()
+    .describe('Only runs that ended with this status (or any of these).'),
+  task: z.string().min(1, 'must not be empty').max(128, 'must be at most 128 characters').optional().describe('Only this task_id.'),
+  top: z
+    .number()
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(50, 'must be at most 50')
+    .default(10)
+    .describe('How many models (most runs first) and escalated tasks (most recent first) to list. Default 10.'),
+});
+
+export type OllamaRunsSummaryInput = z.output<typeof ollamaRunsSummaryInputSchema>;
+
+/** The tool's view of a full summary: no timeline, the top N models and escalated tasks, short error texts. */
+export function compactSummary(summary: RunsSummary, top: number): CompactRunsSummary {
+  const { timeline: _timeline, models, escalated_tasks: tasks, ...rest } = summary;
+  return {
+    ...rest,
+    models: models.slice(0, top),
+    models_omitted: Math.max(0, models.length - top),
+    escalated_tasks: tasks.slice(0, top).map((task) => ({
+      ...task,
+      last_error:
+        task.last_error !== null && task.last_error.length > TOOL_ERROR_CHARS
+          ? `${task.last_error.slice(0, TOOL_ERROR_CHARS - 3)}...`
+          : task.last_error,
+    })),
+    escalated_tasks_omitted: Math.max(0, tasks.length - top),
+    error: null,
+  };
+}
+
+/** A result that says why no summary could be made, in the same shape as a summary. */
+function failed(error: string, now: Date): ToolOutcome<CompactRunsSummary> {
+  const structured: CompactRunsSummary = {
+    schema: SUMMARY_SCHEMA_VERSION,
+    generated_at: now.toISOString(),
+    filters: { since: null, model: null, task: null, status: null },
+    range: { first_ts: null, last_ts: null },
+    files: [],
+    total_runs: 0,
+    total_ok: 0,
+    total_escalations: 0,
+    skipped_lines: 0,
+    blank_lines: 0,
+    unrecognized_records: 0,
+    models_truncated: false,
+    escalated_tasks_truncated: false,
+    escalations_without_task: 0,
+    models: [],
+    models_omitted: 0,
+    escalated_tasks: [],
+    escalated_tasks_omitted: 0,
+    error,
+  };
+  return { structured, text: `ollama_runs_summary FAILED: ${error}`, isError: true };
+}
+
+/**
+ * `ollama_runs_summary`: what happened in the run log (runs.jsonl and its rotated files) over a
+ * window, by default the last 24 hours: per model runs, ok %, timeouts, failures by status,
+ * escalations, circuit openings, duration percentiles; and the most recently escalated tasks.
+ * Small enough for a model's context: the top N rows only, no timeline. Reads files, runs nothing.
+ */
+export function ollamaRunsSummaryTool(deps: { readonly telemetryDir: string; readonly now?: () => Date }): AnyToolDefinition {
+  const clock = deps.now ?? (() => new Date());
+  return {
+    name: 'ollama_runs_summary',
+    title: 'Summary of recent runs',
+    description: [
+      'Summarize the run log: per model the runs, ok %, timeouts and other failures by status, escalations, circuit openings,',
+      'and duration p50/p95/max; plus the most recently escalated tasks with their last status, reason and error.',
+      `Covers the last ${DEFAULT_SUMMARY_SINCE} unless "since" says otherwise ("7d", "2025-11-22", or "all").`,
+      'Filter by model, task or status. Read-only: runs no model.',
+    ].join(' '),
+    inputSchema: ollamaRunsSummaryInputSchema,
+    outputSchema: compactRunsSummarySchema,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    async handle(input: OllamaRunsSummaryInput) {
+      const now = clock();
+      const filters: { -readonly [K in keyof RunFilters]: RunFilters[K] } = {};
+      try {
+        if (input.since.trim() !== 'all') filters.since = parseSince(input.since, now);
+      } catch (error) {
+        if (!isReportUsageError(error)) throw error;
+        return failed(`Invalid arguments: \`since\`: ${error.message.replace(/^since: /, '')}.`, now);
+      }
+      if (input.model !== undefined) filters.model = input.model;
+      if (input.task !== undefined) filters.task = input.task;
+      if (input.status !== undefined) filters.status = input.status;
+      let summary: RunsSummary;
+      try {
+        summary = await summarizeRuns(await listRunLogFiles(deps.telemetryDir), filters, { now });
+      } catch (error) {
+        return failed(`could not read the run log in ${deps.telemetryDir}: ${(error as Error).message}`, now);
+      }
+      const compact = compactSummary(summary, input.top);
+      return { structured: compact, text: renderReportText(compact, { errorWidth: 80 }), isError: false };
+    },
+    async onInvalidInput(problem) {
+      return failed(problem, clock());
+    },
+  };
+}

@@ -1,0 +1,57 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { forEachJsonLine } from '../../../src/report/json-lines.js';
+import { readJsonLines, type SkipReason } from '../../../src/telemetry/jsonl-reader.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'report-json-lines-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function both(content: string | Buffer) {
+  const file = join(dir, 'runs.jsonl');
+  await writeFile(file, content);
+  const ours = { records: [] as unknown[], skips: [] as SkipReason[] };
+  const counts = await forEachJsonLine(file, (r) => ours.records.push(r), (s) => ours.skips.push(s));
+  const theirs = { records: [] as unknown[], skips: [] as SkipReason[] };
+  for await (const r of readJsonLines(file, { onSkip: (s) => theirs.skips.push(s.reason) })) theirs.records.push(r);
+  return { ours, theirs, counts };
+}
+
+describe('forEachJsonLine', () => {
+  it('skips exactly the lines readJsonLines skips, for the same reasons', async () => {
+    const { ours, theirs, counts } = await both(
+      ['{"n":1}', '', '   \t', 'not json', '[1,2]', '"s"', '42', 'null', '{"n":2}\r', '{"n":3,"ts":"2025-11-2', '{"n":4}', '{"n":5,"torn'].join('\n'),
+    );
+    expect(ours).toEqual(theirs);
+    expect(ours.records).toEqual([{ n: 1 }, { n: 2 }, { n: 4 }]);
+    expect(counts).toEqual({ records: 3, invalid: 7, blank: 2 });
+  });
+
+  it('reads a complete last line without a newline', async () => {
+    const { ours, theirs } = await both('{"n":1}\n{"n":2}');
+    expect(ours).toEqual(theirs);
+    expect(ours.records).toEqual([{ n: 1 }, { n: 2 }]);
+  });
+
+  it('joins lines across 1 MiB reads, multi-byte characters included', async () => {
+    const long = `{"text":"${'é€'.repeat(400_000)}"}`; // ~2 MB of UTF-8, straddling two reads
+    const lines = Array.from({ length: 3000 }, (_, i) => `{"i":${i},"s":"${'ü'.repeat(i % 700)}"}`);
+    const { ours, theirs } = await both([lines.slice(0, 1500).join('\n'), long, lines.slice(1500).join('\n'), ''].join('\n'));
+    expect(ours.records.length).toBe(3001);
+    expect(ours).toEqual(theirs);
+    expect((ours.records[1500] as { text: string }).text.length).toBe(800_000);
+  });
+
+  it('reads a missing file as empty and rejects on a directory', async () => {
+    expect(await forEachJsonLine(join(dir, 'nope.jsonl'), () => {}, () => {})).toEqual({ records: 0, invalid: 0, blank: 0 });
+    await expect(forEachJsonLine(dir, () => {}, () => {})).rejects.toMatchObject({ code: 'EISDIR' });
+  });
+});
