@@ -189,34 +189,39 @@ export class RunService {
     const text = (value: unknown, max: number) => (typeof value === 'string' ? value.slice(0, max) : '');
     const taskId = text(args.task_id, 200);
     const request: RunRequest = { model: text(args.model, 200), prompt: text(args.prompt, 10_000_000), ...(taskId ? { taskId } : {}) };
-    return this.#track(
-      this.#finish({
-        runId: randomUUID(),
-        request,
-        context,
-        timeoutMs: null,
-        maxRetries: typeof args.max_retries === 'number' ? args.max_retries : this.#config.maxRetries,
-        status: 'invalid_input',
-        classification: failure('invalid_input', message),
-        settled: this.#unsettled(typeof args.retry_count === 'number' ? args.retry_count : 0, { escalate: false, reason: null }),
-        ...(context.tool ? { tool: context.tool } : {}),
-      }),
-    );
+    const maxRetries = typeof args.max_retries === 'number' ? args.max_retries : this.#config.maxRetries;
+    const retryCount = typeof args.retry_count === 'number' ? args.retry_count : 0;
+    return this.#refuse(request, context, 'invalid_input', message, maxRetries, retryCount, context.tool);
   }
 
   /** A batch job that never started because the batch deadline passed: logged, never spawned. */
   notStarted(request: RunRequest, context: RunContext): Promise<RunResult> {
-    const settings = this.#settingsFor(request.model);
+    const maxRetries = request.maxRetries ?? this.#settingsFor(request.model).maxRetries;
+    const message = 'the batch deadline passed before this job started';
+    return this.#refuse(request, context, 'not_started', message, maxRetries, request.retryCount ?? 0);
+  }
+
+  /** Log and answer an attempt that touched neither the ledger nor a circuit, and spawned nothing. */
+  #refuse(
+    request: RunRequest,
+    context: RunContext,
+    status: 'invalid_input' | 'not_started',
+    message: string,
+    maxRetries: number,
+    retryCount: number,
+    tool?: string,
+  ): Promise<RunResult> {
     return this.#track(
       this.#finish({
         runId: randomUUID(),
         request,
         context,
         timeoutMs: null,
-        maxRetries: request.maxRetries ?? settings.maxRetries,
-        status: 'not_started',
-        classification: failure('not_started', 'the batch deadline passed before this job started'),
-        settled: this.#unsettled(request.retryCount ?? 0, { escalate: false, reason: null }),
+        maxRetries,
+        status,
+        classification: failure(status, message),
+        settled: this.#unsettled(retryCount, { escalate: false, reason: null }),
+        ...(tool ? { tool } : {}),
       }),
     );
   }
