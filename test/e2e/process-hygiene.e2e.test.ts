@@ -89,3 +89,25 @@ describe('process hygiene', () => {
     expect(server.stdout()).toBe('');
   });
 });
+
+describe('start-up banner', () => {
+  it('on a terminal, says on stderr (never stdout) how to connect a client', async () => {
+    const { execa } = await import('execa');
+    const { existsSync, readFileSync, mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const pathModule = await import('node:path');
+    if (!existsSync('/usr/bin/script')) throw new Error('this test needs util-linux `script` to give the server a terminal');
+    const dir = mkdtempSync(pathModule.join(tmpdir(), 'banner-'));
+    const errFile = pathModule.join(dir, 'stderr.txt');
+    // `script` runs the server on a pseudo-terminal; stderr goes to a file, stdout stays on the terminal.
+    const result = await execa('script', ['-qec', `timeout --foreground 5 ${process.execPath} ${SERVER_ENTRY} 2>${errFile}`, '/dev/null'], {
+      reject: false,
+      env: serverEnv(makeSandbox()),
+      stdin: 'ignore',
+    });
+    const banner = readFileSync(errFile, 'utf8');
+    expect(banner).toContain('is running on stdio');
+    expect(banner).toContain('claude mcp add');
+    expect(result.stdout).not.toContain('is running on stdio');
+  });
+});
