@@ -418,21 +418,22 @@ export class RunService {
       return { settled, nextBreaker: step.next };
     };
     try {
-      const snapshot = await this.#store.snapshot();
-      const breaker = snapshot.breakers[a.modelKey] ?? CLOSED;
-      const changesNothing =
-        a.request.taskId === undefined &&
-        breaker.state === 'closed' &&
-        (verdict === 'neutral' || (verdict === 'success' && breaker.consecutiveFailures === 0));
-      if (changesNothing) return decide(snapshot, this.#clock()).settled;
-      const settled = await this.#store.transact(taskScope(a.request), (state) => {
+      if (a.request.taskId === undefined) {
+        // Without a task only the circuit may change: skip the lock when it would not.
+        const snapshot = await this.#store.snapshot();
+        const breaker = snapshot.breakers[a.modelKey] ?? CLOSED;
+        const changesNothing =
+          breaker.state === 'closed' && (verdict === 'neutral' || (verdict === 'success' && breaker.consecutiveFailures === 0));
+        if (changesNothing) return decide(snapshot, this.#clock()).settled;
+      }
+      const { settled, prunedAt } = await this.#store.transact(taskScope(a.request), (state) => {
         const now = this.#clock();
         const { settled, nextBreaker } = decide(state, now);
         state.breakers[a.modelKey] = nextBreaker;
         this.#recordTask(state, a.request, a.runId, a.status, settled.escalation.reason, now);
-        return settled;
+        return { settled, prunedAt: state.prunedAt };
       });
-      await this.#pruneIfDue(snapshot.prunedAt);
+      await this.#pruneIfDue(prunedAt);
       return settled;
     } catch (error) {
       this.#warn(`ledger not updated for run ${a.runId}: ${(error as Error).message}`);

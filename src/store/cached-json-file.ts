@@ -62,10 +62,16 @@ export class CachedJsonFile<T> {
     return parsed;
   }
 
-  /** Persist `data` unless it serialises to exactly what is on disk. */
+  /**
+   * Persist `data` unless it serialises to exactly what is on disk. Call it only after a `read`
+   * under the same lock, so the cache describes the file as it is now.
+   */
   async write(data: T): Promise<void> {
     const text = this.#options.serialize(data);
-    if (this.#cache && this.#cache.text === text && this.#cache.data === data) return;
+    if (this.#cache && this.#cache.text === text) {
+      this.#cache = { ...this.#cache, data };
+      return;
+    }
     this.#db.data = text;
     try {
       await this.#db.write();

@@ -56,6 +56,7 @@ export class StateStore {
   readonly #lockPath: string;
   readonly #staleLockMs: number;
   readonly #warn: (message: string) => void;
+  #queue: Promise<void> = Promise.resolve();
 
   constructor(file: string, options: StateStoreOptions = {}) {
     this.file = path.resolve(file);
@@ -98,6 +99,17 @@ export class StateStore {
    * must be synchronous and do no I/O (the lock is held while it runs).
    */
   async transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
+    // One transaction at a time within this process: concurrent runs of one server then queue
+    // here in order instead of sleeping in proper-lockfile's retry backoff against each other.
+    const turn = this.#queue.then(() => this.#transactLocked(scope, fn));
+    this.#queue = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    return turn;
+  }
+
+  async #transactLocked<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
     let release: () => Promise<void>;
     try {
       release = await lockfile.lock(this.file, {
