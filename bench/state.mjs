@@ -1,0 +1,119 @@
+// Benchmark 3: the per-run ledger/breaker transaction with 10,000 tasks recorded.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { StateStore } from '../dist/store/state-store.js';
+import { BENCH_DIR, makeTempDir, removeTempDir, summarize } from './lib.mjs';
+import { MODELS, applyRun, seedEntry } from './state-tx.mjs';
+
+/**
+ * @param {{ tasks: number, transactions: number, warmup: number }} options
+ */
+export async function measureState({ tasks, transactions, warmup }) {
+  const dir = makeTempDir('state');
+  const file = path.join(dir, 'state.json');
+  const warnings = [];
+  const onWarning = (m) => warnings.push(m);
+  const store = new StateStore(file, { onWarning });
+  const randomTask = () => `task-${Math.floor(Math.random() * tasks)}`;
+  let runNo = 0;
+  const tx = (s, taskId) => s.transact([taskId], (state) => applyRun(state, taskId, `bench-${runNo++}`));
+  let hammer = null;
+
+  try {
+    // Seed 10,000 entries and every model's circuit in one 'all' transaction.
+    const seedStart = performance.now();
+    await store.transact('all', (state) => {
+      const now = Date.now();
+      for (let i = 0; i < tasks; i += 1) state.tasks[`task-${i}`] = seedEntry(i, now);
+      for (const model of MODELS) state.breakers[model] = { state: 'closed', consecutiveFailures: 0 };
+      state.prunedAt = now;
+    });
+    const seedMs = performance.now() - seedStart;
+    const shardDir = path.join(dir, 'state.tasks');
+    const ledgerBytes = readdirSync(shardDir).reduce((sum, f) => sum + statSync(path.join(shardDir, f)).size, 0);
+
+    // Warm: the server's own long-lived store (its caches hold what it last wrote).
+    for (let i = 0; i < warmup; i += 1) await tx(store, randomTask());
+    const warmSamples = [];
+    for (let i = 0; i < transactions; i += 1) {
+      const taskId = randomTask();
+      const t0 = performance.now();
+      await tx(store, taskId);
+      warmSamples.push(performance.now() - t0);
+    }
+
+    // Cold: a fresh instance per transaction, so nothing is cached (another process's view after
+    // someone else wrote): state.json and the task's shard are read, validated and parsed.
+    const coldSamples = [];
+    const constructSamples = [];
+    for (let i = 0; i < transactions; i += 1) {
+      const taskId = randomTask();
+      const c0 = performance.now();
+      const fresh = new StateStore(file, { onWarning });
+      const t0 = performance.now();
+      await tx(fresh, taskId);
+      coldSamples.push(performance.now() - t0);
+      constructSamples.push(t0 - c0);
+    }
+
+    // Contention: a second process hammers the same store while the warm transactions repeat.
+    hammer = spawn(process.execPath, [path.join(BENCH_DIR, 'state-hammer.mjs'), file, String(tasks), '120'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let hammerStderr = '';
+    hammer.stderr.on('data', (c) => (hammerStderr += c));
+    const lines = createInterface({ input: hammer.stdout });
+    const hammerLines = [];
+    const ready = new Promise((resolve, reject) => {
+      lines.on('line', (line) => {
+        hammerLines.push(line);
+        if (line === 'ready') resolve();
+      });
+      hammer.once('exit', (code) => reject(new Error(`state-hammer exited early (${code}): ${hammerStderr.slice(-500)}`)));
+    });
+    await ready;
+    const contendedSamples = [];
+    const contendedStart = performance.now();
+    for (let i = 0; i < transactions; i += 1) {
+      const taskId = randomTask();
+      const t0 = performance.now();
+      await tx(store, taskId);
+      contendedSamples.push(performance.now() - t0);
+    }
+    const contendedSeconds = (performance.now() - contendedStart) / 1000;
+    hammer.stdin.end();
+    const [code] = hammer.exitCode === null ? await once(hammer, 'exit') : [hammer.exitCode];
+    hammer = null;
+    if (code !== 0) throw new Error(`state-hammer failed (${code}): ${hammerStderr.slice(-500)}`);
+    const hammerStats = JSON.parse(hammerLines.at(-1));
+
+    // Integrity: every seeded task is still there, nothing was set aside as corrupt.
+    const all = await new StateStore(file, { onWarning }).snapshot('all');
+    const count = Object.keys(all.tasks).length;
+    if (count !== tasks) throw new Error(`ledger has ${count} tasks after the benchmark, expected ${tasks}`);
+    if (warnings.length > 0) throw new Error(`state store warnings: ${warnings.slice(0, 3).join(' | ')}`);
+
+    return {
+      tasks,
+      transactions,
+      seedMs,
+      ledgerBytes,
+      warm: summarize(warmSamples),
+      cold: summarize(coldSamples),
+      construct: summarize(constructSamples),
+      contended: summarize(contendedSamples),
+      contendedTxPerS: transactions / contendedSeconds,
+      hammerTxPerS: hammerStats.transactions / hammerStats.seconds,
+    };
+  } finally {
+    if (hammer && hammer.exitCode === null) {
+      hammer.kill('SIGKILL');
+      await once(hammer, 'exit').catch(() => {});
+    }
+    removeTempDir(dir);
+  }
+}
