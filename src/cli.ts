@@ -29,6 +29,11 @@ function warn(message: string): void {
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'report') {
+    // Reads the log only: an unrelated bad setting must not stop a developer reviewing runs.
+    const telemetryDir = path.resolve(process.env.OLLAMA_MCP_TELEMETRY_DIR?.trim() || DEFAULT_TELEMETRY_DIR);
+    return runReportCommand(argv.slice(1), { telemetryDir, out: process.stdout, err: process.stderr });
+  }
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stderr.write(`${HELP}\n`);
     return 0;
@@ -38,11 +43,6 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const [command, ...rest] = argv;
-  if (command === 'report') {
-    // Reads the log only: an unrelated bad setting must not stop a developer reviewing runs.
-    const telemetryDir = path.resolve(process.env.OLLAMA_MCP_TELEMETRY_DIR?.trim() || DEFAULT_TELEMETRY_DIR);
-    return runReportCommand(rest, { telemetryDir, out: process.stdout, err: process.stderr });
-  }
   const http = command === '--http' ? parseHttpArgs(rest) : null;
   if (typeof http === 'string') {
     warn(`${http}. Run \`${SERVER_NAME} --help\`.`);
