@@ -1,7 +1,12 @@
+import { writeFile } from 'node:fs/promises';
+
+import { loadChartLibrary } from './chart-library.js';
 import { isReportUsageError, parseSince, parseStatusFilter, ReportUsageError, type RunFilters } from './filters.js';
 import { listRunLogFiles } from '../telemetry/log-files.js';
+import { renderReportHtml } from './render-html.js';
 import { renderReportText } from './render-text.js';
 import { summarizeRuns } from './summary.js';
+import type { RunsSummary } from './summary-schema.js';
 
 /** Where the command writes: `process.stdout` / `process.stderr`, or anything with `write`. */
 export interface TextSink {
@@ -34,11 +39,13 @@ Options:
   --task ID       only this task_id
   --status LIST   only these statuses, comma-separated (timeout,crashed)
   --json          print the summary as one JSON document instead of the text report
+  --html FILE     write the report as one self-contained HTML page with charts to FILE (opens
+                  offline); prints "wrote FILE (N runs)"
   --color         colour the text report
   --dir DIR       read the logs in DIR instead of the telemetry directory (OLLAMA_MCP_TELEMETRY_DIR)
   -h, --help      this text
 
-Exit codes: 0 report printed, 1 the logs could not be read, 2 bad usage.
+Exit codes: 0 report printed (or written), 1 the logs could not be read or FILE not written, 2 bad usage.
 `;
 
 interface ParsedArgs {
@@ -46,7 +53,7 @@ interface ParsedArgs {
   readonly json: boolean;
   readonly color: boolean;
   readonly dir: string | undefined;
-  /** `--html FILE`: recognised so that it can be wired in; refused until the HTML report exists. */
+  /** `--html FILE`: write the HTML report there instead of printing the text report. */
   readonly html: string | undefined;
   readonly filters: RunFilters;
 }
@@ -56,10 +63,12 @@ const FLAG_OPTIONS = new Set(['--json', '--color', '--help', '-h']);
 
 /**
  * `ollama-runner-mcp report [options]`: prints the summary of the run logs as text, or as one JSON
- * document with `--json` (see src/report/README.md for its fields).
+ * document with `--json` (see src/report/README.md for its fields), or writes it as an HTML page
+ * with `--html FILE` (one `writeFile`; then `wrote FILE (N runs)` on `out`).
  *
  * @param argv the arguments after `report`
- * @returns the exit code: 0 printed, 1 the logs could not be read, 2 usage error (message on `err`)
+ * @returns the exit code: 0 printed or written, 1 the logs could not be read or the file not
+ *   written, 2 usage error (message on `err`)
  */
 export async function runReportCommand(argv: readonly string[], deps: ReportCommandDeps): Promise<number> {
   const now = deps.now ?? new Date();
@@ -75,20 +84,27 @@ export async function runReportCommand(argv: readonly string[], deps: ReportComm
     deps.out.write(REPORT_USAGE);
     return 0;
   }
-  if (args.html !== undefined) {
-    deps.err.write('report: --html is not available yet; use --json for the data or the text report.\n');
-    return 2;
-  }
   const dir = args.dir ?? deps.telemetryDir;
-  let text: string;
+  let summary: RunsSummary;
   try {
-    const summary = await summarizeRuns(await listRunLogFiles(dir), args.filters, { now });
-    text = args.json ? `${JSON.stringify(summary, null, 2)}\n` : renderReportText(summary, { color: args.color });
+    summary = await summarizeRuns(await listRunLogFiles(dir), args.filters, { now });
   } catch (error) {
     deps.err.write(`report: could not read the run logs in ${dir}: ${(error as Error).message}\n`);
     return 1;
   }
-  deps.out.write(text);
+  if (args.html === undefined) {
+    deps.out.write(args.json ? `${JSON.stringify(summary, null, 2)}\n` : renderReportText(summary, { color: args.color }));
+    return 0;
+  }
+  const file = args.html;
+  try {
+    const html = renderReportHtml(summary, { chartLibrary: await loadChartLibrary() });
+    await writeFile(file, html);
+  } catch (error) {
+    deps.err.write(`report: could not write the HTML report to ${file}: ${(error as Error).message}\n`);
+    return 1;
+  }
+  deps.out.write(`wrote ${file} (${summary.total_runs.toLocaleString('en-US')} run${summary.total_runs === 1 ? '' : 's'})\n`);
   return 0;
 }
 
@@ -128,6 +144,10 @@ function parseArgs(argv: readonly string[], now: Date): ParsedArgs {
   if (model !== undefined) filters.model = model.trim();
   const task = values.get('--task');
   if (task !== undefined) filters.task = task;
+  if (values.has('--html')) {
+    const other = ['--json', '--color'].filter((flag) => flags.has(flag));
+    if (other.length > 0) throw new ReportUsageError(`--html cannot be combined with ${other.join(' or ')}`);
+  }
   return {
     help: flags.has('--help'),
     json: flags.has('--json'),

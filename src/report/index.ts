@@ -6,3 +6,6 @@ export { listRunLogFiles } from '../telemetry/log-files.js';
 export { renderReportText, type RenderTextOptions, type SummaryView } from './render-text.js';
 export { summarizeRuns, DEFAULT_SUMMARY_LIMITS, OTHER_MODELS, type SummarizeOptions, type SummaryLimits } from './summary.js';
 export * from './summary-schema.js';
+export { renderReportHtml, buildReportCharts, STATUS_COLORS, type RenderHtmlOptions, type ReportCharts } from './render-html.js';
+export { loadChartLibrary } from './chart-library.js';
+export { DURATION_BUCKETS_MS, durationBucketIndex } from './histogram.js';

@@ -2,7 +2,7 @@ import { compareStatuses } from './summary.js';
 import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
 
 /** What the text report needs: a full summary or the tool's compact one. */
-export type SummaryView = Omit<RunsSummary, 'timeline'> & Partial<Pick<CompactRunsSummary, 'models_omitted' | 'escalated_tasks_omitted'>>;
+export type SummaryView = Omit<RunsSummary, 'timeline' | 'duration_buckets_ms'> & Partial<Pick<CompactRunsSummary, 'models_omitted' | 'escalated_tasks_omitted'>>;
 
 /** Options of {@link renderReportText}. */
 export interface RenderTextOptions {

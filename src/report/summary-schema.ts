@@ -25,8 +25,17 @@ export const modelSummarySchema = z.object({
   duration_ms: z
     .object({ p50: ms, p95: ms, max: ms })
     .describe('spawn-to-exit time of spawned attempts; percentiles within 1%, max exact; null when none spawned'),
+  duration_histogram: z
+    .array(z.number().int())
+    .describe(
+      'spawned attempts per duration bucket: one count per bound of duration_buckets_ms (duration <= bound, above the previous one), then one for longer; they add up to spawned',
+    ),
   queue_ms: z.object({ p50: ms }).describe('time waiting for a slot, over spawned attempts; within 1%'),
 });
+
+const durationBucketsMs = z
+  .array(z.number())
+  .describe('upper bounds in ms (inclusive) of the buckets of models[].duration_histogram, ascending; its last bucket counts longer runs');
 
 export const escalatedTaskSchema = z.object({
   task_id: z.string(),
@@ -92,6 +101,7 @@ const summaryCore = {
 
 export const runsSummarySchema = z.object({
   ...summaryCore,
+  duration_buckets_ms: durationBucketsMs,
   models: z.array(modelSummarySchema).describe('most runs first'),
   escalated_tasks: z.array(escalatedTaskSchema).describe('most recent last_ts first'),
   timeline: timelineSchema,
@@ -108,6 +118,7 @@ export type RunsSummary = z.infer<typeof runsSummarySchema>;
 /** The summary the `ollama_runs_summary` tool returns: no timeline, the top N models and tasks. */
 export const compactRunsSummarySchema = z.object({
   ...summaryCore,
+  duration_buckets_ms: durationBucketsMs.optional().describe('as in the full summary; absent when `error` is set'),
   models: z.array(modelSummarySchema).describe('the top N by runs'),
   models_omitted: z.number().int().describe('models left out of `models` (fewer runs)'),
   escalated_tasks: z.array(escalatedTaskSchema).describe('the N most recent; last_error cut to 200 characters'),

@@ -4,7 +4,7 @@ import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '.
 import { RUN_STATUSES } from '../policy/run-status.js';
 import type { JsonObject, SkipReason } from '../telemetry/jsonl-reader.js';
 import type { RunFilters } from './filters.js';
-import { LogHistogram, roundMs } from './histogram.js';
+import { DURATION_BUCKETS_MS, durationBucketIndex, LogHistogram, roundMs } from './histogram.js';
 import { forEachJsonLine } from './json-lines.js';
 import { SUMMARY_SCHEMA_VERSION, type EscalatedTask, type ModelSummary, type RunsSummary } from './summary-schema.js';
 import { TimelineAccumulator } from './timeline.js';
@@ -57,6 +57,8 @@ class ModelStats {
   readonly failures = new Map<string, number>();
   readonly duration = new LogHistogram();
   readonly queue = new LogHistogram();
+  /** Spawned runs per fixed duration bucket (DURATION_BUCKETS_MS, then one for longer). */
+  readonly durationCounts: number[] = new Array<number>(DURATION_BUCKETS_MS.length + 1).fill(0);
 
   constructor(readonly model: string) {}
 
@@ -78,6 +80,7 @@ class ModelStats {
         p95: roundMs(this.duration.quantile(0.95)),
         max: this.duration.max,
       },
+      duration_histogram: [...this.durationCounts],
       queue_ms: { p50: roundMs(this.queue.quantile(0.5)) },
     };
   }
@@ -95,8 +98,8 @@ interface TaskEntry {
 
 /**
  * Summarizes run logs, reading each file in the order given as a stream. Memory stays bounded
- * whatever the size of the files (see {@link SummaryLimits}): per model a few counters and two
- * fixed-size histograms (percentiles within 1%, see {@link LogHistogram}), a bounded map of tasks,
+ * whatever the size of the files (see {@link SummaryLimits}): per model a few counters, 13 duration
+ * bucket counts and two fixed-size histograms (percentiles within 1%, see {@link LogHistogram}), a bounded map of tasks,
  * at most `maxBuckets` timeline buckets and `2 x maxEvents` events.
  *
  * Every record is taken as it is: unknown fields are ignored, a missing or mistyped field counts as
@@ -211,6 +214,7 @@ export async function summarizeRuns(files: readonly string[], filters: RunFilter
     if (typeof duration === 'number' && duration > 0) {
       stats.spawned += 1;
       stats.duration.add(duration);
+      stats.durationCounts[durationBucketIndex(duration)]! += 1;
       const queue = rec.queue_ms;
       if (typeof queue === 'number') stats.queue.add(queue);
     }
@@ -314,6 +318,7 @@ export async function summarizeRuns(files: readonly string[], filters: RunFilter
     models_truncated: modelsTruncated,
     escalated_tasks_truncated: escalatedTruncated,
     escalations_without_task: escalationsWithoutTask,
+    duration_buckets_ms: [...DURATION_BUCKETS_MS],
     models: modelRows,
     escalated_tasks: escalatedRows,
     timeline: timeline.result(),

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -86,6 +86,34 @@ describe('runReportCommand', () => {
     expect(err).toMatch(/^report: could not read the run logs in .*runs\.jsonl: .*ENOTDIR/);
   });
 
+  it('--html FILE writes one self-contained page and says so on out; filters apply', async () => {
+    const file = join(tmp, 'report.html');
+    const { code, out, err } = await run(['--html', file, '--model', 'qwen3:8b']);
+    expect([code, out, err]).toEqual([0, `wrote ${file} (9 runs)\n`, '']);
+    const html = await readFile(file, 'utf8');
+    expect(html.startsWith('<!doctype html>')).toBe(true);
+    expect(html).toContain('Chart.js v4'); // the library is inlined
+    const embedded = /<script type="application\/json" id="report-summary">(.*?)<\/script>/s.exec(html)![1]!;
+    expect(JSON.parse(embedded)).toMatchObject({ total_runs: 9, filters: { model: 'qwen3:8b' } });
+    expect(html).toContain('model qwen3:8b'); // the header names the filter
+  });
+
+  it('--html exits 1 when FILE cannot be written, and 1 when the logs cannot be read (nothing written)', async () => {
+    const missing = join(tmp, 'no-such-dir', 'report.html');
+    const a = await run(['--html', missing]);
+    expect(a.code).toBe(1);
+    expect(a.out).toBe('');
+    expect(a.err).toMatch(/^report: could not write the HTML report to .*report\.html: .*ENOENT/);
+
+    const logFile = join(tmp, 'runs.jsonl');
+    await writeFile(logFile, '{}\n');
+    const target = join(tmp, 'r.html');
+    const b = await run(['--html', target, '--dir', logFile]);
+    expect(b.code).toBe(1);
+    expect(b.err).toMatch(/^report: could not read the run logs in /);
+    await expect(readFile(target)).rejects.toThrow(/ENOENT/);
+  });
+
   it.each([
     [['--since', 'yesterday'], /^report: --since: expected a duration/],
     [['--since'], /^report: --since needs a value/],
@@ -96,7 +124,9 @@ describe('runReportCommand', () => {
     [['--frobnicate'], /^report: unknown option `--frobnicate`/],
     [['extra'], /^report: unexpected argument `extra`/],
     [['--json=yes'], /^report: --json takes no value/],
-    [['--html', 'report.html'], /^report: --html is not available yet/],
+    [['--html'], /^report: --html needs a value/],
+    [['--html', 'a.html', '--json'], /^report: --html cannot be combined with --json/],
+    [['--html', 'a.html', '--color'], /^report: --html cannot be combined with --color/],
   ])('usage error %j: message on err, exit 2', async (argv, message) => {
     const { code, out, err } = await run(argv);
     expect(code).toBe(2);

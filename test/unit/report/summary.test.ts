@@ -73,6 +73,8 @@ describe('summarizeRuns on test/fixtures/runs/basic', () => {
     expect(qwen.duration_ms.p95).toBe(120_020); // rank 8 of 8: the exact max
     expect(qwen.duration_ms.max).toBe(120_020);
     expect(qwen.queue_ms.p50).toBe(0); // 0 0 0 0 0 2 5 (the v:0 record has no queue_ms)
+    // <=100ms <=250ms <=500ms <=1s <=2.5s <=5s <=10s <=30s <=1m <=2m <=5m <=10m >10m; bounds inclusive
+    expect(qwen.duration_histogram).toEqual([0, 0, 1, 2, 1, 1, 0, 0, 0, 1, 2, 0, 0]);
 
     const llama = model(s, 'llama3.2:latest')!;
     expect(llama).toMatchObject({
@@ -88,6 +90,8 @@ describe('summarizeRuns on test/fixtures/runs/basic', () => {
       queue_ms: { p50: 10 }, // 0 10 20: small whole numbers come out exact
     });
     near(llama.duration_ms.p50, 2000);
+    expect(llama.duration_histogram).toEqual([0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
+    expect(s.duration_buckets_ms).toEqual([100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000]);
     expect(Object.keys(llama.failures)).toEqual(['empty_output', 'circuit_open']); // the README's status order
 
     expect(model(s, 'bad model!')).toEqual({
@@ -101,8 +105,18 @@ describe('summarizeRuns on test/fixtures/runs/basic', () => {
       circuit_openings: 0,
       spawned: 0,
       duration_ms: { p50: null, p95: null, max: null },
+      duration_histogram: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
       queue_ms: { p50: null },
     });
+  });
+
+  it('counts spawned runs per fixed duration bucket: bounds inclusive, the last bucket open', async () => {
+    const durations = [0.5, 100, 100.5, 250, 999, 1000, 1001, 59_999, 60_000, 600_000, 600_001, 86_400_000, 0, -5];
+    await writeLog(tmp, 'runs.jsonl', durations.map((duration_ms, i) => record({ run_id: `r-${i}`, duration_ms })));
+    const [m] = (await summarize(tmp)).models;
+    expect(m!.spawned).toBe(12); // 0 and -5 did not spawn
+    expect(m!.duration_histogram).toEqual([2, 2, 0, 2, 1, 0, 0, 0, 2, 0, 0, 1, 2]);
+    expect(m!.duration_histogram.reduce((a, b) => a + b, 0)).toBe(m!.spawned);
   });
 
   it('lists escalated tasks, most recent first, following them after the escalation', async () => {

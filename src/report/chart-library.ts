@@ -1,0 +1,46 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+/** The UMD builds of Chart.js, in order of preference (4.x ships both, minified). */
+const UMD_FILES = ['chart.umd.min.js', 'chart.umd.js'];
+
+let cached: Promise<string> | undefined;
+
+/**
+ * The source of Chart.js's UMD build from the installed `chart.js` package, to inline in the HTML
+ * report (which must open with no network). Its package exports no path to that file, so it is
+ * found beside the package's resolved main file (`dist/chart.cjs`). The `sourceMappingURL` comment
+ * is dropped (the map is not inlined, and a browser's developer tools would try to fetch it).
+ * Read once per process.
+ *
+ * @throws Error naming the package when it is not installed or has no UMD build
+ */
+export function loadChartLibrary(): Promise<string> {
+  cached ??= read().catch((error: unknown) => {
+    cached = undefined;
+    throw error;
+  });
+  return cached;
+}
+
+async function read(): Promise<string> {
+  let main: string;
+  try {
+    main = createRequire(import.meta.url).resolve('chart.js');
+  } catch (error) {
+    throw new Error(`the chart library (npm package chart.js) is not installed: ${(error as Error).message}`);
+  }
+  const dist = dirname(main);
+  for (const name of UMD_FILES) {
+    let source: string;
+    try {
+      source = await readFile(join(dist, name), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw error;
+    }
+    return source.replace(/\n?\/\/# sourceMappingURL=\S*\s*$/, '\n');
+  }
+  throw new Error(`the chart library (npm package chart.js) has no UMD build in ${dist} (looked for ${UMD_FILES.join(', ')})`);
+}

@@ -1,0 +1,295 @@
+/**
+ * `report --html` in a real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core,
+ * which downloads no browser). The page is loaded from a file:// URL with every other request
+ * aborted; the test fails if any is attempted.
+ *
+ * Needs Chromium: `apt-get install -y chromium` (CI's .ci/run installs it). Set CHROMIUM_PATH to use
+ * another binary, or SKIP_BROWSER_TESTS=1 to skip these tests on a machine without one.
+ * Leaves screenshots in test-artifacts/ (git-ignored): report.png and report-empty.png.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { runReportCommand } from '../../src/report/command.js';
+import { runsSummarySchema, type RunsSummary } from '../../src/report/summary-schema.js';
+import { STATUS_COLORS } from '../../src/report/render-html.js';
+
+const ROOT = resolve(__dirname, '../..');
+const FIXTURE_DIR = join(ROOT, 'test/fixtures/runs/html');
+const ARTIFACTS = join(ROOT, 'test-artifacts');
+const CHROMIUM = process.env.CHROMIUM_PATH?.trim() || '/usr/bin/chromium';
+const SKIP = process.env.SKIP_BROWSER_TESTS === '1';
+/** The flags this machine's Chromium needs (no sandbox as root; no background calls to a closed network). */
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+interface DrawnChart {
+  series: number;
+  points: number[];
+  labels: string[] | null;
+  series_labels: string[];
+}
+
+// tsconfig has no DOM lib: the callbacks given to page.evaluate run in Chromium, and these
+// declarations (local to this file) type what they touch there.
+interface CanvasLike {
+  width: number;
+  height: number;
+  toDataURL(): string;
+  getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } | null;
+}
+declare const window: { __reportReady?: boolean; __reportCharts: Record<string, DrawnChart>; __pwned?: unknown };
+declare const document: {
+  querySelector(selector: string): CanvasLike | null;
+  getElementById(id: string): { textContent: string | null } | null;
+  createElement(tag: 'canvas'): CanvasLike;
+};
+
+interface LoadedPage {
+  page: Page;
+  consoleErrors: string[];
+  pageErrors: string[];
+  /** Every request the page made (the file itself included). */
+  requests: string[];
+  /** Requests to anything but a file: URL, aborted. */
+  blocked: string[];
+}
+
+let context: BrowserContext | undefined;
+let profile: string | undefined;
+let work: string;
+
+async function report(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runReportCommand(argv, {
+    telemetryDir: FIXTURE_DIR,
+    now: new Date('2025-11-23T12:00:00.000Z'),
+    out: { write: (text: string) => (out += text) },
+    err: { write: (text: string) => (err += text) },
+  });
+  return { code, out, err };
+}
+
+async function load(file: string): Promise<LoadedPage> {
+  const page = await context!.newPage();
+  const loaded: LoadedPage = { page, consoleErrors: [], pageErrors: [], requests: [], blocked: [] };
+  page.on('console', (message) => {
+    if (message.type() === 'error') loaded.consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (error) => loaded.pageErrors.push(error.message));
+  page.on('request', (request) => loaded.requests.push(request.url()));
+  await page.route('**', async (route) => {
+    const url = route.request().url();
+    if (url.startsWith('file:')) return route.continue();
+    loaded.blocked.push(url);
+    return route.abort('blockedbyclient');
+  });
+  await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
+  await page.waitForFunction(() => window.__reportReady === true, null, { timeout: 15_000 });
+  return loaded;
+}
+
+/** Pixels of each canvas: how many are painted, and how many match each of the given colours. */
+async function canvasPixels(page: Page, chart: string, colors: readonly string[]): Promise<{ width: number; height: number; painted: number; byColor: number[]; blankEqual: boolean }> {
+  return page.evaluate(
+    ({ chart, colors }) => {
+      const canvas = document.querySelector(`canvas[data-chart="${chart}"]`);
+      if (canvas === null) throw new Error(`no canvas for ${chart}`);
+      const { width, height } = canvas;
+      const pixels = canvas.getContext('2d')!.getImageData(0, 0, width, height).data;
+      const blank = document.createElement('canvas');
+      blank.width = width;
+      blank.height = height;
+      const targets = colors.map((hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)));
+      const byColor = colors.map(() => 0);
+      let painted = 0;
+      for (let p = 0; p < pixels.length; p += 4) {
+        if (pixels[p + 3]! === 0) continue;
+        painted += 1;
+        if (pixels[p + 3]! < 250) continue;
+        targets.forEach((rgb, i) => {
+          if (Math.abs(pixels[p]! - rgb[0]!) <= 2 && Math.abs(pixels[p + 1]! - rgb[1]!) <= 2 && Math.abs(pixels[p + 2]! - rgb[2]!) <= 2) byColor[i]! += 1;
+        });
+      }
+      return { width, height, painted, byColor, blankEqual: canvas.toDataURL() === blank.toDataURL() };
+    },
+    { chart, colors },
+  );
+}
+
+describe.skipIf(SKIP)('report --html in headless Chromium', () => {
+  let fixture: LoadedPage;
+  let summary: RunsSummary;
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `Chromium not found at ${CHROMIUM}: the browser tests need it. Install it with \`apt-get install -y chromium\` (Debian), ` +
+          'set CHROMIUM_PATH to another Chromium binary, or set SKIP_BROWSER_TESTS=1 to skip these tests.',
+      );
+    }
+    await mkdir(ARTIFACTS, { recursive: true });
+    work = await mkdtemp(join(tmpdir(), 'report-html-'));
+    profile = join(work, 'profile'); // a fresh --user-data-dir
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+      offline: true,
+    });
+
+    const file = join(work, 'report.html');
+    const result = await report(['--html', file]);
+    expect(result).toEqual({ code: 0, out: `wrote ${file} (25 runs)\n`, err: '' });
+    summary = runsSummarySchema.parse(JSON.parse((await report(['--json'])).out));
+    fixture = await load(file);
+    await fixture.page.screenshot({ path: join(ARTIFACTS, 'report.png'), fullPage: true });
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    if (work !== undefined) await rm(work, { recursive: true, force: true });
+  });
+
+  it('opens offline: no request but the file itself, no console or page error, no script from the log ran', async () => {
+    expect(fixture.blocked).toEqual([]);
+    expect(fixture.requests.filter((url) => !url.startsWith('file:'))).toEqual([]);
+    expect(fixture.requests).toHaveLength(1);
+    expect(fixture.consoleErrors).toEqual([]);
+    expect(fixture.pageErrors).toEqual([]);
+    expect(await fixture.page.evaluate(() => window.__pwned)).toBeUndefined();
+  });
+
+  it('shows the header: range, files, runs, skipped lines, filters', async () => {
+    const facts = await fixture.page.$$eval('dl.facts div', (rows) =>
+      rows.map((row) => `${row.querySelector('dt')!.textContent} ${row.querySelector('dd')!.textContent}`.replace(/\s+/g, ' ').trim()),
+    );
+    expect(facts).toEqual([
+      'Time range 2025-11-23 08:00:00 to 11:40:00 UTC (3h40m)',
+      'Runs 25 (17 ok, 68.0%; 2 escalations; 3 models)',
+      'Files read runs.jsonl',
+      'Skipped lines 1 torn or unreadable',
+      'Filters none',
+    ]);
+  });
+
+  it('embeds the summary JSON unchanged, escaped so that the log cannot end the script element', async () => {
+    const embedded = await fixture.page.evaluate(() => JSON.parse(document.getElementById('report-summary')!.textContent!));
+    expect(embedded).toEqual(summary);
+    const scripts = await fixture.page.$$eval('script', (elements) => elements.map((e) => e.getAttribute('type')));
+    expect(scripts).toEqual(['application/json', 'application/json', null, null]); // the error text's <script> stayed text
+  });
+
+  it('draws the outcomes chart: one series per status present, one bar per model, in the status colours', async () => {
+    const drawn = await fixture.page.evaluate(() => window.__reportCharts);
+    expect(Object.keys(drawn).sort()).toEqual(['latency', 'outcomes', 'timeline']);
+    expect(drawn.outcomes).toEqual({
+      series: 6,
+      points: [3, 3, 3, 3, 3, 3],
+      labels: ['qwen3:8b', 'llama3.2:latest', 'deepseek-r1:14b'],
+      series_labels: ['ok', 'timeout', 'empty_output', 'crashed', 'circuit_open', 'invalid_input'],
+    });
+    const colors = drawn.outcomes!.series_labels.map((status) => STATUS_COLORS[status as keyof typeof STATUS_COLORS]);
+    const pixels = await canvasPixels(fixture.page, 'outcomes', colors);
+    expect(pixels.blankEqual).toBe(false);
+    expect(pixels.painted).toBeGreaterThan(pixels.width * pixels.height * 0.05);
+    for (const [i, count] of pixels.byColor.entries()) expect(count, `pixels of ${drawn.outcomes!.series_labels[i]}`).toBeGreaterThan(50);
+  });
+
+  it('draws the latency histogram: one series per model over the 13 duration buckets', async () => {
+    const drawn = await fixture.page.evaluate(() => window.__reportCharts);
+    expect(drawn.latency).toEqual({
+      series: 3,
+      points: [13, 13, 13],
+      labels: ['≤100ms', '≤250ms', '≤500ms', '≤1s', '≤2.5s', '≤5s', '≤10s', '≤30s', '≤1m', '≤2m', '≤5m', '≤10m', '>10m'],
+      series_labels: ['qwen3:8b', 'llama3.2:latest', 'deepseek-r1:14b'],
+    });
+    const data = await fixture.page.evaluate(() => JSON.parse(document.getElementById('report-charts')!.textContent!).latency.series.map((s: { data: number[] }) => s.data));
+    expect(data).toEqual([
+      [1, 1, 1, 1, 2, 2, 0, 0, 0, 2, 0, 0, 0],
+      [3, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0],
+      [0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 0, 0, 1],
+    ]);
+    const pixels = await canvasPixels(fixture.page, 'latency', ['#4e79a7', '#f28e2b', '#e15759']);
+    expect(pixels.blankEqual).toBe(false);
+    for (const count of pixels.byColor) expect(count).toBeGreaterThan(50);
+    const table = await fixture.page.$$eval('#latency-table tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+    expect(table).toEqual([
+      ['qwen3:8b', '10', '1.20s', '2m00s', '2m00s', '5ms'],
+      ['llama3.2:latest', '8', '150ms', '6.00s', '6.00s', '5ms'],
+      ['deepseek-r1:14b', '5', '45.1s', '11m40s', '11m40s', '5ms'],
+    ]);
+  });
+
+  it('draws the timeline: 45 five-minute buckets, 2 escalation markers and 1 circuit opening marker', async () => {
+    const drawn = await fixture.page.evaluate(() => window.__reportCharts);
+    expect(drawn.timeline).toEqual({
+      series: 4,
+      points: [45, 45, 2, 1],
+      labels: [],
+      series_labels: ['ok runs', 'failed runs (any status but ok)', 'escalation', 'circuit opening'],
+    });
+    const pixels = await canvasPixels(fixture.page, 'timeline', ['#2e7d32', '#e57373', '#ffb300', '#4527a0']);
+    expect(pixels.blankEqual).toBe(false);
+    for (const count of pixels.byColor) expect(count).toBeGreaterThan(20);
+  });
+
+  it('lists the escalated tasks, most recent first, with the error text escaped', async () => {
+    const rows = await fixture.page.$$eval('#escalated-table tbody tr', (trs) => trs.map((r) => [...r.cells].map((c) => c.textContent)));
+    expect(rows).toEqual([
+      [
+        't-parse',
+        'qwen3:8b',
+        '2',
+        'timeout',
+        'max_retries_exceeded',
+        'no answer within 120000 ms; killed </script><script>window.__pwned = 1</script> & <b>not bold</b>',
+        '2025-11-23 10:40:00',
+      ],
+      [
+        't-sum',
+        'llama3.2:latest',
+        '2',
+        'circuit_open',
+        'circuit_open',
+        'circuit open for llama3.2:latest after 3 failures in a row; retry after 30 s',
+        '2025-11-23 10:04:30',
+      ],
+    ]);
+    expect(await fixture.page.$$eval('#escalated-table b, #escalated-table script', (e) => e.length)).toBe(0);
+  });
+
+  it('an empty log gives a clear "no runs" page with no chart and no error', async () => {
+    const file = join(work, 'empty.html');
+    const result = await report(['--html', file, '--dir', join(work, 'no-such-dir')]);
+    expect(result).toEqual({ code: 0, out: `wrote ${file} (0 runs)\n`, err: '' });
+    const empty = await load(file);
+    await empty.page.screenshot({ path: join(ARTIFACTS, 'report-empty.png'), fullPage: true });
+    expect([empty.blocked, empty.consoleErrors, empty.pageErrors]).toEqual([[], [], []]);
+    expect(await empty.page.locator('#no-runs').innerText()).toContain('No runs');
+    expect(await empty.page.locator('canvas').count()).toBe(0);
+    expect(await empty.page.evaluate(() => window.__reportCharts)).toEqual({});
+    await empty.page.close();
+  });
+
+  it('writes a file of sane size: the library plus well under 1 MB', async () => {
+    const html = await readFile(join(work, 'report.html'), 'utf8');
+    expect(html.length).toBeLessThan(300_000 + 1_000_000);
+  });
+});
