@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 
-import type { JsonObject, SkipReason } from '../telemetry/jsonl-reader.js';
+import { parseLine, type JsonObject, type SkipReason } from '../telemetry/jsonl-reader.js';
 
 const NEWLINE = 0x0a;
 /** Bytes read at a time. Large reads keep a 500 MB log from costing thousands of event-loop turns. */
@@ -79,16 +79,4 @@ export async function forEachJsonLine(
     await handle.close();
   }
   return { records, invalid, blank };
-}
-
-function parseLine(text: string): JsonObject | SkipReason {
-  if (text.trim() === '') return 'blank';
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return 'invalid_json';
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not_object';
-  return value as JsonObject;
 }

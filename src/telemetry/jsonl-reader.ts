@@ -94,7 +94,8 @@ export async function* readJsonLines(
   return counts;
 }
 
-function parseLine(text: string): JsonObject | SkipReason {
+/** One line of a JSON-lines file: the object, or why it is skipped. Shared by every reader. */
+export function parseLine(text: string): JsonObject | SkipReason {
   if (text.trim() === '') return 'blank';
   let value: unknown;
   try {
