@@ -140,7 +140,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
     }
   });
 
-  it('streams progress notifications over the session (SSE, never plain JSON responses)', async (ctx) => {
+  it('streams progress notifications over the session (SSE, never plain JSON responses)', async () => {
     const client = await connectClient(server.url);
     try {
       const notes: { progress: number; message?: string }[] = [];
@@ -150,7 +150,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
         { onprogress: (p) => notes.push(p), timeout: 20_000 },
       );
       expect(result.isError).toBe(false);
-      if (notes.length === 0) ctx.skip('no progress notification arrived: the server sends no heartbeats yet');
+      expect(notes.length).toBeGreaterThanOrEqual(3); // a 1.5 s run with a 200 ms heartbeat
       for (let i = 1; i < notes.length; i += 1) expect(notes[i]!.progress).toBeGreaterThan(notes[i - 1]!.progress);
     } finally {
       await client.close();
@@ -243,15 +243,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
   describe('conformance suite (@modelcontextprotocol/conformance, offline from node_modules)', () => {
     const scenarios = ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'dns-rebinding-protection'];
 
-    it.for(scenarios)('%s', async (scenario, ctx) => {
-      if (scenario === 'logging-set-level') {
-        const client = await connectClient(server.url);
-        const logging = client.getServerCapabilities()?.logging;
-        await client.close();
-        if (logging === undefined) {
-          ctx.skip('the server does not declare the `logging` capability yet (createMcpServer needs capabilities.logging)');
-        }
-      }
+    it.for(scenarios)('%s', async (scenario) => {
       const run = await execFileAsync(CONFORMANCE_BIN, ['server', '--url', server.url, '--scenario', scenario], {
         cwd: ROOT,
         timeout: 20_000,
