@@ -1,22 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { classifyOutcome } from '../../../src/runner/classify-outcome.js';
-import type { ProcessOutcome } from '../../../src/runner/model-process.js';
+import { processOutcome } from '../../helpers/process-outcome.js';
 
-const exited = (over: Partial<ProcessOutcome>): ProcessOutcome => ({
-  stdout: '',
-  stderrTail: '',
-  exitCode: 0,
-  signal: null,
-  timedOut: false,
-  truncated: false,
-  cancelled: false,
-  spawnError: null,
-  durationMs: 10,
-  pid: 1,
-  timeoutMs: 1000,
-  maxOutputBytes: 100,
-  ...over,
-});
+const exited = processOutcome;
 const failedWith = (line: string) => exited({ exitCode: 1, stderrTail: `\u001b[?25l\u001b[1G\u2819 \u001b[K\u001b[2K\u001b[1GError: ${line}\n` });
 
 describe('classifyOutcome', () => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { RunService } from '../../../src/run-service.js';
 import type { ModelProcessRequest, ProcessOutcome } from '../../../src/runner/model-process.js';
+import { processOutcome } from '../../helpers/process-outcome.js';
 import { StateStore } from '../../../src/store/state-store.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 
@@ -19,21 +20,7 @@ function service(env: Record<string, string> = {}) {
   let next: Partial<ProcessOutcome> = {};
   const spawn = async (request: ModelProcessRequest): Promise<ProcessOutcome> => {
     spawned.push(request);
-    return {
-      stdout: 'fine\n\n',
-      stderrTail: '',
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      truncated: false,
-      cancelled: false,
-      spawnError: null,
-      durationMs: 5,
-      pid: 1,
-      timeoutMs: request.timeoutMs,
-      maxOutputBytes: request.maxOutputBytes,
-      ...next,
-    };
+    return processOutcome({ stdout: 'fine\n\n', durationMs: 5, timeoutMs: request.timeoutMs, maxOutputBytes: request.maxOutputBytes, ...next });
   };
   const store = new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} });
   const runs = new RunService({ config, store, log: new RunLog(dir), clock: () => now, spawn, env: {} });

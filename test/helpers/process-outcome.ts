@@ -1,0 +1,20 @@
+import type { ProcessOutcome } from '../../src/runner/model-process.js';
+
+/** A CLI process that exited 0 having printed nothing, with `over` changing what a test needs. */
+export function processOutcome(over: Partial<ProcessOutcome> = {}): ProcessOutcome {
+  return {
+    stdout: '',
+    stderrTail: '',
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    truncated: false,
+    cancelled: false,
+    spawnError: null,
+    durationMs: 10,
+    pid: 1,
+    timeoutMs: 1000,
+    maxOutputBytes: 100,
+    ...over,
+  };
+}
