@@ -79,7 +79,10 @@ export function machineInfo() {
     memory: memKb ? `${(memKb / 1024 / 1024).toFixed(1)} GiB` : `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
     node: process.version,
     os: `${osName}, ${os.type()} ${os.release()} ${os.arch()}`,
-    loadavg: os.loadavg().map((x) => x.toFixed(2)).join(' '),
+    loadavg: os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' '),
     date: new Date().toISOString(),
   };
 }
@@ -112,7 +115,10 @@ export function cpuTicks() {
     const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
     const machineBusy = fields.reduce((a, b) => a + b, 0) - fields[3] - (fields[4] ?? 0);
     const self = readFileSync('/proc/self/stat', 'utf8');
-    const rest = self.slice(self.lastIndexOf(')') + 2).split(' ').map(Number); // fields from #3 (state) on
+    const rest = self
+      .slice(self.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number); // fields from #3 (state) on
     const ours = rest[11] + rest[12] + rest[13] + rest[14]; // utime stime cutime cstime (#14-#17)
     return { machineBusy, ours };
   } catch {
@@ -194,7 +200,9 @@ export async function startServer({ bin, telemetryDir, env = {}, nodeArgs = [] }
       const metadata = result.structuredContent?.metadata;
       if (!metadata || metadata.status !== 'ok') {
         const text = (result.content ?? []).map((c) => c.text).join('\n');
-        throw new Error(`ollama_run did not succeed: ${metadata?.status ?? 'no metadata'}: ${text.slice(0, 400)}\nserver stderr: ${stderr.slice(-800)}`);
+        throw new Error(
+          `ollama_run did not succeed: ${metadata?.status ?? 'no metadata'}: ${text.slice(0, 400)}\nserver stderr: ${stderr.slice(-800)}`,
+        );
       }
       return metadata;
     },

@@ -20,7 +20,9 @@ const TASK_IDS = 50;
 export async function measureOverhead({ label, bin, rounds, warmup, cpuProfDir }) {
   const dir = makeTempDir('overhead');
   const env = baseEnv(); // what the server hands the fake too (it passes its own env on)
-  const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=server-${label.replace(/\W+/g, '-')}.cpuprofile`] : [];
+  const nodeArgs = cpuProfDir
+    ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=server-${label.replace(/\W+/g, '-')}.cpuprofile`]
+    : [];
   const server = await startServer({ bin, telemetryDir: path.join(dir, 'telemetry'), nodeArgs });
   const samples = { task: [], none: [], direct: [], ping: [], taskServerSide: [], noneServerSide: [] };
   let taskCounter = 0;

@@ -48,7 +48,7 @@ const patterns = {
   'zod (parse/safeParse/toJSONSchema)': (f) => /node_modules\/zod/.test(f.url),
   'proper-lockfile': (f) => /proper-lockfile/.test(f.url),
   'lowdb/steno (state file writes)': (f) => /node_modules\/(lowdb|steno)/.test(f.url),
-  'execa': (f) => /node_modules\/execa/.test(f.url),
+  execa: (f) => /node_modules\/execa/.test(f.url),
   'MCP SDK': (f) => /@modelcontextprotocol/.test(f.url),
   'dist/store': (f) => /dist\/store\//.test(f.url),
   'dist/telemetry': (f) => /dist\/telemetry\//.test(f.url),
@@ -74,7 +74,9 @@ const print = (title, map, n) => {
     process.stdout.write(`  ${pct(t)}  ${(t / 1000).toFixed(0).padStart(6)} ms  ${k}\n`);
   }
 };
-process.stdout.write(`${file}: ${(totalUs / 1e6).toFixed(1)} s profiled, ${(busyUs / 1e6).toFixed(2)} s on CPU (${((100 * busyUs) / totalUs).toFixed(0)}%)\n`);
+process.stdout.write(
+  `${file}: ${(totalUs / 1e6).toFixed(1)} s profiled, ${(busyUs / 1e6).toFixed(2)} s on CPU (${((100 * busyUs) / totalUs).toFixed(0)}%)\n`,
+);
 print('Self time by package / file (share of CPU time)', byWhere, top);
 print('Inclusive time (share of CPU time)', inclusive, 20);
 print('Self time by function', byFn, top);

@@ -122,7 +122,11 @@ export function generateRunsJsonl(file, lines, seed = 42) {
       const status = f ? f[0] : 'ok';
       const spawned = f ? f[3] : true;
       let duration = 0;
-      if (spawned) duration = status === 'timeout' ? 120_000 + Math.round(random() * 40) : Math.max(1, Math.round(medianMs * Math.exp(0.6 * normal())));
+      if (spawned)
+        duration =
+          status === 'timeout'
+            ? 120_000 + Math.round(random() * 40)
+            : Math.max(1, Math.round(medianMs * Math.exp(0.6 * normal())));
       const queue = spawned && random() < 0.3 ? Math.round(Math.exp(5 + 1.5 * normal())) : 0;
       const retryCount = task.failures;
       let escalate = false;
@@ -224,7 +228,12 @@ function measured(cmd, args) {
         reject(new Error(`${cmd} exited with ${code}: ${stderr.slice(-2000)}`));
         return;
       }
-      resolve({ stdout: Buffer.concat(out).toString('utf8'), wallMs, rssMb: rssKb / 1024, rssSource: timeRss ? '/usr/bin/time -v' : 'process.resourceUsage' });
+      resolve({
+        stdout: Buffer.concat(out).toString('utf8'),
+        wallMs,
+        rssMb: rssKb / 1024,
+        rssSource: timeRss ? '/usr/bin/time -v' : 'process.resourceUsage',
+      });
     });
   });
 }
@@ -247,14 +256,30 @@ process.exitCode = code;
  * Generates the log, runs both, compares. Returns every figure; `agree` is false when the counts
  * differ or a p95 is off by more than 1%.
  */
-export async function measureReportVsJq({ lines = 1_000_000, distDir = path.join(ROOT, 'dist'), jq = findJq(), keep = false } = {}) {
+export async function measureReportVsJq({
+  lines = 1_000_000,
+  distDir = path.join(ROOT, 'dist'),
+  jq = findJq(),
+  keep = false,
+} = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'report-vs-jq-'));
   try {
     const file = path.join(dir, 'runs.jsonl');
     const gen = generateRunsJsonl(file, lines);
     const report = await measured(process.execPath, ['--input-type=module', '-e', reportChildScript(distDir), dir]);
     const summary = JSON.parse(report.stdout);
-    const result = { dir, lines, bytes: statSync(file).size, gen, report, summary, jq: null, mismatches: [], agree: true, maxP95Error: NaN };
+    const result = {
+      dir,
+      lines,
+      bytes: statSync(file).size,
+      gen,
+      report,
+      summary,
+      jq: null,
+      mismatches: [],
+      agree: true,
+      maxP95Error: NaN,
+    };
     if (jq !== null) {
       const jqRun = await measured(jq, ['-nR', '-c', JQ_PROGRAM, file]);
       const expected = JSON.parse(jqRun.stdout);
@@ -262,7 +287,9 @@ export async function measureReportVsJq({ lines = 1_000_000, distDir = path.join
       result.mismatches = compare(summary, expected);
       result.agree = result.mismatches.length === 0;
       result.maxP95Error = Math.max(
-        ...summary.models.map((m) => (expected[m.model]?.p95 ? Math.abs(m.duration_ms.p95 - expected[m.model].p95) / expected[m.model].p95 : 0)),
+        ...summary.models.map((m) =>
+          expected[m.model]?.p95 ? Math.abs(m.duration_ms.p95 - expected[m.model].p95) / expected[m.model].p95 : 0,
+        ),
       );
     }
     return result;
@@ -280,15 +307,18 @@ function compare(summary, expected) {
       problems.push(`${model}: missing from the report`);
       continue;
     }
-    for (const field of ['runs', 'ok', 'escalations']) if (got[field] !== want[field]) problems.push(`${model}: ${field} ${got[field]} vs jq ${want[field]}`);
+    for (const field of ['runs', 'ok', 'escalations'])
+      if (got[field] !== want[field]) problems.push(`${model}: ${field} ${got[field]} vs jq ${want[field]}`);
     if (JSON.stringify(sortKeys(got.failures)) !== JSON.stringify(sortKeys(want.failures))) {
       problems.push(`${model}: failures ${JSON.stringify(got.failures)} vs jq ${JSON.stringify(want.failures)}`);
     }
     if (got.duration_ms.max !== want.max) problems.push(`${model}: max ${got.duration_ms.max} vs jq ${want.max}`);
     const error = Math.abs(got.duration_ms.p95 - want.p95) / want.p95;
-    if (!(error <= 0.01)) problems.push(`${model}: p95 ${got.duration_ms.p95} vs jq ${want.p95} (${(error * 100).toFixed(2)}% off)`);
+    if (!(error <= 0.01))
+      problems.push(`${model}: p95 ${got.duration_ms.p95} vs jq ${want.p95} (${(error * 100).toFixed(2)}% off)`);
   }
-  if (ours.size !== Object.keys(expected).length) problems.push(`models: report has ${ours.size}, jq ${Object.keys(expected).length}`);
+  if (ours.size !== Object.keys(expected).length)
+    problems.push(`models: report has ${ours.size}, jq ${Object.keys(expected).length}`);
   return problems;
 }
 
@@ -307,7 +337,8 @@ function jqVersion(jq) {
 function findJq() {
   if (process.env.JQ) return process.env.JQ;
   if (existsSync('/usr/bin/jq')) return '/usr/bin/jq';
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) if (dir && existsSync(path.join(dir, 'jq'))) return path.join(dir, 'jq');
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter))
+    if (dir && existsSync(path.join(dir, 'jq'))) return path.join(dir, 'jq');
   return null;
 }
 
@@ -329,26 +360,53 @@ async function main() {
   }
   const jq = findJq();
   const say = (text = '') => process.stdout.write(`${text}\n`);
-  say(`report vs jq${quick ? ' (QUICK)' : ''}: ${lines.toLocaleString('en-US')} lines, node ${process.version}, ${os.cpus().length} cpu, jq ${jq ?? 'not found'}`);
+  say(
+    `report vs jq${quick ? ' (QUICK)' : ''}: ${lines.toLocaleString('en-US')} lines, node ${process.version}, ${os.cpus().length} cpu, jq ${jq ?? 'not found'}`,
+  );
   const r = await measureReportVsJq({ lines, distDir, jq, keep: process.env.REPORT_BENCH_KEEP === '1' });
   const mb = (r.bytes / 2 ** 20).toFixed(0);
-  say(`generated ${mb} MiB (${r.gen.tasks.toLocaleString('en-US')} tasks) in ${(r.gen.ms / 1000).toFixed(1)} s${process.env.REPORT_BENCH_KEEP === '1' ? ` in ${r.dir}` : ''}`);
+  say(
+    `generated ${mb} MiB (${r.gen.tasks.toLocaleString('en-US')} tasks) in ${(r.gen.ms / 1000).toFixed(1)} s${process.env.REPORT_BENCH_KEEP === '1' ? ` in ${r.dir}` : ''}`,
+  );
   const openings = r.summary.models.reduce((sum, m) => sum + m.circuit_openings, 0);
   say(
     `report: ${r.summary.total_runs.toLocaleString('en-US')} runs, ${r.summary.models.length} models, ${r.summary.total_escalations.toLocaleString('en-US')} escalations, ` +
       `${openings} circuit openings, ${r.summary.escalated_tasks.length} escalated tasks kept (truncated: ${r.summary.escalated_tasks_truncated}), ${r.summary.timeline.buckets.length} x ${r.summary.timeline.bucket} buckets`,
   );
-  if (r.jq) say(`largest p95 difference from jq's exact nearest rank: ${(r.maxP95Error * 100).toFixed(2)}% (documented bound 1%)`);
+  if (r.jq)
+    say(`largest p95 difference from jq's exact nearest rank: ${(r.maxP95Error * 100).toFixed(2)}% (documented bound 1%)`);
   say();
-  const rate = (wallMs) => `${Math.round(lines / wallMs).toLocaleString('en-US')}k lines/s, ${(r.bytes / 2 ** 20 / (wallMs / 1000)).toFixed(0)} MiB/s`;
+  const rate = (wallMs) =>
+    `${Math.round(lines / wallMs).toLocaleString('en-US')}k lines/s, ${(r.bytes / 2 ** 20 / (wallMs / 1000)).toFixed(0)} MiB/s`;
   const rows = [
     ['', 'wall', 'throughput', 'peak RSS', 'target', 'result'],
-    ['report --json (node)', `${(r.report.wallMs / 1000).toFixed(2)} s`, rate(r.report.wallMs), `${r.report.rssMb.toFixed(0)} MB`, `RSS < ${TARGETS.peakRssMb} MB`, r.report.rssMb < TARGETS.peakRssMb ? 'PASS' : 'FAIL'],
+    [
+      'report --json (node)',
+      `${(r.report.wallMs / 1000).toFixed(2)} s`,
+      rate(r.report.wallMs),
+      `${r.report.rssMb.toFixed(0)} MB`,
+      `RSS < ${TARGETS.peakRssMb} MB`,
+      r.report.rssMb < TARGETS.peakRssMb ? 'PASS' : 'FAIL',
+    ],
   ];
   if (r.jq) {
     const speedup = r.jq.wallMs / r.report.wallMs;
-    rows.push([`${jqVersion(jq)} (same per-model figures)`, `${(r.jq.wallMs / 1000).toFixed(2)} s`, rate(r.jq.wallMs), `${r.jq.rssMb.toFixed(0)} MB`, 'info', 'info']);
-    rows.push(['speed-up (jq wall / report wall)', `${speedup.toFixed(1)}x`, '', '', `>= ${TARGETS.speedup}x`, speedup >= TARGETS.speedup ? 'PASS' : 'FAIL']);
+    rows.push([
+      `${jqVersion(jq)} (same per-model figures)`,
+      `${(r.jq.wallMs / 1000).toFixed(2)} s`,
+      rate(r.jq.wallMs),
+      `${r.jq.rssMb.toFixed(0)} MB`,
+      'info',
+      'info',
+    ]);
+    rows.push([
+      'speed-up (jq wall / report wall)',
+      `${speedup.toFixed(1)}x`,
+      '',
+      '',
+      `>= ${TARGETS.speedup}x`,
+      speedup >= TARGETS.speedup ? 'PASS' : 'FAIL',
+    ]);
     rows.push(['per-model counts, max equal; p95 within 1%', r.agree ? 'yes' : 'NO', '', '', 'equal', r.agree ? 'PASS' : 'FAIL']);
   }
   say(table(rows));

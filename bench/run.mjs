@@ -99,27 +99,52 @@ async function main() {
   say(`ollama-runner-mcp benchmarks${QUICK ? ' (QUICK: figures meaningless)' : ''}`);
   say(`machine: ${machine.nproc} cpu (${machine.cpuModel}), ${machine.memory}, node ${machine.node}, ${machine.os}`);
   say(`load average at start: ${machine.loadavg}; CPU busy in the 1.5 s before start: ${machine.busyBefore}`);
-  if (busyBefore !== null && busyBefore > IDLE_BUSY_PCT) say(`WARNING: the machine is not idle (${machine.busyBefore} busy before start); figures will be noisy`);
+  if (busyBefore !== null && busyBefore > IDLE_BUSY_PCT)
+    say(`WARNING: the machine is not idle (${machine.busyBefore} busy before start); figures will be noisy`);
   say();
 
   // ---------------------------------------------------------------- 1. overhead
   say(`[1/4] overhead: ${PLAN.nodeRounds} + ${PLAN.shRounds} interleaved rounds after ${PLAN.warmup} warm-up rounds ...`);
   const overhead = [];
-  overhead.push(await withNoise(() => measureOverhead({ label: 'node fake (test/fixtures/fake-ollama.mjs)', bin: NODE_FAKE, rounds: PLAN.nodeRounds, warmup: PLAN.warmup, cpuProfDir: CPU_PROF })));
+  overhead.push(
+    await withNoise(() =>
+      measureOverhead({
+        label: 'node fake (test/fixtures/fake-ollama.mjs)',
+        bin: NODE_FAKE,
+        rounds: PLAN.nodeRounds,
+        warmup: PLAN.warmup,
+        cpuProfDir: CPU_PROF,
+      }),
+    ),
+  );
   printOverhead(overhead.at(-1));
-  overhead.push(await withNoise(() => measureOverhead({ label: 'minimal sh fake (bench/fake-min.sh)', bin: SH_FAKE, rounds: PLAN.shRounds, warmup: PLAN.warmup, cpuProfDir: CPU_PROF })));
+  overhead.push(
+    await withNoise(() =>
+      measureOverhead({
+        label: 'minimal sh fake (bench/fake-min.sh)',
+        bin: SH_FAKE,
+        rounds: PLAN.shRounds,
+        warmup: PLAN.warmup,
+        cpuProfDir: CPU_PROF,
+      }),
+    ),
+  );
   printOverhead(overhead.at(-1));
 
   // ---------------------------------------------------------------- 2. throughput
   const fake = fake100ms();
   say(`[2/4] throughput: ${PLAN.runs} runs of a 100 ms ${fake.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
-  const throughput = await withNoise(() => measureThroughput({ bin: fake.bin, runs: PLAN.runs, concurrency: 8, modelMs: 100, reps: PLAN.reps }));
+  const throughput = await withNoise(() =>
+    measureThroughput({ bin: fake.bin, runs: PLAN.runs, concurrency: 8, modelMs: 100, reps: PLAN.reps }),
+  );
   throughput.fakeLabel = fake.label;
   printThroughput(throughput);
 
   // ---------------------------------------------------------------- 3. state
   say(`[3/4] state: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
-  const state = await withNoise(() => measureState({ tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup }));
+  const state = await withNoise(() =>
+    measureState({ tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup }),
+  );
   printState(state);
 
   // ---------------------------------------------------------------- 4. report vs jq
@@ -134,7 +159,7 @@ async function main() {
   if (ticksBefore && ticksAfter) {
     // Everything this run started has exited and been reaped by now, so its CPU is in `ours`.
     const other = ticksAfter.machineBusy - ticksBefore.machineBusy - (ticksAfter.ours - ticksBefore.ours);
-    const capacity = (totalS * 100 * Number(machine.nproc)) || 1; // USER_HZ is 100 on Linux
+    const capacity = totalS * 100 * Number(machine.nproc) || 1; // USER_HZ is 100 on Linux
     machine.otherCpu = `${Math.max(0, (100 * other) / capacity).toFixed(0)}% of the machine`;
     machine.ownCpu = `${((100 * (ticksAfter.ours - ticksBefore.ours)) / capacity).toFixed(0)}% of the machine`;
   } else {
@@ -144,9 +169,12 @@ async function main() {
   say('Summary');
   say(table);
   say();
-  say(`total bench time: ${totalS.toFixed(1)} s; CPU used by the bench and its children: ${machine.ownCpu}, by other processes: ${machine.otherCpu}`);
+  say(
+    `total bench time: ${totalS.toFixed(1)} s; CPU used by the bench and its children: ${machine.ownCpu}, by other processes: ${machine.otherCpu}`,
+  );
 
-  for (const o of overhead) if (o.serverStderr.trim()) say(`note: server stderr (${o.label}): ${o.serverStderr.trim().slice(0, 500)}`);
+  for (const o of overhead)
+    if (o.serverStderr.trim()) say(`note: server stderr (${o.label}): ${o.serverStderr.trim().slice(0, 500)}`);
   if (throughput.serverStderr.trim()) say(`note: server stderr (throughput): ${throughput.serverStderr.trim().slice(0, 500)}`);
 
   const resultsFile = process.env.BENCH_RESULTS_FILE;
@@ -163,20 +191,34 @@ async function main() {
 function printOverhead(o) {
   say(`  ${o.label}: ${o.rounds} rounds in ${o.elapsedS.toFixed(1)} s; other processes used ${noise(o)} of the CPUs meanwhile`);
   say(`    direct execa spawn       p50 ${ms(o.direct.p50)}  p95 ${ms(o.direct.p95)} ms`);
-  say(`    ollama_run + task_id     p50 ${ms(o.task.p50)}  p95 ${ms(o.task.p95)} ms   added p50 ${ms(o.added.task.p50)}  p95 ${ms(o.added.task.p95)} ms`);
-  say(`    ollama_run, no task_id   p50 ${ms(o.none.p50)}  p95 ${ms(o.none.p95)} ms   added p50 ${ms(o.added.none.p50)}  p95 ${ms(o.added.none.p95)} ms`);
+  say(
+    `    ollama_run + task_id     p50 ${ms(o.task.p50)}  p95 ${ms(o.task.p95)} ms   added p50 ${ms(o.added.task.p50)}  p95 ${ms(o.added.task.p95)} ms`,
+  );
+  say(
+    `    ollama_run, no task_id   p50 ${ms(o.none.p50)}  p95 ${ms(o.none.p95)} ms   added p50 ${ms(o.added.none.p50)}  p95 ${ms(o.added.none.p95)} ms`,
+  );
   say(`    MCP ping round trip      p50 ${ms(o.ping.p50)}  p95 ${ms(o.ping.p95)} ms`);
-  say(`    paired (round by round) server - direct, median: task_id ${ms(o.paired.task.p50)}, no task_id ${ms(o.paired.none.p50)} ms`);
+  say(
+    `    paired (round by round) server - direct, median: task_id ${ms(o.paired.task.p50)}, no task_id ${ms(o.paired.none.p50)} ms`,
+  );
   say(`    wall - server's duration_ms: task_id p50 ${ms(o.taskServerSide.p50)}, no task_id p50 ${ms(o.noneServerSide.p50)} ms`);
   say();
 }
 
 function printThroughput(t) {
-  say(`  ideal ${t.runs}/${t.concurrency} x ${t.modelMs} ms = ${(t.idealMs / 1000).toFixed(2)} s; other processes used ${noise(t)} of the CPUs meanwhile`);
-  say(`  server  wall ${(t.serverWall / 1000).toFixed(3)} s (reps: ${t.serverWalls.map((w) => (w / 1000).toFixed(3)).join(', ')})  efficiency ${t.efficiency.toFixed(3)}`);
-  say(`  direct  wall ${(t.directWall / 1000).toFixed(3)} s (reps: ${t.directWalls.map((w) => (w / 1000).toFixed(3)).join(', ')})  efficiency ${t.directEfficiency.toFixed(3)}`);
+  say(
+    `  ideal ${t.runs}/${t.concurrency} x ${t.modelMs} ms = ${(t.idealMs / 1000).toFixed(2)} s; other processes used ${noise(t)} of the CPUs meanwhile`,
+  );
+  say(
+    `  server  wall ${(t.serverWall / 1000).toFixed(3)} s (reps: ${t.serverWalls.map((w) => (w / 1000).toFixed(3)).join(', ')})  efficiency ${t.efficiency.toFixed(3)}`,
+  );
+  say(
+    `  direct  wall ${(t.directWall / 1000).toFixed(3)} s (reps: ${t.directWalls.map((w) => (w / 1000).toFixed(3)).join(', ')})  efficiency ${t.directEfficiency.toFixed(3)}`,
+  );
   say(`  server relative to direct: ${t.relative.toFixed(3)}`);
-  say(`  per-spawn time: server's duration_ms p50 ${ms(t.serverSpawn.p50, 0)} p95 ${ms(t.serverSpawn.p95, 0)}; direct p50 ${ms(t.directSpawn.p50, 1)} p95 ${ms(t.directSpawn.p95, 1)} ms; longest queue_ms ${t.maxQueueMs}`);
+  say(
+    `  per-spawn time: server's duration_ms p50 ${ms(t.serverSpawn.p50, 0)} p95 ${ms(t.serverSpawn.p95, 0)}; direct p50 ${ms(t.directSpawn.p50, 1)} p95 ${ms(t.directSpawn.p95, 1)} ms; longest queue_ms ${t.maxQueueMs}`,
+  );
   say();
 }
 
@@ -184,8 +226,12 @@ function printState(s) {
   say(`  other processes used ${noise(s)} of the CPUs meanwhile`);
   say(`  seeded ${s.tasks} tasks in ${ms(s.seedMs, 0)} ms (ledger ${(s.ledgerBytes / 1024).toFixed(0)} KiB in 64 shards)`);
   say(`  warm       p50 ${ms(s.warm.p50, 3)}  p95 ${ms(s.warm.p95, 3)} ms`);
-  say(`  cold       p50 ${ms(s.cold.p50, 3)}  p95 ${ms(s.cold.p95, 3)} ms  (+ new StateStore() p50 ${ms(s.construct.p50, 3)} ms)`);
-  say(`  contended  p50 ${ms(s.contended.p50, 3)}  p95 ${ms(s.contended.p95, 3)} ms  (${s.contendedTxPerS.toFixed(0)} tx/s here, ${s.hammerTxPerS.toFixed(0)} tx/s in the other process)`);
+  say(
+    `  cold       p50 ${ms(s.cold.p50, 3)}  p95 ${ms(s.cold.p95, 3)} ms  (+ new StateStore() p50 ${ms(s.construct.p50, 3)} ms)`,
+  );
+  say(
+    `  contended  p50 ${ms(s.contended.p50, 3)}  p95 ${ms(s.contended.p95, 3)} ms  (${s.contendedTxPerS.toFixed(0)} tx/s here, ${s.hammerTxPerS.toFixed(0)} tx/s in the other process)`,
+  );
   say();
 }
 
@@ -193,20 +239,87 @@ function summaryTable(overhead, t, s, r) {
   const [nodeFake, shFake] = overhead;
   const rows = [
     ['Figure', 'Measured', 'Target', 'Result'],
-    ['Overhead, node fake, task_id: added p50 / p95', `${ms(nodeFake.added.task.p50)} / ${ms(nodeFake.added.task.p95)} ms`, `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`, verdictOverhead(nodeFake.added.task.p50)],
-    ['Overhead, node fake, no task_id: added p50 / p95', `${ms(nodeFake.added.none.p50)} / ${ms(nodeFake.added.none.p95)} ms`, `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`, verdictOverhead(nodeFake.added.none.p50)],
-    ['Overhead, minimal sh fake, task_id: added p50 / p95', `${ms(shFake.added.task.p50)} / ${ms(shFake.added.task.p95)} ms`, `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`, verdictOverhead(shFake.added.task.p50)],
-    ['Overhead, minimal sh fake, no task_id: added p50 / p95', `${ms(shFake.added.none.p50)} / ${ms(shFake.added.none.p95)} ms`, `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`, verdictOverhead(shFake.added.none.p50)],
-    ['Overhead, paired median (server - direct, same round), task_id / no task_id: node fake', `${ms(nodeFake.paired.task.p50)} / ${ms(nodeFake.paired.none.p50)} ms`, 'info (steadier estimate)', 'info'],
-    ['Overhead, paired median (server - direct, same round), task_id / no task_id: sh fake', `${ms(shFake.paired.task.p50)} / ${ms(shFake.paired.none.p50)} ms`, 'info (steadier estimate)', 'info'],
-    [`Throughput, ${t.runs} x ${t.modelMs} ms fake at concurrency ${t.concurrency}: efficiency (ideal / wall)`, `${t.efficiency.toFixed(3)} (wall ${(t.serverWall / 1000).toFixed(3)} s, ideal ${(t.idealMs / 1000).toFixed(2)} s)`, `>= ${TARGETS.efficiency}`, pass(t.efficiency >= TARGETS.efficiency)],
-    [`Throughput reference: direct execa, ${t.concurrency} at a time (no server)`, `${t.directEfficiency.toFixed(3)} (wall ${(t.directWall / 1000).toFixed(3)} s)`, 'info (practical ceiling)', 'info'],
+    [
+      'Overhead, node fake, task_id: added p50 / p95',
+      `${ms(nodeFake.added.task.p50)} / ${ms(nodeFake.added.task.p95)} ms`,
+      `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`,
+      verdictOverhead(nodeFake.added.task.p50),
+    ],
+    [
+      'Overhead, node fake, no task_id: added p50 / p95',
+      `${ms(nodeFake.added.none.p50)} / ${ms(nodeFake.added.none.p95)} ms`,
+      `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`,
+      verdictOverhead(nodeFake.added.none.p50),
+    ],
+    [
+      'Overhead, minimal sh fake, task_id: added p50 / p95',
+      `${ms(shFake.added.task.p50)} / ${ms(shFake.added.task.p95)} ms`,
+      `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`,
+      verdictOverhead(shFake.added.task.p50),
+    ],
+    [
+      'Overhead, minimal sh fake, no task_id: added p50 / p95',
+      `${ms(shFake.added.none.p50)} / ${ms(shFake.added.none.p95)} ms`,
+      `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`,
+      verdictOverhead(shFake.added.none.p50),
+    ],
+    [
+      'Overhead, paired median (server - direct, same round), task_id / no task_id: node fake',
+      `${ms(nodeFake.paired.task.p50)} / ${ms(nodeFake.paired.none.p50)} ms`,
+      'info (steadier estimate)',
+      'info',
+    ],
+    [
+      'Overhead, paired median (server - direct, same round), task_id / no task_id: sh fake',
+      `${ms(shFake.paired.task.p50)} / ${ms(shFake.paired.none.p50)} ms`,
+      'info (steadier estimate)',
+      'info',
+    ],
+    [
+      `Throughput, ${t.runs} x ${t.modelMs} ms fake at concurrency ${t.concurrency}: efficiency (ideal / wall)`,
+      `${t.efficiency.toFixed(3)} (wall ${(t.serverWall / 1000).toFixed(3)} s, ideal ${(t.idealMs / 1000).toFixed(2)} s)`,
+      `>= ${TARGETS.efficiency}`,
+      pass(t.efficiency >= TARGETS.efficiency),
+    ],
+    [
+      `Throughput reference: direct execa, ${t.concurrency} at a time (no server)`,
+      `${t.directEfficiency.toFixed(3)} (wall ${(t.directWall / 1000).toFixed(3)} s)`,
+      'info (practical ceiling)',
+      'info',
+    ],
     ['Throughput: server relative to direct (direct wall / server wall)', t.relative.toFixed(3), 'info', 'info'],
-    [`State, ${s.tasks} tasks: warm transaction p50 / p95`, `${ms(s.warm.p50, 3)} / ${ms(s.warm.p95, 3)} ms`, `p50 <= ${TARGETS.stateP50} ms`, pass(s.warm.p50 <= TARGETS.stateP50)],
-    ['State: cold transaction (fresh StateStore each) p50 / p95', `${ms(s.cold.p50, 3)} / ${ms(s.cold.p95, 3)} ms`, 'info', 'info'],
-    ['State: warm transaction while a 2nd process hammers, p50 / p95', `${ms(s.contended.p50, 3)} / ${ms(s.contended.p95, 3)} ms`, 'info', 'info'],
-    [`report --json, ${r.lines.toLocaleString('en-US')} lines: time / peak RSS`, `${(r.report.wallMs / 1000).toFixed(2)} s / ${r.report.rssMb.toFixed(0)} MB`, 'RSS < 200 MB', pass(r.report.rssMb < 200)],
-    ['report vs jq (same per-model counts and p95): speed-up', r.jq ? `${(r.jq.wallMs / r.report.wallMs).toFixed(1)}x (jq ${(r.jq.wallMs / 1000).toFixed(2)} s, ${r.jq.rssMb.toFixed(0)} MB)` : 'jq not installed', '>= 3x', r.jq ? pass(r.jq.wallMs / r.report.wallMs >= 3 && r.agree) : 'n/a'],
+    [
+      `State, ${s.tasks} tasks: warm transaction p50 / p95`,
+      `${ms(s.warm.p50, 3)} / ${ms(s.warm.p95, 3)} ms`,
+      `p50 <= ${TARGETS.stateP50} ms`,
+      pass(s.warm.p50 <= TARGETS.stateP50),
+    ],
+    [
+      'State: cold transaction (fresh StateStore each) p50 / p95',
+      `${ms(s.cold.p50, 3)} / ${ms(s.cold.p95, 3)} ms`,
+      'info',
+      'info',
+    ],
+    [
+      'State: warm transaction while a 2nd process hammers, p50 / p95',
+      `${ms(s.contended.p50, 3)} / ${ms(s.contended.p95, 3)} ms`,
+      'info',
+      'info',
+    ],
+    [
+      `report --json, ${r.lines.toLocaleString('en-US')} lines: time / peak RSS`,
+      `${(r.report.wallMs / 1000).toFixed(2)} s / ${r.report.rssMb.toFixed(0)} MB`,
+      'RSS < 200 MB',
+      pass(r.report.rssMb < 200),
+    ],
+    [
+      'report vs jq (same per-model counts and p95): speed-up',
+      r.jq
+        ? `${(r.jq.wallMs / r.report.wallMs).toFixed(1)}x (jq ${(r.jq.wallMs / 1000).toFixed(2)} s, ${r.jq.rssMb.toFixed(0)} MB)`
+        : 'jq not installed',
+      '>= 3x',
+      r.jq ? pass(r.jq.wallMs / r.report.wallMs >= 3 && r.agree) : 'n/a',
+    ],
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
   const line = (r) => `| ${r.map((cell, c) => cell.padEnd(widths[c])).join(' | ')} |`;
@@ -221,7 +334,9 @@ function verdictOverhead(added) {
 function describeReport(r) {
   const head = `report --json: ${(r.report.wallMs / 1000).toFixed(2)} s, peak RSS ${r.report.rssMb.toFixed(0)} MB (${r.report.rssSource}); ${(r.bytes / 1048576).toFixed(0)} MiB, generated in ${(r.gen.ms / 1000).toFixed(1)} s`;
   if (!r.jq) return `${head}; jq not installed (apt-get install jq) so no comparison`;
-  const agree = r.agree ? `per-model counts agree, p95 within ${(100 * r.maxP95Error).toFixed(2)}%` : `MISMATCH: ${r.mismatches.slice(0, 3).join('; ')}`;
+  const agree = r.agree
+    ? `per-model counts agree, p95 within ${(100 * r.maxP95Error).toFixed(2)}%`
+    : `MISMATCH: ${r.mismatches.slice(0, 3).join('; ')}`;
   return `${head}\njq: ${(r.jq.wallMs / 1000).toFixed(2)} s, peak RSS ${r.jq.rssMb.toFixed(0)} MB; ${agree}`;
 }
 
@@ -294,7 +409,10 @@ ${s.transactions} transactions per mode on random task ids. Seeding ${s.tasks} e
 
 ## 4. \`report --json\` over ${r.lines.toLocaleString('en-US')} lines, side by side with jq
 
-${describeReport(r).split('\n').map((line) => `- ${line}`).join('\n')}
+${describeReport(r)
+  .split('\n')
+  .map((line) => `- ${line}`)
+  .join('\n')}
 
 The log is generated by \`bench/report-vs-jq.mjs\` (realistic records: about ten models, mixed statuses, escalations and circuit openings, log-normal durations). The report runs in its own process (\`runReportCommand\` from \`dist/\`, as \`report --json --dir DIR\` does); jq computes the same per-model counts and p95 (its program is in that file) and the two are compared. Peak RSS from \`/usr/bin/time -v\` when present.
 

@@ -47,7 +47,9 @@ export async function measureThroughput({ bin, runs, concurrency, modelMs, reps 
 
   try {
     // Warm-up: JIT, the first prune, the state files' creation.
-    await Promise.all(Array.from({ length: concurrency * 2 }, (_, i) => server.run({ model: MODEL, prompt: PROMPT, task_id: `warm-${i}` })));
+    await Promise.all(
+      Array.from({ length: concurrency * 2 }, (_, i) => server.run({ model: MODEL, prompt: PROMPT, task_id: `warm-${i}` })),
+    );
     await direct(concurrency * 2);
 
     const serverWalls = [];

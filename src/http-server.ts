@@ -108,7 +108,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     throw new HttpServerError('config_error', `the HTTP port must be a whole number from 0 to 65535, got ${requestedPort}`);
   }
   if (token !== undefined && token.length < 16) {
-    throw new HttpServerError('config_error', 'OLLAMA_MCP_HTTP_TOKEN must be at least 16 characters (use a random secret)', 'OLLAMA_MCP_HTTP_TOKEN');
+    throw new HttpServerError(
+      'config_error',
+      'OLLAMA_MCP_HTTP_TOKEN must be at least 16 characters (use a random secret)',
+      'OLLAMA_MCP_HTTP_TOKEN',
+    );
   }
   const loopback = isLoopbackHost(host);
   if (!loopback && token === undefined) {

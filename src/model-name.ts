@@ -4,7 +4,8 @@
  * Letters, digits and `._-` in each part, `/` between parts, one optional `:tag`.
  * Never a leading `-` (it would be read as a flag), no whitespace, no shell characters.
  */
-export const MODEL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*){0,3}(?::[A-Za-z0-9][A-Za-z0-9._-]*)?$/;
+export const MODEL_NAME_PATTERN =
+  /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*){0,3}(?::[A-Za-z0-9][A-Za-z0-9._-]*)?$/;
 
 export const MODEL_NAME_MAX_LENGTH = 200;
 

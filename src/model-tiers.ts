@@ -400,7 +400,9 @@ function allowedKeys(path: readonly PropertyKey[]): readonly string[] {
 /** The allowed key a typo most likely meant (`timeout` → `timeout_ms`), or null. */
 function closest(key: string, allowed: readonly string[]): string | null {
   const lower = key.toLowerCase().replace(/-/g, '_');
-  const prefixed = allowed.filter((candidate) => lower.length >= 4 && (candidate.startsWith(lower) || lower.startsWith(candidate)));
+  const prefixed = allowed.filter(
+    (candidate) => lower.length >= 4 && (candidate.startsWith(lower) || lower.startsWith(candidate)),
+  );
   if (prefixed.length === 1) return prefixed[0]!;
   let best: string | null = null;
   let bestDistance = 3;
@@ -440,7 +442,8 @@ function describeValue(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 // ---------------------------------------------------------------------------------------------
 // Loading
@@ -461,7 +464,8 @@ export async function loadModelTiers(config: Config): Promise<ModelTiers> {
     // stat first: a directory, FIFO or device (/dev/zero) would fail oddly or never finish reading.
     const info = await stat(filePath);
     if (!info.isFile()) throw tiersError(filePath, 'not a regular file');
-    if (info.size > MAX_FILE_BYTES) throw tiersError(filePath, `file is ${info.size} bytes; a tiers file must be at most ${MAX_FILE_BYTES}`);
+    if (info.size > MAX_FILE_BYTES)
+      throw tiersError(filePath, `file is ${info.size} bytes; a tiers file must be at most ${MAX_FILE_BYTES}`);
     text = await readFile(filePath, 'utf8');
   } catch (error) {
     if (error instanceof ConfigError) throw error;

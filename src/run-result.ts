@@ -3,9 +3,15 @@ import { ESCALATION_REASONS, RUN_STATUSES } from './policy/run-status.js';
 
 /** The model's circuit as the caller sees it. */
 export const circuitViewSchema = z.object({
-  state: z.enum(['closed', 'open', 'half_open']).describe('closed: runs go through; open: refused until retry_after_seconds; half_open: one probe run decides'),
+  state: z
+    .enum(['closed', 'open', 'half_open'])
+    .describe('closed: runs go through; open: refused until retry_after_seconds; half_open: one probe run decides'),
   consecutive_failures: z.number().int().describe('model failures in a row (any task)'),
-  retry_after_seconds: z.number().int().nullable().describe('seconds until the model accepts runs again; null when it accepts them now'),
+  retry_after_seconds: z
+    .number()
+    .int()
+    .nullable()
+    .describe('seconds until the model accepts runs again; null when it accepts them now'),
 });
 
 /** What every `ollama_run` result carries, success or failure. */

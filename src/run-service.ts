@@ -188,7 +188,11 @@ export class RunService {
     const args = (typeof rawArgs === 'object' && rawArgs !== null ? rawArgs : {}) as Record<string, unknown>;
     const text = (value: unknown, max: number) => (typeof value === 'string' ? value.slice(0, max) : '');
     const taskId = text(args.task_id, 200);
-    const request: RunRequest = { model: text(args.model, 200), prompt: text(args.prompt, 10_000_000), ...(taskId ? { taskId } : {}) };
+    const request: RunRequest = {
+      model: text(args.model, 200),
+      prompt: text(args.prompt, 10_000_000),
+      ...(taskId ? { taskId } : {}),
+    };
     const maxRetries = typeof args.max_retries === 'number' ? args.max_retries : this.#config.maxRetries;
     const retryCount = typeof args.retry_count === 'number' ? args.retry_count : 0;
     return this.#refuse(request, context, 'invalid_input', message, maxRetries, retryCount, context.tool);
@@ -250,7 +254,12 @@ export class RunService {
       if (check.kind === 'missing') {
         const installed = check.installed.length > 0 ? check.installed.join(', ') : 'none';
         const error = `model "${request.model}" is not installed (installed: ${installed}). Pull it with \`ollama pull ${request.model}\`, or pass allow_pull: true to let this run pull it.`;
-        return this.#finish({ ...base, status: 'model_not_found', classification: failure('model_not_found', error), settled: await settle('model_not_found', null) });
+        return this.#finish({
+          ...base,
+          status: 'model_not_found',
+          classification: failure('model_not_found', error),
+          settled: await settle('model_not_found', null),
+        });
       }
     }
 
@@ -258,12 +267,19 @@ export class RunService {
     //    a time so calls reach the FIFO queues in the order they arrived, whatever their I/O timing.
     const turn = this.#admissions.then(async () => {
       const admission = await this.#admit(modelKey, runId, timeoutMs, request, breaker);
-      return admission.admitted ? { ...admission, slots: this.#requestSlots(modelKey, settings, queueSignal(context, this.#clock())) } : admission;
+      return admission.admitted
+        ? { ...admission, slots: this.#requestSlots(modelKey, settings, queueSignal(context, this.#clock())) }
+        : admission;
     });
     this.#admissions = turn.then(noop, noop);
     const admission = await turn;
     if (!admission.admitted) {
-      return this.#finish({ ...base, status: admission.status, classification: failure(admission.status, admission.error), settled: admission.settled });
+      return this.#finish({
+        ...base,
+        status: admission.status,
+        classification: failure(admission.status, admission.error),
+        settled: admission.settled,
+      });
     }
 
     const queuedAt = performance.now();
@@ -279,8 +295,16 @@ export class RunService {
       const queueMs = Math.round(performance.now() - queuedAt);
       const late = context.deadlineAt !== undefined && this.#clock() >= context.deadlineAt;
       const status = late ? 'not_started' : 'cancelled';
-      const error = late ? 'the batch deadline passed while this job waited for a slot' : 'cancelled while waiting for a concurrency slot';
-      return this.#finish({ ...base, status, classification: failure(status, error), queueMs, settled: await settle(status, admission.transition) });
+      const error = late
+        ? 'the batch deadline passed while this job waited for a slot'
+        : 'cancelled while waiting for a concurrency slot';
+      return this.#finish({
+        ...base,
+        status,
+        classification: failure(status, error),
+        queueMs,
+        settled: await settle(status, admission.transition),
+      });
     }
     const queueMs = Math.round(performance.now() - queuedAt);
 
@@ -313,7 +337,15 @@ export class RunService {
     if (live) live.phase = 'finishing';
     const classification = classifyOutcome(outcome);
     const settled = await settle(classification.status, admission.transition);
-    return this.#finish({ ...base, timeoutMs: effectiveTimeoutMs, status: classification.status, classification, outcome, queueMs, settled });
+    return this.#finish({
+      ...base,
+      timeoutMs: effectiveTimeoutMs,
+      status: classification.status,
+      classification,
+      outcome,
+      queueMs,
+      settled,
+    });
   }
 
   /** A slot of the model's own limit (if its tier sets one), then one of the server's, in that order. */
@@ -342,7 +374,13 @@ export class RunService {
     return { granted, position: () => model.position() + (global?.position() ?? 0) };
   }
 
-  async #admit(modelKey: string, runId: string, timeoutMs: number, request: RunRequest, settings: BreakerSettings): Promise<Admission> {
+  async #admit(
+    modelKey: string,
+    runId: string,
+    timeoutMs: number,
+    request: RunRequest,
+    settings: BreakerSettings,
+  ): Promise<Admission> {
     const blocking = this.#config.escalationMode === 'block' && request.taskId !== undefined;
     try {
       const snapshot = await this.#store.snapshot(taskScope(request));
@@ -438,7 +476,10 @@ export class RunService {
     } catch (error) {
       this.#warn(`ledger not updated for run ${a.runId}: ${(error as Error).message}`);
       const retryCount = a.request.retryCount ?? 0;
-      return this.#unsettled(retryCount, decideEscalation({ status: a.status, retryCount, maxRetries: a.maxRetries, openedCircuit: false }));
+      return this.#unsettled(
+        retryCount,
+        decideEscalation({ status: a.status, retryCount, maxRetries: a.maxRetries, openedCircuit: false }),
+      );
     }
   }
 
@@ -474,7 +515,14 @@ export class RunService {
     if (request.taskId === undefined) return request.retryCount ?? 0;
     const entry = state.tasks[request.taskId];
     const retryCount = retryCountFor(entry, request.retryCount);
-    state.tasks[request.taskId] = recordAttempt(entry, { status, retryCount, runId, model: request.model, escalationReason, now });
+    state.tasks[request.taskId] = recordAttempt(entry, {
+      status,
+      retryCount,
+      runId,
+      model: request.model,
+      escalationReason,
+      now,
+    });
     return retryCount;
   }
 
@@ -494,7 +542,8 @@ export class RunService {
       run_id: attempt.runId,
       retry_count: settled.retryCount,
       max_retries: attempt.maxRetries,
-      retries_left: settled.escalation.escalate && attempt.maxRetries > 0 ? 0 : retriesLeft(attempt.maxRetries, settled.retryCount, status),
+      retries_left:
+        settled.escalation.escalate && attempt.maxRetries > 0 ? 0 : retriesLeft(attempt.maxRetries, settled.retryCount, status),
       exit_code: outcome?.exitCode ?? null,
       signal: outcome?.signal ?? null,
       timed_out: outcome?.timedOut ?? false,

@@ -78,7 +78,12 @@ export function createMcpServer(app: App): Server {
     ollamaRunManyTool(app.runs, app.config),
     ollamaHealthTool({ config: app.config, store: app.store, runs: app.runs, installedModels: app.installedModels }),
     ollamaTaskStatusTool({ store: app.store, blockMode, logControl: app.logControl }),
-    ollamaResetTool({ store: app.store, blockMode, settingsFor: (model) => app.tiers.settingsFor(model), logControl: app.logControl }),
+    ollamaResetTool({
+      store: app.store,
+      blockMode,
+      settingsFor: (model) => app.tiers.settingsFor(model),
+      logControl: app.logControl,
+    }),
     ollamaRunsSummaryTool({ telemetryDir: app.config.telemetryDir }),
   ]);
   return server;

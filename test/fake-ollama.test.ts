@@ -248,7 +248,9 @@ describe.concurrent('word wrap', () => {
 
 describe.concurrent('thinking models', () => {
   const thinkingRe = (model: string) =>
-    new RegExp(`^Thinking\\.\\.\\.\\n[^\\n]+\\n\\.\\.\\.done thinking\\.\\n\\nfake answer from ${model.replace(/[.:]/g, '\\$&')}: hi\\n\\n$`);
+    new RegExp(
+      `^Thinking\\.\\.\\.\\n[^\\n]+\\n\\.\\.\\.done thinking\\.\\n\\nfake answer from ${model.replace(/[.:]/g, '\\$&')}: hi\\n\\n$`,
+    );
 
   for (const model of ['qwen3:8b', 'deepseek-r1:7b']) {
     it(`${model} prints the thinking block on stdout before the answer`, async ({ expect }) => {
@@ -361,12 +363,32 @@ describe.concurrent('answer and --verbose', () => {
 
 describe.concurrent('errors: one "Error:" line on stderr, exit 1', () => {
   const cases: Array<{ name: string; args: string[]; env?: Record<string, string>; input?: string; line: string }> = [
-    { name: '--keepalive without a unit', args: ['run', 'llama3.2', '--keepalive', '10'], line: 'Error: time: missing unit in duration "10"' },
-    { name: '--keepalive=10 (= form)', args: ['run', 'llama3.2', '--keepalive=10'], line: 'Error: time: missing unit in duration "10"' },
-    { name: '--keepalive unknown unit', args: ['run', 'llama3.2', '--keepalive', '5x'], line: 'Error: time: unknown unit "x" in duration "5x"' },
-    { name: '--keepalive garbage', args: ['run', 'llama3.2', '--keepalive', 'soon'], line: 'Error: time: invalid duration "soon"' },
+    {
+      name: '--keepalive without a unit',
+      args: ['run', 'llama3.2', '--keepalive', '10'],
+      line: 'Error: time: missing unit in duration "10"',
+    },
+    {
+      name: '--keepalive=10 (= form)',
+      args: ['run', 'llama3.2', '--keepalive=10'],
+      line: 'Error: time: missing unit in duration "10"',
+    },
+    {
+      name: '--keepalive unknown unit',
+      args: ['run', 'llama3.2', '--keepalive', '5x'],
+      line: 'Error: time: unknown unit "x" in duration "5x"',
+    },
+    {
+      name: '--keepalive garbage',
+      args: ['run', 'llama3.2', '--keepalive', 'soon'],
+      line: 'Error: time: invalid duration "soon"',
+    },
     { name: '--system does not exist', args: ['run', 'llama3.2', '--system', 'be brief'], line: 'Error: unknown flag: --system' },
-    { name: '--temperature does not exist', args: ['run', 'llama3.2', '--temperature=0.2'], line: 'Error: unknown flag: --temperature' },
+    {
+      name: '--temperature does not exist',
+      args: ['run', 'llama3.2', '--temperature=0.2'],
+      line: 'Error: unknown flag: --temperature',
+    },
     { name: 'unknown shorthand', args: ['run', 'llama3.2', '-x'], line: "Error: unknown shorthand flag: 'x' in -x" },
     { name: 'flag missing its value', args: ['run', 'llama3.2', '--format'], line: 'Error: flag needs an argument: --format' },
     {
@@ -375,7 +397,11 @@ describe.concurrent('errors: one "Error:" line on stderr, exit 1', () => {
       line: 'Error: invalid argument "abc" for "--dimensions" flag: strconv.ParseInt: parsing "abc": invalid syntax',
     },
     { name: 'run without a model', args: ['run'], line: 'Error: requires at least 1 arg(s), only received 0' },
-    { name: 'run without a model, flags only', args: ['run', '--nowordwrap'], line: 'Error: requires at least 1 arg(s), only received 0' },
+    {
+      name: 'run without a model, flags only',
+      args: ['run', '--nowordwrap'],
+      line: 'Error: requires at least 1 arg(s), only received 0',
+    },
     {
       name: 'server down (0.12.0 wording)',
       args: ['run', 'llama3.2'],
@@ -401,7 +427,12 @@ describe.concurrent('errors: one "Error:" line on stderr, exit 1', () => {
       env: { FAKE_OLLAMA_SERVER: 'busy' },
       line: 'Error: server busy, please try again.  maximum pending requests exceeded',
     },
-    { name: 'model not installed: auto-pull fails', args: ['run', 'no-such-model'], input: 'hi', line: 'Error: pull model manifest: file does not exist' },
+    {
+      name: 'model not installed: auto-pull fails',
+      args: ['run', 'no-such-model'],
+      input: 'hi',
+      line: 'Error: pull model manifest: file does not exist',
+    },
     {
       name: 'invalid --format',
       args: ['run', 'llama3.2', '--format', 'yaml'],
@@ -445,9 +476,12 @@ describe.concurrent('errors: one "Error:" line on stderr, exit 1', () => {
   });
 
   it('flags may come anywhere, in both --flag=value and --flag value forms', async ({ expect }) => {
-    const r = await run(['run', '--keepalive=5m', 'llama3.2', 'a', '--format', 'json', 'b', '--nowordwrap', '--verbose=false', 'c'], {
-      input: '',
-    });
+    const r = await run(
+      ['run', '--keepalive=5m', 'llama3.2', 'a', '--format', 'json', 'b', '--nowordwrap', '--verbose=false', 'c'],
+      {
+        input: '',
+      },
+    );
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toBe('{"answer":"fake answer from llama3.2: a b c"}\n\n');
   });
@@ -472,7 +506,14 @@ describe.concurrent('cloud models', () => {
 });
 
 describe.concurrent('model names and installation', () => {
-  for (const name of ['llama3.2', 'llama3.2:latest', 'library/llama3.2', 'library/llama3.2:latest', 'registry.ollama.ai/library/llama3.2', 'LLAMA3.2']) {
+  for (const name of [
+    'llama3.2',
+    'llama3.2:latest',
+    'library/llama3.2',
+    'library/llama3.2:latest',
+    'registry.ollama.ai/library/llama3.2',
+    'LLAMA3.2',
+  ]) {
     it(`${name} is the installed llama3.2:latest (no pull)`, async ({ expect }) => {
       const r = await run(['run', name, ...NO_WRAP], { input: 'hi' });
       expect(r.exitCode).toBe(0);
@@ -564,7 +605,12 @@ describe.concurrent('other commands', () => {
       const lines = r.stdout.trimEnd().split('\n');
       const header = lines[0] ?? '';
       expect(header).toMatch(/^NAME +ID +SIZE +MODIFIED +$/);
-      expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['llama3.2:latest', 'qwen2.5-coder:7b', 'qwen3:8b', 'deepseek-r1:7b']);
+      expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([
+        'llama3.2:latest',
+        'qwen2.5-coder:7b',
+        'qwen3:8b',
+        'deepseek-r1:7b',
+      ]);
       for (const col of ['ID', 'SIZE', 'MODIFIED']) {
         const at = header.indexOf(col);
         for (const row of lines.slice(1)) {
@@ -662,7 +708,10 @@ describe.concurrent('directives', () => {
 
   it('ignore_sigterm: survives SIGTERM, so callers must escalate to SIGKILL', async ({ expect }) => {
     const dir = tmpDir();
-    const sub = spawnFake(['run', 'llama3.2'], { input: 'x @fake:hang @fake:ignore_sigterm', env: { FAKE_OLLAMA_TRACE_DIR: dir } });
+    const sub = spawnFake(['run', 'llama3.2'], {
+      input: 'x @fake:hang @fake:ignore_sigterm',
+      env: { FAKE_OLLAMA_TRACE_DIR: dir },
+    });
     await waitFor(() => readTrace(dir).some((l) => l.event === 'prompt'));
     sub.kill('SIGTERM');
     // Wait for the fake to have handled the signal (slow on a loaded machine), then check it lived on.
@@ -743,11 +792,12 @@ describe.concurrent('directives', () => {
     const results = await Promise.all(Array.from({ length: 8 }, () => run(['run', 'llama3.2', ...NO_WRAP], { input, env })));
     expect(results.filter((r) => r.exitCode === 1)).toHaveLength(3);
     expect(results.filter((r) => r.exitCode === 0)).toHaveLength(5);
-    expect(results.map((r) => lastErrLine(r.stderr)).filter((l) => l.startsWith('Error:')).sort()).toEqual([
-      'Error: fake failure 1',
-      'Error: fake failure 2',
-      'Error: fake failure 3',
-    ]);
+    expect(
+      results
+        .map((r) => lastErrLine(r.stderr))
+        .filter((l) => l.startsWith('Error:'))
+        .sort(),
+    ).toEqual(['Error: fake failure 1', 'Error: fake failure 2', 'Error: fake failure 3']);
   });
 
   it('a misused directive exits 64', async ({ expect }) => {
@@ -774,7 +824,10 @@ describe.concurrent('directives', () => {
 describe('trace', () => {
   it('writes start, prompt and exit lines; argv carries the flags but never the stdin prompt', async () => {
     const dir = tmpDir();
-    const sub = spawnFake(['run', 'llama3.2', '--nowordwrap'], { input: 'secret prompt text', env: { FAKE_OLLAMA_TRACE_DIR: dir } });
+    const sub = spawnFake(['run', 'llama3.2', '--nowordwrap'], {
+      input: 'secret prompt text',
+      env: { FAKE_OLLAMA_TRACE_DIR: dir },
+    });
     const r = await sub;
     expect(r.exitCode).toBe(0);
     const lines = readTrace(dir);

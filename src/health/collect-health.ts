@@ -70,7 +70,10 @@ export interface HealthStateSource {
 export interface HealthDeps {
   readonly config: Config;
   readonly store: HealthStateSource;
-  readonly runs: { readonly inFlight: number; readonly limiter: { readonly running: number; readonly waiting: number; readonly limit: number } };
+  readonly runs: {
+    readonly inFlight: number;
+    readonly limiter: { readonly running: number; readonly waiting: number; readonly limit: number };
+  };
   readonly installedModels: InstalledModels;
   /** Epoch ms. @default Date.now */
   readonly clock?: () => number;
@@ -91,7 +94,12 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
 
   const [cli, circuits, telemetry] = await Promise.all([
     withDeadline(
-      probeCli({ bin: deps.installedModels.bin, env: deps.installedModels.env, timeoutMs: cliTimeoutMs, installedModels: deps.installedModels }),
+      probeCli({
+        bin: deps.installedModels.bin,
+        env: deps.installedModels.env,
+        timeoutMs: cliTimeoutMs,
+        installedModels: deps.installedModels,
+      }),
       deadline,
       (): CliProbe => ({
         found: true,
@@ -104,8 +112,14 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
         latencyMs: deadline,
       }),
     ),
-    withDeadline(readCircuits(deps, clock()), deadline, () => ({ error: `reading the state took longer than ${deadline} ms`, circuits: [] })),
-    withDeadline(checkWritable(config.telemetryDir), deadline, () => ({ writable: false, error: `no answer within ${deadline} ms` })),
+    withDeadline(readCircuits(deps, clock()), deadline, () => ({
+      error: `reading the state took longer than ${deadline} ms`,
+      circuits: [],
+    })),
+    withDeadline(checkWritable(config.telemetryDir), deadline, () => ({
+      writable: false,
+      error: `no answer within ${deadline} ms`,
+    })),
   ]);
 
   const problems: string[] = [];
@@ -142,11 +156,16 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
   }
 
   if (circuits.error) {
-    problems.push(`cannot read the circuit state (${circuits.error}): check the telemetry dir ${config.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR).`);
+    problems.push(
+      `cannot read the circuit state (${circuits.error}): check the telemetry dir ${config.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR).`,
+    );
   }
   for (const circuit of circuits.circuits) {
     if (circuit.state === 'closed') continue;
-    const when = circuit.retry_after_seconds === null ? 'the next call will probe it' : `runs are refused for ${circuit.retry_after_seconds} s more, then one probe run is let through`;
+    const when =
+      circuit.retry_after_seconds === null
+        ? 'the next call will probe it'
+        : `runs are refused for ${circuit.retry_after_seconds} s more, then one probe run is let through`;
     warnings.push(
       `model ${circuit.model}: circuit ${circuit.state === 'open' ? 'open' : 'half-open'} after ${circuit.consecutive_failures} failures in a row; ${when}. Use another model meanwhile, or fix the model and wait.`,
     );
@@ -172,13 +191,20 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       queued: deps.runs.limiter.waiting,
       concurrency: deps.runs.limiter.limit,
     },
-    telemetry: { dir: config.telemetryDir, writable: telemetry.writable, runs_log: path.join(config.telemetryDir, RUNS_LOG_FILE_NAME) },
+    telemetry: {
+      dir: config.telemetryDir,
+      writable: telemetry.writable,
+      runs_log: path.join(config.telemetryDir, RUNS_LOG_FILE_NAME),
+    },
     config: publicConfig(config),
     checked_at: new Date(clock()).toISOString(),
   };
 }
 
-async function readCircuits(deps: HealthDeps, now: number): Promise<{ error: string | null; circuits: HealthReport['circuits'] }> {
+async function readCircuits(
+  deps: HealthDeps,
+  now: number,
+): Promise<{ error: string | null; circuits: HealthReport['circuits'] }> {
   const settings: BreakerSettings = { threshold: deps.config.breakerThreshold, cooldownMs: deps.config.breakerCooldownMs };
   try {
     const state = await deps.store.snapshot([]);

@@ -48,7 +48,10 @@ export function renderHealth(report: HealthReport): string {
     lines.push(`${PASS} circuits: ${circuits.length === 0 ? 'none on record' : `all ${circuits.length} closed`}`);
   } else {
     const listed = blocked
-      .map((c) => `${c.model} ${c.state} after ${c.consecutive_failures} failures${c.retry_after_seconds !== null ? `, retry in ${c.retry_after_seconds} s` : ''}`)
+      .map(
+        (c) =>
+          `${c.model} ${c.state} after ${c.consecutive_failures} failures${c.retry_after_seconds !== null ? `, retry in ${c.retry_after_seconds} s` : ''}`,
+      )
       .join('; ');
     lines.push(`${NOTE} circuits: ${blocked.length} of ${circuits.length} refusing runs: ${listed}`);
   }
@@ -60,7 +63,11 @@ export function renderHealth(report: HealthReport): string {
       ? `${PASS} telemetry: ${telemetry.dir} is writable (log: ${telemetry.runs_log})`
       : `${FAIL} telemetry: ${telemetry.dir} is not writable`,
   );
-  lines.push(`  config: ${Object.entries(report.config).map(([key, value]) => `${key}=${value === null ? '-' : String(value)}`).join(', ')}`);
+  lines.push(
+    `  config: ${Object.entries(report.config)
+      .map(([key, value]) => `${key}=${value === null ? '-' : String(value)}`)
+      .join(', ')}`,
+  );
 
   if (report.problems.length > 0) {
     lines.push('', 'Problems:');

@@ -55,7 +55,9 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
     if (!tool) {
       return {
         isError: true,
-        content: [{ type: 'text', text: `Unknown tool \`${request.params.name}\`. Available tools: ${[...byName.keys()].join(', ')}.` }],
+        content: [
+          { type: 'text', text: `Unknown tool \`${request.params.name}\`. Available tools: ${[...byName.keys()].join(', ')}.` },
+        ],
       };
     }
     const rawArguments = request.params.arguments ?? {};

@@ -1,4 +1,10 @@
-import { describeCliFailure, InstalledModels, isUnreachableMessage, runCliCommand, type CliFailureCause } from './installed-models.js';
+import {
+  describeCliFailure,
+  InstalledModels,
+  isUnreachableMessage,
+  runCliCommand,
+  type CliFailureCause,
+} from './installed-models.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -84,11 +84,20 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
       child.stdout?.destroy();
       child.stderr?.destroy();
       void Promise.resolve(child).catch(() => {});
-      return { stdout: '', stderr: '', exitCode: null, timedOut: true, spawnError: null, spawnErrorCode: null, durationMs: elapsed() };
+      return {
+        stdout: '',
+        stderr: '',
+        exitCode: null,
+        timedOut: true,
+        spawnError: null,
+        spawnErrorCode: null,
+        durationMs: elapsed(),
+      };
     }
     const stdout = typeof result.stdout === 'string' ? result.stdout : '';
     const stderr = typeof result.stderr === 'string' ? result.stderr : '';
-    const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.signal && !result.isMaxBuffer;
+    const spawnFailed =
+      result.failed && result.exitCode === undefined && !result.timedOut && !result.signal && !result.isMaxBuffer;
     const code = (result as { code?: string }).code ?? null;
     return {
       stdout,

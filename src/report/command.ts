@@ -127,7 +127,8 @@ function parseArgs(argv: readonly string[], now: Date): ParsedArgs {
     if (eq !== -1) value = arg.slice(eq + 1);
     else {
       value = argv[i + 1];
-      if (value === undefined || (value.startsWith('--') && value.length > 2)) throw new ReportUsageError(`${name} needs a value`);
+      if (value === undefined || (value.startsWith('--') && value.length > 2))
+        throw new ReportUsageError(`${name} needs a value`);
       i += 1;
     }
     if (values.has(name)) throw new ReportUsageError(`${name} given more than once`);

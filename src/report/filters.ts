@@ -54,7 +54,14 @@ export function parseSince(text: string, now: Date): Date {
   const iso = ISO.exec(value);
   if (iso) {
     const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = iso;
-    const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [number, number, number, number, number, number];
+    const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     const utc = Date.UTC(year, month - 1, day, hour, minute, second);
     const check = new Date(utc);
     if (
@@ -92,10 +99,13 @@ export function parseStatusFilter(text: string): string[] {
     .split(',')
     .map((part) => part.trim())
     .filter((part) => part !== '');
-  if (statuses.length === 0) throw new ReportUsageError(`status: expected one of ${RUN_STATUSES.join(', ')} (or several, comma-separated); got "${text}"`);
+  if (statuses.length === 0)
+    throw new ReportUsageError(`status: expected one of ${RUN_STATUSES.join(', ')} (or several, comma-separated); got "${text}"`);
   const unknown = statuses.filter((status) => !(RUN_STATUSES as readonly string[]).includes(status));
   if (unknown.length > 0) {
-    throw new ReportUsageError(`status: unknown status ${unknown.map((s) => `"${s}"`).join(', ')}; expected one of ${RUN_STATUSES.join(', ')}`);
+    throw new ReportUsageError(
+      `status: unknown status ${unknown.map((s) => `"${s}"`).join(', ')}; expected one of ${RUN_STATUSES.join(', ')}`,
+    );
   }
   return [...new Set(statuses)];
 }

@@ -106,7 +106,9 @@ export function roundMs(value: number | null): number | null {
  * `<= 100 ms`, `<= 250 ms`, ..., `<= 10 min`, and a last bucket for everything longer. Log-spaced
  * (roughly 1-2.5-5 per decade) so that a fast model and a slow one fit on one chart.
  */
-export const DURATION_BUCKETS_MS: readonly number[] = [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000];
+export const DURATION_BUCKETS_MS: readonly number[] = [
+  100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+];
 
 /** Index into `duration_histogram` of a duration: the first bucket whose bound it does not pass, or the last (`> 10 min`). */
 export function durationBucketIndex(ms: number): number {

@@ -70,7 +70,11 @@ export interface ChartSeries {
 /** What the page's charts draw, computed from the summary (`null`: nothing to draw, a note instead). */
 export interface ReportCharts {
   /** Stacked bars: one bar per model (`labels`), one series per status that occurred (ok first). */
-  readonly outcomes: { readonly labels: readonly string[]; readonly series: readonly ChartSeries[]; readonly models_total: number } | null;
+  readonly outcomes: {
+    readonly labels: readonly string[];
+    readonly series: readonly ChartSeries[];
+    readonly models_total: number;
+  } | null;
   /** Grouped bars: one group per duration bucket (`labels`), one series per model that spawned a run. */
   readonly latency: {
     readonly labels: readonly string[];
@@ -86,7 +90,13 @@ export interface ReportCharts {
     readonly starts_ms: readonly number[];
     readonly ok: readonly number[];
     readonly failed: readonly number[];
-    readonly events: readonly { readonly ts_ms: number; readonly kind: 'escalation' | 'circuit_opening'; readonly model: string; readonly task_id: string | null; readonly detail: string | null }[];
+    readonly events: readonly {
+      readonly ts_ms: number;
+      readonly kind: 'escalation' | 'circuit_opening';
+      readonly model: string;
+      readonly task_id: string | null;
+      readonly detail: string | null;
+    }[];
     /** The x axis: from the first bucket's start to the last one's end, ticks at `ticks_ms` (every `step_ms`, aligned to UTC). */
     readonly min_ms: number;
     readonly max_ms: number;
@@ -113,7 +123,12 @@ export function buildReportCharts(summary: RunsSummary, options: Omit<RenderHtml
   const anyOk = summary.models.some((m) => m.ok > 0);
   const outcomeSeries: ChartSeries[] = [
     ...(anyOk ? [{ key: 'ok', label: 'ok', color: colorOf('ok'), data: outcomeModels.map((m) => m.ok) }] : []),
-    ...statuses.map((status) => ({ key: status, label: status, color: colorOf(status), data: outcomeModels.map((m) => m.failures[status] ?? 0) })),
+    ...statuses.map((status) => ({
+      key: status,
+      label: status,
+      color: colorOf(status),
+      data: outcomeModels.map((m) => m.failures[status] ?? 0),
+    })),
   ];
 
   const spawnedModels = summary.models.filter((m) => m.spawned > 0);
@@ -124,7 +139,9 @@ export function buildReportCharts(summary: RunsSummary, options: Omit<RenderHtml
       : {
           labels: [...bounds.map((b) => `\u2264${shortDuration(b)}`), `>${shortDuration(bounds[bounds.length - 1] ?? 0)}`],
           ranges: [
-            ...bounds.map((b, i) => (i === 0 ? `up to ${shortDuration(b)}` : `over ${shortDuration(bounds[i - 1]!)}, up to ${shortDuration(b)}`)),
+            ...bounds.map((b, i) =>
+              i === 0 ? `up to ${shortDuration(b)}` : `over ${shortDuration(bounds[i - 1]!)}, up to ${shortDuration(b)}`,
+            ),
             `over ${shortDuration(bounds[bounds.length - 1] ?? 0)}`,
           ],
           series: spawnedModels.slice(0, options.maxLatencyModels ?? 8).map((m, i) => ({
@@ -153,11 +170,20 @@ export function buildReportCharts(summary: RunsSummary, options: Omit<RenderHtml
       starts_ms: starts,
       ok: timeline.buckets.map((b) => b.runs - b.failures),
       failed: timeline.buckets.map((b) => b.failures),
-      events: timeline.events.map((e) => ({ ts_ms: Date.parse(e.ts), kind: e.kind, model: e.model, task_id: e.task_id, detail: e.detail })),
+      events: timeline.events.map((e) => ({
+        ts_ms: Date.parse(e.ts),
+        kind: e.kind,
+        model: e.model,
+        task_id: e.task_id,
+        detail: e.detail,
+      })),
       min_ms: min,
       max_ms: max,
       step_ms: step,
-      ticks_ms: Array.from({ length: Math.floor(max / step) - Math.ceil(min / step) + 1 }, (_, i) => (Math.ceil(min / step) + i) * step),
+      ticks_ms: Array.from(
+        { length: Math.floor(max / step) - Math.ceil(min / step) + 1 },
+        (_, i) => (Math.ceil(min / step) + i) * step,
+      ),
       tick_style: tickStyle,
       axis_title: `time (UTC${tickStyle === 'time' ? `, ${firstDay}` : ''}); one bar per ${bucketWords(timeline.bucket)}`,
       y_title: `runs per ${bucketWords(timeline.bucket)} (count)`,
@@ -183,7 +209,9 @@ export function buildReportCharts(summary: RunsSummary, options: Omit<RenderHtml
  */
 export function renderReportHtml(summary: RunsSummary, options: RenderHtmlOptions): string {
   const maxTasks = options.maxEscalatedTasks ?? 200;
-  const tasks = summary.escalated_tasks.slice(0, maxTasks).map((t) => ({ ...t, last_error: t.last_error === null ? null : cutText(t.last_error, ERROR_CHARS) }));
+  const tasks = summary.escalated_tasks
+    .slice(0, maxTasks)
+    .map((t) => ({ ...t, last_error: t.last_error === null ? null : cutText(t.last_error, ERROR_CHARS) }));
   const tasksOmitted = summary.escalated_tasks.length - tasks.length;
   const charts = buildReportCharts(summary, options);
   const colorOf = statusColors(summary);
@@ -214,7 +242,8 @@ export function renderReportHtml(summary: RunsSummary, options: RenderHtmlOption
     body.push(escalatedSection(summary, tasks, tasksOmitted, colorOf));
   }
 
-  const range = summary.range.first_ts === null ? 'no runs' : `${summary.total_runs.toLocaleString('en-US')} runs, ${rangeText(summary)}`;
+  const range =
+    summary.range.first_ts === null ? 'no runs' : `${summary.total_runs.toLocaleString('en-US')} runs, ${rangeText(summary)}`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -250,7 +279,10 @@ function header(s: RunsSummary): string {
       ? '<strong>0</strong>'
       : `<strong>${num(s.total_runs)}</strong> (${num(s.total_ok)} ok${okPct}; ${num(s.total_escalations)} escalation${s.total_escalations === 1 ? '' : 's'}; ${num(s.models.length)} model${s.models.length === 1 ? '' : 's'})`,
   ]);
-  facts.push(['Files read', s.files.length === 0 ? 'none (no run log found)' : s.files.map((f) => `<code>${escapeHtml(f)}</code>`).join(', ')]);
+  facts.push([
+    'Files read',
+    s.files.length === 0 ? 'none (no run log found)' : s.files.map((f) => `<code>${escapeHtml(f)}</code>`).join(', '),
+  ]);
   const skipped = [`${num(s.skipped_lines)} torn or unreadable`];
   if (s.blank_lines > 0) skipped.push(`${num(s.blank_lines)} blank`);
   if (s.unrecognized_records > 0) skipped.push(`${num(s.unrecognized_records)} JSON object(s) that are not runs`);
@@ -258,7 +290,10 @@ function header(s: RunsSummary): string {
   facts.push(['Filters', escapeHtml(filterText(s))]);
   const notes: string[] = [];
   if (s.models_truncated) notes.push('More than 500 models: the runs of the rest are counted under "(other)".');
-  if (s.escalations_without_task > 0) notes.push(`${num(s.escalations_without_task)} escalation(s) had no task_id: they are counted, but not in the table of tasks.`);
+  if (s.escalations_without_task > 0)
+    notes.push(
+      `${num(s.escalations_without_task)} escalation(s) had no task_id: they are counted, but not in the table of tasks.`,
+    );
   return `<header>
 <h1>Run report <span class="product">ollama-runner-mcp</span></h1>
 <dl class="facts">
@@ -273,7 +308,9 @@ function outcomesSection(s: RunsSummary, charts: ReportCharts, colorOf: (status:
   const statuses = failureStatuses(s);
   const height = Math.max(200, 110 + 34 * chart.labels.length);
   const shown =
-    chart.models_total > chart.labels.length ? `<p class="note">The chart shows the ${chart.labels.length} models with the most runs of ${num(chart.models_total)}.</p>` : '';
+    chart.models_total > chart.labels.length
+      ? `<p class="note">The chart shows the ${chart.labels.length} models with the most runs of ${num(chart.models_total)}.</p>`
+      : '';
   const head = [
     '<th>model</th>',
     '<th class="n">runs</th>',
@@ -283,17 +320,19 @@ function outcomesSection(s: RunsSummary, charts: ReportCharts, colorOf: (status:
     '<th class="n">escalations</th>',
     '<th class="n">circuit openings</th>',
   ].join('');
-  const rows = s.models.slice(0, tableModels).map((m) =>
-    [
-      `<td class="name">${escapeHtml(m.model)}</td>`,
-      `<td class="n">${num(m.runs)}</td>`,
-      `<td class="n">${num(m.ok)}</td>`,
-      `<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
-      ...statuses.map((st) => `<td class="n${(m.failures[st] ?? 0) > 0 ? ' bad' : ' zero'}">${num(m.failures[st] ?? 0)}</td>`),
-      `<td class="n${m.escalations > 0 ? ' warn' : ' zero'}">${num(m.escalations)}</td>`,
-      `<td class="n${m.circuit_openings > 0 ? ' warn' : ' zero'}">${num(m.circuit_openings)}</td>`,
-    ].join(''),
-  );
+  const rows = s.models
+    .slice(0, tableModels)
+    .map((m) =>
+      [
+        `<td class="name">${escapeHtml(m.model)}</td>`,
+        `<td class="n">${num(m.runs)}</td>`,
+        `<td class="n">${num(m.ok)}</td>`,
+        `<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
+        ...statuses.map((st) => `<td class="n${(m.failures[st] ?? 0) > 0 ? ' bad' : ' zero'}">${num(m.failures[st] ?? 0)}</td>`),
+        `<td class="n${m.escalations > 0 ? ' warn' : ' zero'}">${num(m.escalations)}</td>`,
+        `<td class="n${m.circuit_openings > 0 ? ' warn' : ' zero'}">${num(m.circuit_openings)}</td>`,
+      ].join(''),
+    );
   return `<section class="card" id="outcomes">
 <h2>Outcomes per model</h2>
 <p class="note">Every run counts, rejected ones (<code>circuit_open</code>, <code>invalid_input</code>, ...) included. One colour per status, the same in the table.</p>
@@ -312,7 +351,14 @@ function latencySection(s: RunsSummary, charts: ReportCharts, tableModels: numbe
       ? '<p class="empty" data-chart-empty="latency">No selected run spawned a process (all were rejected before starting), so there are no durations to chart.</p>'
       : `<div class="chart" style="height:360px"><canvas data-chart="latency" role="img" aria-label="Grouped bar chart: spawned runs per duration bucket, one series per model"></canvas></div>
 ${chart.models_total > chart.series.length ? `<p class="note">The chart shows the ${chart.series.length} models with the most runs of ${num(chart.models_total)}.</p>` : ''}`;
-  const head = ['<th>model</th>', '<th class="n">spawned runs</th>', '<th class="n">p50</th>', '<th class="n">p95</th>', '<th class="n">max</th>', '<th class="n">queue p50</th>'].join('');
+  const head = [
+    '<th>model</th>',
+    '<th class="n">spawned runs</th>',
+    '<th class="n">p50</th>',
+    '<th class="n">p95</th>',
+    '<th class="n">max</th>',
+    '<th class="n">queue p50</th>',
+  ].join('');
   const colorOfModel = new Map((chart?.series ?? []).map((series) => [series.key, series.color]));
   const rows = spawned.slice(0, tableModels).map((m) => {
     const color = colorOfModel.get(m.model);
@@ -362,7 +408,15 @@ function escalatedSection(
   const notes: string[] = [];
   if (omitted > 0) notes.push(`${num(omitted)} more escalated task(s) not listed here: <code>report --json</code> has them.`);
   if (s.escalated_tasks_truncated) notes.push('Only the 1000 most recently active escalated tasks were kept.');
-  const head = ['<th>task</th>', '<th>model</th>', '<th class="n">attempts</th>', '<th>last status</th>', '<th>reason</th>', '<th>last error</th>', '<th>last time (UTC)</th>'].join('');
+  const head = [
+    '<th>task</th>',
+    '<th>model</th>',
+    '<th class="n">attempts</th>',
+    '<th>last status</th>',
+    '<th>reason</th>',
+    '<th>last error</th>',
+    '<th>last time (UTC)</th>',
+  ].join('');
   const rows = tasks.map((t) =>
     [
       `<td class="name">${escapeHtml(t.task_id)}</td>`,
@@ -487,7 +541,9 @@ function bucketWords(bucket: string): string {
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
-const TICK_STEPS_MS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720].map((m) => m * MINUTE_MS).concat([1, 2, 7, 14, 28].map((d) => d * DAY_MS));
+const TICK_STEPS_MS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720]
+  .map((m) => m * MINUTE_MS)
+  .concat([1, 2, 7, 14, 28].map((d) => d * DAY_MS));
 
 /** Ticks every step, no finer than a bucket, at most about 12 over the span. */
 function tickStep(spanMs: number, bucketMs: number): number {

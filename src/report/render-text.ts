@@ -2,7 +2,8 @@ import { compareStatuses } from './summary.js';
 import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
 
 /** What the text report needs: a full summary or the tool's compact one. */
-export type SummaryView = Omit<RunsSummary, 'timeline' | 'duration_buckets_ms'> & Partial<Pick<CompactRunsSummary, 'models_omitted' | 'escalated_tasks_omitted'>>;
+export type SummaryView = Omit<RunsSummary, 'timeline' | 'duration_buckets_ms'> &
+  Partial<Pick<CompactRunsSummary, 'models_omitted' | 'escalated_tasks_omitted'>>;
 
 /** Options of {@link renderReportText}. */
 export interface RenderTextOptions {
@@ -67,7 +68,8 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
 
   // ------------------------------------------------------------------ models
   const failureKinds: string[] = [];
-  for (const m of summary.models) for (const kind of Object.keys(m.failures)) if (kind !== 'timeout' && !failureKinds.includes(kind)) failureKinds.push(kind);
+  for (const m of summary.models)
+    for (const kind of Object.keys(m.failures)) if (kind !== 'timeout' && !failureKinds.includes(kind)) failureKinds.push(kind);
   failureKinds.sort(compareStatuses);
   const modelColumns: Column[] = [
     { header: 'model' },
@@ -97,9 +99,12 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
   ]);
   lines.push('', paint({ text: 'Models', style: 'bold' }));
   lines.push(...table(modelColumns, modelRows, paint));
-  lines.push(paint({ text: 'Durations: spawned runs only (p50/p95 within 1%); queue p50: time waiting for a slot.', style: 'dim' }));
+  lines.push(
+    paint({ text: 'Durations: spawned runs only (p50/p95 within 1%); queue p50: time waiting for a slot.', style: 'dim' }),
+  );
   if (summary.models_truncated) lines.push(`Too many models: past the first 500, runs are counted under "(other)".`);
-  if ((summary.models_omitted ?? 0) > 0) lines.push(`${count(summary.models_omitted ?? 0)} more model(s) with fewer runs not shown.`);
+  if ((summary.models_omitted ?? 0) > 0)
+    lines.push(`${count(summary.models_omitted ?? 0)} more model(s) with fewer runs not shown.`);
 
   // ------------------------------------------------------------------ escalated tasks
   lines.push('');
@@ -133,9 +138,11 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
     );
   }
   const more: string[] = [];
-  if ((summary.escalated_tasks_omitted ?? 0) > 0) more.push(`${count(summary.escalated_tasks_omitted ?? 0)} more escalated task(s) not shown`);
+  if ((summary.escalated_tasks_omitted ?? 0) > 0)
+    more.push(`${count(summary.escalated_tasks_omitted ?? 0)} more escalated task(s) not shown`);
   if (summary.escalated_tasks_truncated) more.push('only the 1000 most recently active escalated tasks were kept');
-  if (summary.escalations_without_task > 0) more.push(`${count(summary.escalations_without_task)} escalation(s) without a task_id`);
+  if (summary.escalations_without_task > 0)
+    more.push(`${count(summary.escalations_without_task)} escalation(s) without a task_id`);
   if (more.length > 0) lines.push(`${more.join('; ')}.`);
   return `${lines.join('\n')}\n`;
 }
@@ -146,12 +153,15 @@ function failureCell(n: number): Cell {
 
 function table(columns: readonly Column[], rawRows: readonly (readonly Cell[])[], paint: (cell: Cell) => string): string[] {
   // Model names, task ids and error texts come from the log: never let them move the cursor or recolour the terminal.
-  const rows = rawRows.map((row) => row.map((cell) => ({ ...cell, text: cell.text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?') })));
+  const rows = rawRows.map((row) =>
+    row.map((cell) => ({ ...cell, text: cell.text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?') })),
+  );
   const widths = columns.map((column, c) => Math.max(column.header.length, ...rows.map((row) => row[c]?.text.length ?? 0)));
   const last = columns.length - 1;
   const pad = (text: string, c: number): string =>
     columns[c]?.right === true ? text.padStart(widths[c]!) : c === last ? text : text.padEnd(widths[c]!);
-  const render = (cells: readonly Cell[]): string => cells.map((cell, c) => paint({ text: pad(cell.text, c), style: cell.style })).join('  ');
+  const render = (cells: readonly Cell[]): string =>
+    cells.map((cell, c) => paint({ text: pad(cell.text, c), style: cell.style })).join('  ');
   return [render(columns.map((column) => ({ text: column.header, style: 'bold' }))), ...rows.map(render)];
 }
 

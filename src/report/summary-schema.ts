@@ -13,7 +13,9 @@ const ms = z.number().nullable();
 export const modelSummarySchema = z.object({
   model: z
     .string()
-    .describe('canonical model name (llama3.2 = llama3.2:latest = library/llama3.2:latest); "(other)" collects models past the cap'),
+    .describe(
+      'canonical model name (llama3.2 = llama3.2:latest = library/llama3.2:latest); "(other)" collects models past the cap',
+    ),
   runs: z.number().int().describe('attempts, rejected ones (circuit_open, invalid_input) included'),
   ok: z.number().int().describe('attempts with status "ok"'),
   ok_pct: z.number().describe('ok / runs x 100, one decimal'),
@@ -35,12 +37,17 @@ export const modelSummarySchema = z.object({
 
 const durationBucketsMs = z
   .array(z.number())
-  .describe('upper bounds in ms (inclusive) of the buckets of models[].duration_histogram, ascending; its last bucket counts longer runs');
+  .describe(
+    'upper bounds in ms (inclusive) of the buckets of models[].duration_histogram, ascending; its last bucket counts longer runs',
+  );
 
 export const escalatedTaskSchema = z.object({
   task_id: z.string(),
   model: z.string().describe('canonical model of its last attempt'),
-  attempts: z.number().int().describe("attempts of this task in the selected records (at least its escalating attempt's retry_count + 1)"),
+  attempts: z
+    .number()
+    .int()
+    .describe("attempts of this task in the selected records (at least its escalating attempt's retry_count + 1)"),
   escalations: z.number().int().describe('attempts of this task that said escalate: true'),
   last_status: z.string().describe('status of its last attempt (which may come after the escalation)'),
   last_error: z.string().nullable().describe('error text of its last failed attempt'),
@@ -66,7 +73,9 @@ export const timelineEventSchema = z.object({
 export const timelineSchema = z.object({
   bucket: z.string().describe('bucket size: 1m, 5m, 15m, 1h, 6h, 1d, 7d, then doubling (14d, 28d, ...)'),
   bucket_seconds: z.number().int(),
-  buckets: z.array(timelineBucketSchema).describe('every bucket from the first run to the last, empty ones included; at most 200'),
+  buckets: z
+    .array(timelineBucketSchema)
+    .describe('every bucket from the first run to the last, empty ones included; at most 200'),
   events: z.array(timelineEventSchema).describe('the most recent escalations and circuit openings, oldest first'),
   events_truncated: z.boolean().describe('true when older events were left out'),
 });

@@ -111,7 +111,11 @@ interface TaskEntry {
  *
  * @param files paths, oldest first (see `listRunLogFiles`)
  */
-export async function summarizeRuns(files: readonly string[], filters: RunFilters = {}, options: SummarizeOptions = {}): Promise<RunsSummary> {
+export async function summarizeRuns(
+  files: readonly string[],
+  filters: RunFilters = {},
+  options: SummarizeOptions = {},
+): Promise<RunsSummary> {
   const now = options.now ?? new Date();
   const limits: SummaryLimits = { ...DEFAULT_SUMMARY_LIMITS, ...options.limits };
 
@@ -141,7 +145,9 @@ export async function summarizeRuns(files: readonly string[], filters: RunFilter
   /** Keeps the maxEscalatedTasks most recently active escalated tasks (by ts); amortized O(1) per record. */
   const pruneEscalated = (): void => {
     if (escalated.size <= limits.maxEscalatedTasks) return;
-    const keep = [...escalated.entries()].sort(([, a], [, b]) => newestFirst(a.lastTsMs, b.lastTsMs)).slice(0, limits.maxEscalatedTasks);
+    const keep = [...escalated.entries()]
+      .sort(([, a], [, b]) => newestFirst(a.lastTsMs, b.lastTsMs))
+      .slice(0, limits.maxEscalatedTasks);
     escalated.clear();
     for (const [taskId, entry] of keep) escalated.set(taskId, entry);
     escalatedTruncated = true;
@@ -225,7 +231,8 @@ export async function summarizeRuns(files: readonly string[], filters: RunFilter
       timeline.addRun(tsMs, !ok, escalate);
       const reason = typeof rec.escalation_reason === 'string' ? rec.escalation_reason : null;
       if (escalate) timeline.addEvent({ tsMs, kind: 'escalation', model: key, task_id: taskId, detail: reason });
-      if (opening) timeline.addEvent({ tsMs, kind: 'circuit_opening', model: key, task_id: taskId, detail: transition as string });
+      if (opening)
+        timeline.addEvent({ tsMs, kind: 'circuit_opening', model: key, task_id: taskId, detail: transition as string });
     }
 
     // Tasks: attempt counts for the most recently seen ones; full rows only for escalated ones.

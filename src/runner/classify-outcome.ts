@@ -12,7 +12,8 @@ const SIGNIN_REQUIRED = 'You need to be signed in to Ollama';
 const UNREACHABLE = /could not connect to ollama|connection refused|timed out waiting for server to start/i;
 const SERVER_BUSY = /server busy/i;
 const MODEL_NOT_FOUND = /^pull model manifest|model ["']?[^"']*["']? not found|file does not exist/i;
-const UNSUPPORTED_OPTION = /does not support thinking|unknown flag|unknown shorthand flag|missing unit in duration|invalid duration|invalid format/i;
+const UNSUPPORTED_OPTION =
+  /does not support thinking|unknown flag|unknown shorthand flag|missing unit in duration|invalid duration|invalid format/i;
 
 /** Decide what a finished CLI process means. Pure: the same outcome always gets the same status. */
 export function classifyOutcome(outcome: ProcessOutcome): Classification {

@@ -112,6 +112,6 @@ function spawnErrorMessage(bin: string, result: { code?: string; message?: strin
     case 'EACCES':
       return `cannot run \`${bin}\`: permission denied (is it executable?)`;
     default:
-      return `cannot run \`${bin}\`: ${result.code ?? result.message ?? "unknown error"}`;
+      return `cannot run \`${bin}\`: ${result.code ?? result.message ?? 'unknown error'}`;
   }
 }

@@ -12,7 +12,7 @@ export function ollamaHealthTool(deps: HealthDeps): AnyToolDefinition {
     title: 'Check Ollama and the models',
     description: [
       'Check, without running a model, whether Ollama and the models are usable: the ollama CLI and its version,',
-      'whether the Ollama server answers, which models are installed, each model\'s circuit breaker',
+      "whether the Ollama server answers, which models are installed, each model's circuit breaker",
       '(an open circuit refuses runs for retry_after_seconds), the run queue, and whether the telemetry dir is writable.',
       'Call it before delegating work, or when ollama_run keeps failing with ollama_unreachable, cli_not_found or model_not_found.',
       'The call itself succeeds (isError false) even when something is broken: read `ok`, and `problems`, where each problem says how to fix it.',

@@ -22,7 +22,9 @@ type ResetResult = z.infer<typeof resetResultSchema>;
 
 const resetInputSchema = z
   .strictObject({
-    task_id: TASK_ID_FIELD.optional().describe("Clear this task's ledger: its failure count starts again at 0 (and a block is lifted)."),
+    task_id: TASK_ID_FIELD.optional().describe(
+      "Clear this task's ledger: its failure count starts again at 0 (and a block is lifted).",
+    ),
     model: MODEL_FIELD.optional().describe("Close this model's circuit (after a human fixed the cause)."),
   })
   .refine((input) => (input.task_id === undefined) !== (input.model === undefined), {

@@ -15,7 +15,9 @@ export const ollamaRunManyInputSchema = z.strictObject({
     .array(ollamaRunInputSchema)
     .min(1, 'must hold at least one job')
     .max(MAX_BATCH_JOBS, `must hold at most ${MAX_BATCH_JOBS} jobs`)
-    .describe('The jobs, each with the same fields as ollama_run (model, prompt, task_id, ...). Results come back in this order.'),
+    .describe(
+      'The jobs, each with the same fields as ollama_run (model, prompt, task_id, ...). Results come back in this order.',
+    ),
   concurrency: z
     .number()
     .int('must be a whole number')
@@ -105,7 +107,9 @@ function present(result: BatchResult): ToolOutcome<BatchResult> {
     const tasks = result.results
       .map((r, i) => ({ r, i }))
       .filter(({ r }) => r.metadata.escalate)
-      .map(({ r, i }) => `job ${i}${r.metadata.task_id ? ` (task "${r.metadata.task_id}")` : ''}: ${r.metadata.escalation_reason}`);
+      .map(
+        ({ r, i }) => `job ${i}${r.metadata.task_id ? ` (task "${r.metadata.task_id}")` : ''}: ${r.metadata.escalation_reason}`,
+      );
     lines.push(`ESCALATE: STOP RETRYING these and hand them upwards: ${tasks.join('; ')}.`);
   }
   result.results.forEach((r, i) => lines.push(`--- job ${i} ---\n${renderRunResult(r)}`));

@@ -33,7 +33,9 @@ export const ollamaRunInputSchema = z.strictObject({
     .min(0, 'must be 0 or more')
     .max(100, 'must be at most 100')
     .optional()
-    .describe('Failed attempts allowed before escalation (server default if omitted; 0 = no limit). With 3, the 4th failure escalates.'),
+    .describe(
+      'Failed attempts allowed before escalation (server default if omitted; 0 = no limit). With 3, the 4th failure escalates.',
+    ),
   timeout_ms: z
     .number()
     .int('must be a whole number')
@@ -63,7 +65,9 @@ export const ollamaRunInputSchema = z.strictObject({
   allow_pull: z
     .boolean()
     .optional()
-    .describe('Let a model that is not installed be pulled by this run (it can take many minutes). By default a missing model fails at once.'),
+    .describe(
+      'Let a model that is not installed be pulled by this run (it can take many minutes). By default a missing model fails at once.',
+    ),
 });
 
 export type OllamaRunInput = z.output<typeof ollamaRunInputSchema>;

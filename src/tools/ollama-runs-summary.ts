@@ -48,7 +48,12 @@ export const ollamaRunsSummaryInputSchema = z.strictObject({
     })
     .optional()
     .describe('Only runs that ended with this status (or any of these).'),
-  task: z.string().min(1, 'must not be empty').max(128, 'must be at most 128 characters').optional().describe('Only this task_id.'),
+  task: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(128, 'must be at most 128 characters')
+    .optional()
+    .describe('Only this task_id.'),
   top: z
     .number()
     .int('must be a whole number')

@@ -43,15 +43,22 @@ export function describeTask(taskId: string, entry: TaskLedgerEntry | undefined,
 }
 
 function render(status: TaskStatus): string {
-  if (!status.known) return `Task "${status.task_id}": no record (never run, reset, or pruned). Its next attempt has retry_count 0.`;
+  if (!status.known)
+    return `Task "${status.task_id}": no record (never run, reset, or pruned). Its next attempt has retry_count 0.`;
   return [
     `Task "${status.task_id}": ${status.attempts} attempt(s), ${status.failures} failure(s) in a row (${status.total_failures} in all).`,
     `Last: ${status.last_status} on ${status.last_model} at ${status.updated_at}.`,
-    status.escalated ? `ESCALATED (${status.escalation_reason})${status.blocked ? '; further runs are BLOCKED until ollama_reset' : ''}.` : 'Not escalated.',
+    status.escalated
+      ? `ESCALATED (${status.escalation_reason})${status.blocked ? '; further runs are BLOCKED until ollama_reset' : ''}.`
+      : 'Not escalated.',
   ].join('\n');
 }
 
-export function ollamaTaskStatusTool(deps: { store: StateStore; blockMode: boolean; logControl: ControlLogger }): AnyToolDefinition {
+export function ollamaTaskStatusTool(deps: {
+  store: StateStore;
+  blockMode: boolean;
+  logControl: ControlLogger;
+}): AnyToolDefinition {
   const unknown = (taskId: string): ToolOutcome<TaskStatus> => {
     const status = describeTask(taskId, undefined, deps.blockMode);
     return { structured: status, text: render(status), isError: true };
@@ -67,11 +74,20 @@ export function ollamaTaskStatusTool(deps: { store: StateStore; blockMode: boole
     async handle({ task_id }: { task_id: string }) {
       const state = await deps.store.snapshot([task_id]);
       const status = describeTask(task_id, state.tasks[task_id], deps.blockMode);
-      await deps.logControl({ tool: 'ollama_task_status', task_id, model: null, action: 'status', detail: status.known ? `${status.failures} failure(s) in a row` : 'unknown task' });
+      await deps.logControl({
+        tool: 'ollama_task_status',
+        task_id,
+        model: null,
+        action: 'status',
+        detail: status.known ? `${status.failures} failure(s) in a row` : 'unknown task',
+      });
       return { structured: status, text: render(status), isError: false };
     },
     async onInvalidInput(problem, raw) {
-      const taskId = typeof (raw as { task_id?: unknown })?.task_id === 'string' ? String((raw as { task_id: string }).task_id).slice(0, 128) : '';
+      const taskId =
+        typeof (raw as { task_id?: unknown })?.task_id === 'string'
+          ? String((raw as { task_id: string }).task_id).slice(0, 128)
+          : '';
       const outcome = unknown(taskId);
       return { ...outcome, text: `REJECTED: ${problem}` };
     },

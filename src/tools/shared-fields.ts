@@ -19,4 +19,6 @@ export const TASK_ID_FIELD = z
   .min(1, 'must not be empty')
   .max(128, 'must be at most 128 characters')
   .regex(TASK_ID, 'must start with a letter or digit and use only letters, digits and "._:/@#+-"')
-  .describe('Your stable id for this piece of work. Give the same id on every retry: the server counts failures per id and tells you when to escalate.');
+  .describe(
+    'Your stable id for this piece of work. Give the same id on every retry: the server counts failures per id and tells you when to escalate.',
+  );

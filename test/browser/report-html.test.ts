@@ -105,7 +105,11 @@ async function load(file: string): Promise<LoadedPage> {
 }
 
 /** Pixels of each canvas: how many are painted, and how many match each of the given colours. */
-async function canvasPixels(page: Page, chart: string, colors: readonly string[]): Promise<{ width: number; height: number; painted: number; byColor: number[]; blankEqual: boolean }> {
+async function canvasPixels(
+  page: Page,
+  chart: string,
+  colors: readonly string[],
+): Promise<{ width: number; height: number; painted: number; byColor: number[]; blankEqual: boolean }> {
   return page.evaluate(
     ({ chart, colors }) => {
       const canvas = document.querySelector(`canvas[data-chart="${chart}"]`);
@@ -123,7 +127,12 @@ async function canvasPixels(page: Page, chart: string, colors: readonly string[]
         painted += 1;
         if (pixels[p + 3]! < 250) continue;
         targets.forEach((rgb, i) => {
-          if (Math.abs(pixels[p]! - rgb[0]!) <= 2 && Math.abs(pixels[p + 1]! - rgb[1]!) <= 2 && Math.abs(pixels[p + 2]! - rgb[2]!) <= 2) byColor[i]! += 1;
+          if (
+            Math.abs(pixels[p]! - rgb[0]!) <= 2 &&
+            Math.abs(pixels[p + 1]! - rgb[1]!) <= 2 &&
+            Math.abs(pixels[p + 2]! - rgb[2]!) <= 2
+          )
+            byColor[i]! += 1;
         });
       }
       return { width, height, painted, byColor, blankEqual: canvas.toDataURL() === blank.toDataURL() };
@@ -178,7 +187,9 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
 
   it('shows the header: range, files, runs, skipped lines, filters', async () => {
     const facts = await fixture.page.$$eval('dl.facts div', (rows) =>
-      rows.map((row) => `${row.querySelector('dt')!.textContent} ${row.querySelector('dd')!.textContent}`.replace(/\s+/g, ' ').trim()),
+      rows.map((row) =>
+        `${row.querySelector('dt')!.textContent} ${row.querySelector('dd')!.textContent}`.replace(/\s+/g, ' ').trim(),
+      ),
     );
     expect(facts).toEqual([
       'Time range 2025-11-23 08:00:00 to 11:40:00 UTC (3h40m)',
@@ -209,7 +220,8 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
     const pixels = await canvasPixels(fixture.page, 'outcomes', colors);
     expect(pixels.blankEqual).toBe(false);
     expect(pixels.painted).toBeGreaterThan(pixels.width * pixels.height * 0.05);
-    for (const [i, count] of pixels.byColor.entries()) expect(count, `pixels of ${drawn.outcomes!.series_labels[i]}`).toBeGreaterThan(50);
+    for (const [i, count] of pixels.byColor.entries())
+      expect(count, `pixels of ${drawn.outcomes!.series_labels[i]}`).toBeGreaterThan(50);
   });
 
   it('draws the latency histogram: one series per model over the 13 duration buckets', async () => {
@@ -220,7 +232,9 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
       labels: ['≤100ms', '≤250ms', '≤500ms', '≤1s', '≤2.5s', '≤5s', '≤10s', '≤30s', '≤1m', '≤2m', '≤5m', '≤10m', '>10m'],
       series_labels: ['qwen3:8b', 'llama3.2:latest', 'deepseek-r1:14b'],
     });
-    const data = await fixture.page.evaluate(() => JSON.parse(document.getElementById('report-charts')!.textContent!).latency.series.map((s: { data: number[] }) => s.data));
+    const data = await fixture.page.evaluate(() =>
+      JSON.parse(document.getElementById('report-charts')!.textContent!).latency.series.map((s: { data: number[] }) => s.data),
+    );
     expect(data).toEqual([
       [1, 1, 1, 1, 2, 2, 0, 0, 0, 2, 0, 0, 0],
       [3, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0],
@@ -229,7 +243,9 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
     const pixels = await canvasPixels(fixture.page, 'latency', ['#4e79a7', '#f28e2b', '#e15759']);
     expect(pixels.blankEqual).toBe(false);
     for (const count of pixels.byColor) expect(count).toBeGreaterThan(50);
-    const table = await fixture.page.$$eval('#latency-table tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+    const table = await fixture.page.$$eval('#latency-table tbody tr', (rows) =>
+      rows.map((r) => [...r.cells].map((c) => c.textContent)),
+    );
     expect(table).toEqual([
       ['qwen3:8b', '10', '1.20s', '2m00s', '2m00s', '5ms'],
       ['llama3.2:latest', '8', '150ms', '6.00s', '6.00s', '5ms'],
@@ -251,7 +267,9 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
   });
 
   it('lists the escalated tasks, most recent first, with the error text escaped', async () => {
-    const rows = await fixture.page.$$eval('#escalated-table tbody tr', (trs) => trs.map((r) => [...r.cells].map((c) => c.textContent)));
+    const rows = await fixture.page.$$eval('#escalated-table tbody tr', (trs) =>
+      trs.map((r) => [...r.cells].map((c) => c.textContent)),
+    );
     expect(rows).toEqual([
       [
         't-parse',

@@ -2,12 +2,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchResult } from '../../src/run-batch.js';
 import { makeSandbox, maxConcurrent, readRuns, readRunTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
 
-async function runMany(server: RunningServer, args: Record<string, unknown>, onprogress?: (p: { progress: number; total?: number; message?: string }) => void) {
+async function runMany(
+  server: RunningServer,
+  args: Record<string, unknown>,
+  onprogress?: (p: { progress: number; total?: number; message?: string }) => void,
+) {
   const result = await server.client.callTool({ name: 'ollama_run_many', arguments: args }, undefined, {
     timeout: 60_000,
     ...(onprogress ? { onprogress } : {}),
   });
-  return { ...(result.structuredContent as unknown as BatchResult), isError: result.isError === true, text: JSON.stringify(result.content) };
+  return {
+    ...(result.structuredContent as unknown as BatchResult),
+    isError: result.isError === true,
+    text: JSON.stringify(result.content),
+  };
 }
 
 describe('ollama_run_many', () => {
@@ -15,7 +23,11 @@ describe('ollama_run_many', () => {
   let server: RunningServer;
   beforeAll(async () => {
     sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_CONCURRENCY: '4', OLLAMA_MCP_BREAKER_THRESHOLD: '100', OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200' });
+    server = await startServer(sandbox, {
+      OLLAMA_MCP_CONCURRENCY: '4',
+      OLLAMA_MCP_BREAKER_THRESHOLD: '100',
+      OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200',
+    });
   });
   afterAll(async () => server?.close());
 
@@ -31,7 +43,16 @@ describe('ollama_run_many', () => {
     expect(batch.results.map((r) => r.metadata.status)).toEqual(['ok', 'crashed', 'model_not_found', 'ok']);
     expect(batch.results[0]!.output).toBe('fake answer from llama3.2: first');
     expect(batch.results[3]!.output).toBe('fake answer from qwen2.5-coder:7b: fourth');
-    expect(batch.summary).toEqual({ total: 4, ok: 2, failed: 2, timed_out: 0, escalated: 1, not_started: 0, cancelled: 0, escalate: true });
+    expect(batch.summary).toEqual({
+      total: 4,
+      ok: 2,
+      failed: 2,
+      timed_out: 0,
+      escalated: 1,
+      not_started: 0,
+      cancelled: 0,
+      escalate: true,
+    });
     expect(batch.isError).toBe(true);
     expect(batch.text).toContain('ESCALATE');
     const lines = readRuns(sandbox).filter((r) => r.batch_id === batch.batch_id);
@@ -61,7 +82,9 @@ describe('ollama_run_many', () => {
     expect(batch.summary.timed_out + batch.summary.not_started).toBe(4);
     // Not-started jobs are logged too, with the batch id; they spawned nothing.
     expect(readRuns(sandbox).filter((r) => r.batch_id === batch.batch_id)).toHaveLength(5);
-    const prompts = readRunTrace(sandbox).filter((e) => e.event === 'prompt').map((e) => e.prompt);
+    const prompts = readRunTrace(sandbox)
+      .filter((e) => e.event === 'prompt')
+      .map((e) => e.prompt);
     expect(prompts.some((p) => p?.includes('never reached'))).toBe(false);
   });
 
@@ -72,7 +95,10 @@ describe('ollama_run_many', () => {
       const notes: { progress: number; total?: number; message?: string }[] = [];
       const batch = await runMany(
         s,
-        { concurrency: 2, jobs: Array.from({ length: 6 }, (_, i) => ({ model: 'llama3.2', prompt: `job ${i} @fake:sleep_ms=300` })) },
+        {
+          concurrency: 2,
+          jobs: Array.from({ length: 6 }, (_, i) => ({ model: 'llama3.2', prompt: `job ${i} @fake:sleep_ms=300` })),
+        },
         (p) => notes.push(p),
       );
       expect(batch.summary.ok).toBe(6);
@@ -88,7 +114,12 @@ describe('ollama_run_many', () => {
 
   it('a bad job rejects the whole call, naming the job, and spawns nothing', async () => {
     const before = readRunTrace(sandbox).filter((e) => e.event === 'start').length;
-    const batch = await runMany(server, { jobs: [{ model: 'llama3.2', prompt: 'fine' }, { model: '-x', prompt: 'bad' }] });
+    const batch = await runMany(server, {
+      jobs: [
+        { model: 'llama3.2', prompt: 'fine' },
+        { model: '-x', prompt: 'bad' },
+      ],
+    });
     expect(batch.isError).toBe(true);
     expect(batch.results).toEqual([]);
     expect(batch.text).toContain('`jobs.1.model`');

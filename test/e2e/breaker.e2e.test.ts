@@ -4,7 +4,11 @@ import { makeSandbox, readRuns, spawnCount, startServer, type RunningServer, typ
 // Long enough that the open-circuit tests finish inside it even on a loaded 2-core CI machine.
 const COOLDOWN_MS = 4_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const env = { OLLAMA_MCP_BREAKER_THRESHOLD: '2', OLLAMA_MCP_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS), OLLAMA_MCP_MAX_RETRIES: '0' };
+const env = {
+  OLLAMA_MCP_BREAKER_THRESHOLD: '2',
+  OLLAMA_MCP_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS),
+  OLLAMA_MCP_MAX_RETRIES: '0',
+};
 const failing = (model: string) => ({ model, prompt: 'broken @fake:exit=1' });
 
 describe('circuit breaker per model', () => {
@@ -62,12 +66,17 @@ describe('circuit breaker per model', () => {
     expect(spawnCount(sandbox)).toBe(spawns);
   });
 
-  it("after the cooldown one probe goes through; its failure reopens the circuit", async () => {
+  it('after the cooldown one probe goes through; its failure reopens the circuit', async () => {
     await sleep(COOLDOWN_MS + 100);
     const spawns = spawnCount(sandbox);
     const probe = await server.run(failing('qwen2.5-coder:7b'));
     expect(spawnCount(sandbox)).toBe(spawns + 1);
-    expect(probe.metadata).toMatchObject({ status: 'crashed', escalate: true, escalation_reason: 'circuit_open', circuit: { state: 'open' } });
+    expect(probe.metadata).toMatchObject({
+      status: 'crashed',
+      escalate: true,
+      escalation_reason: 'circuit_open',
+      circuit: { state: 'open' },
+    });
     expect(readRuns(sandbox).at(-1)).toMatchObject({ circuit: { transition: 'reopened' } });
   });
 
@@ -79,8 +88,14 @@ describe('circuit breaker per model', () => {
     expect(meanwhile.metadata).toMatchObject({ status: 'circuit_open', circuit: { state: 'half_open' } });
     expect(meanwhile.metadata.circuit.retry_after_seconds).toBeGreaterThanOrEqual(1);
     const result = await probe;
-    expect(result.metadata).toMatchObject({ status: 'ok', escalate: false, circuit: { state: 'closed', consecutive_failures: 0 } });
-    expect(readRuns(sandbox).find((r) => r.run_id === result.metadata.run_id)).toMatchObject({ circuit: { transition: 'closed' } });
+    expect(result.metadata).toMatchObject({
+      status: 'ok',
+      escalate: false,
+      circuit: { state: 'closed', consecutive_failures: 0 },
+    });
+    expect(readRuns(sandbox).find((r) => r.run_id === result.metadata.run_id)).toMatchObject({
+      circuit: { transition: 'closed' },
+    });
     expect((await server.run({ model: 'qwen2.5-coder:7b', prompt: 'again' })).metadata.status).toBe('ok');
   });
 

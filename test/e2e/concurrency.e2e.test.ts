@@ -27,7 +27,9 @@ describe('bounded concurrency', () => {
     const single = makeSandbox();
     const one = await startServer(single, { OLLAMA_MCP_CONCURRENCY: '1' });
     try {
-      await Promise.all(Array.from({ length: 5 }, (_, i) => one.run({ model: 'llama3.2', prompt: `ordered ${i} @fake:sleep_ms=100` })));
+      await Promise.all(
+        Array.from({ length: 5 }, (_, i) => one.run({ model: 'llama3.2', prompt: `ordered ${i} @fake:sleep_ms=100` })),
+      );
       const served = readRunTrace(single)
         .filter((e) => e.event === 'prompt')
         .map((e) => Number(/ordered (\d)/.exec(e.prompt ?? '')?.[1]));

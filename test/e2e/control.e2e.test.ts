@@ -3,7 +3,11 @@ import { makeSandbox, readRuns, startServer, type RunningServer, type Sandbox } 
 
 async function call(server: RunningServer, name: string, args: Record<string, unknown>) {
   const result = await server.client.callTool({ name, arguments: args });
-  return { structured: result.structuredContent as Record<string, any>, isError: result.isError === true, text: JSON.stringify(result.content) };
+  return {
+    structured: result.structuredContent as Record<string, any>,
+    isError: result.isError === true,
+    text: JSON.stringify(result.content),
+  };
 }
 
 describe('control tools: ollama_task_status and ollama_reset', () => {
@@ -36,7 +40,10 @@ describe('control tools: ollama_task_status and ollama_reset', () => {
       escalation_reason: 'max_retries_exceeded',
       blocked: true,
     });
-    expect((await call(server, 'ollama_task_status', { task_id: 'never-seen' })).structured).toMatchObject({ known: false, failures: 0 });
+    expect((await call(server, 'ollama_task_status', { task_id: 'never-seen' })).structured).toMatchObject({
+      known: false,
+      failures: 0,
+    });
   });
 
   it('resetting a task clears its count and lifts the block', async () => {
@@ -47,11 +54,15 @@ describe('control tools: ollama_task_status and ollama_reset', () => {
     expect(again.metadata).toMatchObject({ status: 'ok', retry_count: 0 });
   });
 
-  it("resetting a model closes its circuit", async () => {
+  it('resetting a model closes its circuit', async () => {
     // The two failures above opened llama3.2's circuit (threshold 2).
     expect((await server.run({ model: 'llama3.2', prompt: 'x' })).metadata.status).toBe('circuit_open');
     const reset = await call(server, 'ollama_reset', { model: 'llama3.2' });
-    expect(reset.structured).toMatchObject({ done: true, cleared: 'circuit', circuit_before: { model: 'llama3.2', state: 'open' } });
+    expect(reset.structured).toMatchObject({
+      done: true,
+      cleared: 'circuit',
+      circuit_before: { model: 'llama3.2', state: 'open' },
+    });
     expect((await server.run({ model: 'llama3.2', prompt: 'x' })).metadata.status).toBe('ok');
   });
 

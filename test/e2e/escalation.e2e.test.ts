@@ -41,7 +41,13 @@ describe('retries and escalation per task_id', () => {
   it("max_retries 0 never escalates for count; the caller's larger retry_count wins", async () => {
     const unlimited = { model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'task-C', max_retries: 0 };
     for (let i = 0; i < 3; i += 1) expect((await server.run(unlimited)).metadata.escalate).toBe(false);
-    const told = await server.run({ model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'task-D', retry_count: 5, max_retries: 3 });
+    const told = await server.run({
+      model: 'llama3.2',
+      prompt: 'broken @fake:exit=1',
+      task_id: 'task-D',
+      retry_count: 5,
+      max_retries: 3,
+    });
     expect(told.metadata).toMatchObject({ retry_count: 5, escalate: true, escalation_reason: 'max_retries_exceeded' });
   });
 

@@ -61,11 +61,20 @@ interface RawResponse {
 }
 
 /** One HTTP request with exactly these headers (fetch will not let us forge Host). Reads the whole body. */
-function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+function raw(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<RawResponse> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: target.hostname, port: target.port, path: target.pathname, method: options.method ?? 'POST', headers: options.headers ?? {} },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: options.method ?? 'POST',
+        headers: options.headers ?? {},
+      },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
@@ -187,7 +196,12 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
     });
 
     it('refuses a foreign Origin even with a good Host (403)', async () => {
-      for (const origin of ['http://evil.example.com', `http://evil.example.com:${server.port}`, 'null', `https://localhost:${server.port}`]) {
+      for (const origin of [
+        'http://evil.example.com',
+        `http://evil.example.com:${server.port}`,
+        'null',
+        `https://localhost:${server.port}`,
+      ]) {
         const response = await rawInitialize(server.url, { Origin: origin });
         expect(response.status, origin).toBe(403);
         expect(jsonRpcError(response.body).message).toMatch(/Origin/);
@@ -196,7 +210,10 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
 
     it('accepts the loopback names for Host and Origin', async () => {
       for (const name of ['localhost', '127.0.0.1', '[::1]']) {
-        const response = await rawInitialize(server.url, { Host: `${name}:${server.port}`, Origin: `http://${name}:${server.port}` });
+        const response = await rawInitialize(server.url, {
+          Host: `${name}:${server.port}`,
+          Origin: `http://${name}:${server.port}`,
+        });
         expect(response.status, name).toBe(200);
         expect(response.headers['mcp-session-id']).toBeTruthy();
         expect(response.headers['content-type']).toMatch(/text\/event-stream/);
@@ -212,7 +229,10 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
       expect(put.status).toBe(405);
       expect(put.headers.allow).toBe('GET, POST, DELETE');
       expect((await raw(server.url, { method: 'GET', headers: { ...host, Accept: 'text/event-stream' } })).status).toBe(400);
-      const notInit = await raw(server.url, { headers: initHeaders(server.url), body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+      const notInit = await raw(server.url, {
+        headers: initHeaders(server.url),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
       expect(notInit.status).toBe(400);
       const badJson = await raw(server.url, { headers: initHeaders(server.url), body: '{not json' });
       expect(badJson.status).toBe(400);
@@ -250,13 +270,20 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
         env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
       }).then(
         (done) => ({ code: 0, out: done.stdout + done.stderr }),
-        (error: { code?: number; stdout?: string; stderr?: string }) => ({ code: error.code ?? -1, out: `${error.stdout}${error.stderr}` }),
+        (error: { code?: number; stdout?: string; stderr?: string }) => ({
+          code: error.code ?? -1,
+          out: `${error.stdout}${error.stderr}`,
+        }),
       );
       // eslint-disable-next-line no-control-regex
       const output = run.out.replace(/\u001b\[[0-9;]*m/g, '');
       const summary = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(output);
       expect(summary, output).not.toBeNull();
-      expect({ code: run.code, failed: summary![3], passed: summary![1] }, output).toEqual({ code: 0, failed: '0', passed: summary![2] });
+      expect({ code: run.code, failed: summary![3], passed: summary![1] }, output).toEqual({
+        code: 0,
+        failed: '0',
+        passed: summary![2],
+      });
     });
   });
 });
@@ -348,7 +375,9 @@ describe('startHttpServer in process', () => {
     const url = `http://127.0.0.1:${http.port}/mcp`;
     expect((await rawInitialize(url, { Authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     expect((await rawInitialize(url)).status).toBe(401);
-    expect((await rawInitialize(url, { Host: `evil.example.com:${http.port}`, Authorization: `Bearer ${TOKEN}` })).status).toBe(403);
+    expect((await rawInitialize(url, { Host: `evil.example.com:${http.port}`, Authorization: `Bearer ${TOKEN}` })).status).toBe(
+      403,
+    );
   });
 
   it('reports a port in use as a listen_error', async () => {
@@ -380,7 +409,13 @@ describe('startHttpServer in process', () => {
     const http = await start({ maxBodyBytes: 1024 });
     const target = new URL(http.url);
     const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: initHeaders(http.url) });
+      const req = httpRequest({
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: 'POST',
+        headers: initHeaders(http.url),
+      });
       req.on('response', (res) => {
         resolve(res.statusCode ?? 0);
         res.resume();
@@ -402,11 +437,19 @@ describe('startHttpServer in process', () => {
   it('close() ends every session and aborts its in-flight calls (the model process is killed)', async () => {
     const http = await start();
     const client = await connectClient(http.url);
-    const call = client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'long @fake:sleep_ms=20000' } }, undefined, {
-      timeout: 25_000,
-    });
+    const call = client.callTool(
+      { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'long @fake:sleep_ms=20000' } },
+      undefined,
+      {
+        timeout: 25_000,
+      },
+    );
     call.catch(() => {});
-    await waitFor(() => readTrace(sandbox).some((e) => e.event === 'start' && e.argv?.includes('llama3.2')), 10_000, 'the fake model to start');
+    await waitFor(
+      () => readTrace(sandbox).some((e) => e.event === 'start' && e.argv?.includes('llama3.2')),
+      10_000,
+      'the fake model to start',
+    );
     const pid = readTrace(sandbox).find((e) => e.event === 'start')!.pid;
     await http.close();
     expect(http.sessionCount()).toBe(0);

@@ -28,7 +28,11 @@ async function inspector(args: readonly string[]): Promise<InspectorRun> {
     timeout: 20_000,
   }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (error: { code?: number; stdout?: string; stderr?: string }) => ({ code: error.code ?? -1, stdout: error.stdout ?? '', stderr: error.stderr ?? '' }),
+    (error: { code?: number; stdout?: string; stderr?: string }) => ({
+      code: error.code ?? -1,
+      stdout: error.stdout ?? '',
+      stderr: error.stderr ?? '',
+    }),
   );
 }
 
@@ -70,7 +74,17 @@ describe('MCP Inspector CLI over stdio (node dist/cli.js)', () => {
 
   it('tools/call ollama_run returns the fake answer, passing the settings given with -e', async () => {
     const result = parse<ToolCall>(
-      await inspector([...stdio(), '--method', 'tools/call', '--tool-name', 'ollama_run', '--tool-arg', 'model=llama3.2', '--tool-arg', 'prompt=hi']),
+      await inspector([
+        ...stdio(),
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'ollama_run',
+        '--tool-arg',
+        'model=llama3.2',
+        '--tool-arg',
+        'prompt=hi',
+      ]),
     );
     expect(result.isError).toBe(false);
     const structured = result.structuredContent as RunResult;
@@ -99,7 +113,10 @@ describe('MCP Inspector CLI over Streamable HTTP (dist/cli.js --http)', () => {
   let child: ChildProcess;
   let url = '';
   beforeAll(async () => {
-    child = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0'], { env: serverEnv(makeSandbox()), stdio: ['ignore', 'ignore', 'pipe'] });
+    child = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0'], {
+      env: serverEnv(makeSandbox()),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     await waitFor(() => /listening on http:\/\/\S+/.test(stderr) || child.exitCode !== null, 10_000, 'the HTTP server to listen');
@@ -116,7 +133,17 @@ describe('MCP Inspector CLI over Streamable HTTP (dist/cli.js --http)', () => {
   it('tools/list and tools/call work against the /mcp URL', async () => {
     expect(parse<ToolsList>(await inspector([url, '--method', 'tools/list'])).tools.map((t) => t.name)).toContain('ollama_run');
     const result = parse<ToolCall>(
-      await inspector([url, '--method', 'tools/call', '--tool-name', 'ollama_run', '--tool-arg', 'model=llama3.2', '--tool-arg', 'prompt=hi']),
+      await inspector([
+        url,
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'ollama_run',
+        '--tool-arg',
+        'model=llama3.2',
+        '--tool-arg',
+        'prompt=hi',
+      ]),
     );
     expect((result.structuredContent as RunResult).output).toBe('fake answer from llama3.2: hi');
   });

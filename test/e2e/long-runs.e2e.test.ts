@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { StateStore } from '../../src/store/state-store.js';
-import { isAlive, makeSandbox, readRuns, readRunTrace, startServer, waitFor, type RunningServer, type Sandbox } from './harness.js';
+import {
+  isAlive,
+  makeSandbox,
+  readRuns,
+  readRunTrace,
+  startServer,
+  waitFor,
+  type RunningServer,
+  type Sandbox,
+} from './harness.js';
 
 describe('progress heartbeats', () => {
   let sandbox: Sandbox;
@@ -27,10 +36,14 @@ describe('progress heartbeats', () => {
 
   it('without resetTimeoutOnProgress the same client times out (the heartbeat is what saves it)', async () => {
     await expect(
-      server.client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'long job @fake:sleep_ms=3000' } }, undefined, {
-        timeout: 1000,
-        onprogress: () => {},
-      }),
+      server.client.callTool(
+        { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'long job @fake:sleep_ms=3000' } },
+        undefined,
+        {
+          timeout: 1000,
+          onprogress: () => {},
+        },
+      ),
     ).rejects.toThrow(/timed out/i);
   });
 
@@ -65,7 +78,10 @@ describe('cancellation', () => {
     const server = await startServer(sandbox, { OLLAMA_MCP_CONCURRENCY: '1', OLLAMA_MCP_BREAKER_THRESHOLD: '1' });
     try {
       const controller = new AbortController();
-      const call = server.run({ model: 'llama3.2', prompt: 'forever @fake:hang', task_id: 'cancel-me' }, { signal: controller.signal });
+      const call = server.run(
+        { model: 'llama3.2', prompt: 'forever @fake:hang', task_id: 'cancel-me' },
+        { signal: controller.signal },
+      );
       await waitFor(() => readRunTrace(sandbox).some((e) => e.event === 'start'), 10_000, 'the model process to start');
       const pid = readRunTrace(sandbox).find((e) => e.event === 'start')!.pid;
       controller.abort();
@@ -99,7 +115,12 @@ describe('OLLAMA_MCP_ESCALATION=block', () => {
       expect((await server.run(fail)).metadata).toMatchObject({ escalate: true, escalation_reason: 'max_retries_exceeded' });
       const spawns = readRunTrace(sandbox).filter((e) => e.event === 'start').length;
       const blocked = await server.run({ ...fail, prompt: 'maybe now?' });
-      expect(blocked.metadata).toMatchObject({ status: 'blocked', escalate: true, escalation_reason: 'max_retries_exceeded', duration_ms: 0 });
+      expect(blocked.metadata).toMatchObject({
+        status: 'blocked',
+        escalate: true,
+        escalation_reason: 'max_retries_exceeded',
+        duration_ms: 0,
+      });
       expect(blocked.metadata.error?.message).toContain('ollama_reset');
       expect(readRunTrace(sandbox).filter((e) => e.event === 'start').length).toBe(spawns);
       // Other tasks are not affected.

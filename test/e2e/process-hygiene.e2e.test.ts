@@ -43,7 +43,12 @@ describe('process hygiene', () => {
     const server = rawServer(serverEnv(sandbox));
     server.send(INIT);
     server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    server.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'hi' } } });
+    server.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'hi' } },
+    });
     await waitFor(() => server.stdout().split('\n').filter(Boolean).length >= 2, 10_000, 'two responses');
     server.child.stdin.end();
     expect(await server.exited).toBe(0);
@@ -100,11 +105,15 @@ describe('start-up banner', () => {
     const dir = mkdtempSync(pathModule.join(tmpdir(), 'banner-'));
     const errFile = pathModule.join(dir, 'stderr.txt');
     // `script` runs the server on a pseudo-terminal; stderr goes to a file, stdout stays on the terminal.
-    const result = await execa('script', ['-qec', `timeout --foreground 5 ${process.execPath} ${SERVER_ENTRY} 2>${errFile}`, '/dev/null'], {
-      reject: false,
-      env: serverEnv(makeSandbox()),
-      stdin: 'ignore',
-    });
+    const result = await execa(
+      'script',
+      ['-qec', `timeout --foreground 5 ${process.execPath} ${SERVER_ENTRY} 2>${errFile}`, '/dev/null'],
+      {
+        reject: false,
+        env: serverEnv(makeSandbox()),
+        stdin: 'ignore',
+      },
+    );
     const banner = readFileSync(errFile, 'utf8');
     expect(banner).toContain('is running on stdio');
     expect(banner).toContain('claude mcp add');

@@ -10,7 +10,8 @@ describe('reviewing runs: report command and ollama_runs_summary', () => {
       await server.run({ model: 'llama3.2', prompt: 'ok' });
       await server.run({ model: 'llama3.2', prompt: 'ok again' });
       await server.run({ model: 'llama3.2', prompt: 'slow @fake:hang', timeout_ms: 300 });
-      for (let i = 0; i < 2; i += 1) await server.run({ model: 'qwen2.5-coder:7b', prompt: 'broken @fake:exit=1', task_id: 'bad', max_retries: 1 });
+      for (let i = 0; i < 2; i += 1)
+        await server.run({ model: 'qwen2.5-coder:7b', prompt: 'broken @fake:exit=1', task_id: 'bad', max_retries: 1 });
       await server.client.callTool({ name: 'ollama_task_status', arguments: { task_id: 'bad' } }); // a control line, not a run
 
       const { stdout, exitCode } = await execa(process.execPath, [SERVER_ENTRY, 'report', '--json', '--since', 'all'], {
@@ -22,7 +23,9 @@ describe('reviewing runs: report command and ollama_runs_summary', () => {
       const byModel = Object.fromEntries(summary.models.map((m: { model: string }) => [m.model, m]));
       expect(byModel['llama3.2:latest']).toMatchObject({ runs: 3, ok: 2, timeouts: 1 });
       expect(byModel['qwen2.5-coder:7b']).toMatchObject({ runs: 2, ok: 0, escalations: 1, failures: { crashed: 2 } });
-      expect(summary.escalated_tasks).toEqual([expect.objectContaining({ task_id: 'bad', escalation_reason: 'max_retries_exceeded' })]);
+      expect(summary.escalated_tasks).toEqual([
+        expect.objectContaining({ task_id: 'bad', escalation_reason: 'max_retries_exceeded' }),
+      ]);
 
       const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: {} });
       const small = tool.structuredContent as { total_runs: number; models: { model: string }[] };

@@ -52,14 +52,34 @@ describe('ollama_run end to end: answers and outcome classification', () => {
   });
 
   it.each([
-    ['a missing model fails as not found and escalates at once', { model: 'no-such-model:1b', prompt: 'x' }, 'model_not_found', 'model_not_found'],
-    ['a cloud model without sign-in exits 0 but is not a success', { model: 'gpt-oss:120b-cloud', prompt: 'x' }, 'signin_required', 'signin_required'],
+    [
+      'a missing model fails as not found and escalates at once',
+      { model: 'no-such-model:1b', prompt: 'x' },
+      'model_not_found',
+      'model_not_found',
+    ],
+    [
+      'a cloud model without sign-in exits 0 but is not a success',
+      { model: 'gpt-oss:120b-cloud', prompt: 'x' },
+      'signin_required',
+      'signin_required',
+    ],
     ['a busy server is retryable, not escalated', { model: 'llama3.2', prompt: 'x @fake:error=busy' }, 'server_busy', null],
-    ['an unreachable server escalates at once', { model: 'llama3.2', prompt: 'x @fake:error=unreachable' }, 'ollama_unreachable', 'ollama_unreachable'],
+    [
+      'an unreachable server escalates at once',
+      { model: 'llama3.2', prompt: 'x @fake:error=unreachable' },
+      'ollama_unreachable',
+      'ollama_unreachable',
+    ],
     ['an empty answer is a failure', { model: 'llama3.2', prompt: 'x @fake:empty' }, 'empty_output', null],
     ['a non-zero exit is a crash with the CLI error text', { model: 'llama3.2', prompt: 'x @fake:exit=1' }, 'crashed', null],
     ['a model killed by a signal is a crash', { model: 'llama3.2', prompt: 'x @fake:crash_signal=SIGSEGV' }, 'crashed', null],
-    ['--think on a model that cannot think is an unsupported option', { model: 'llama3.2', prompt: 'x', think: true }, 'unsupported_option', null],
+    [
+      '--think on a model that cannot think is an unsupported option',
+      { model: 'llama3.2', prompt: 'x', think: true },
+      'unsupported_option',
+      null,
+    ],
   ] as const)('%s', async (_name, args, status, reason) => {
     const result = await server.run(args);
     expect(result.isError).toBe(true);
@@ -114,7 +134,12 @@ describe('model preflight', () => {
     const server = await startServer(sandbox, { FAKE_OLLAMA_PULLABLE: 'tinyllama:latest' });
     try {
       const result = await server.run({ model: 'tinyllama', prompt: 'hi', task_id: 'pf' });
-      expect(result.metadata).toMatchObject({ status: 'model_not_found', escalate: true, escalation_reason: 'model_not_found', duration_ms: 0 });
+      expect(result.metadata).toMatchObject({
+        status: 'model_not_found',
+        escalate: true,
+        escalation_reason: 'model_not_found',
+        duration_ms: 0,
+      });
       expect(result.metadata.error?.message).toContain('installed: llama3.2:latest, qwen2.5-coder:7b');
       expect(result.metadata.error?.message).toContain('allow_pull');
       expect(readRunTrace(sandbox).filter((e) => e.event === 'start')).toHaveLength(0);

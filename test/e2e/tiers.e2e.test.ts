@@ -45,7 +45,10 @@ describe('per-model tiers (OLLAMA_MCP_CONFIG)', () => {
     const sandbox = makeSandbox();
     const file = path.join(sandbox.telemetryDir, 'tiers.json');
     writeFileSync(file, JSON.stringify({ ...TIERS, models: [{ match: 'x*', tier: 'reasonin' }] }));
-    const child = spawn(process.execPath, [SERVER_ENTRY], { env: serverEnv(sandbox, { OLLAMA_MCP_CONFIG: file }), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SERVER_ENTRY], {
+      env: serverEnv(sandbox, { OLLAMA_MCP_CONFIG: file }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));

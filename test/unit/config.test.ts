@@ -86,7 +86,13 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
         OLLAMA_MCP_HTTP_TOKEN: 'a-long-random-secret-value',
         OLLAMA_MCP_LOG_MAX_BYTES: '2048',
       }),
-    ).toMatchObject({ escalationMode: 'block', preflight: false, configFile: '/etc/tiers.json', httpToken: 'a-long-random-secret-value', logMaxBytes: 2048 });
+    ).toMatchObject({
+      escalationMode: 'block',
+      preflight: false,
+      configFile: '/etc/tiers.json',
+      httpToken: 'a-long-random-secret-value',
+      logMaxBytes: 2048,
+    });
   });
 
   it.each([

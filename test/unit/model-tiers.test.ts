@@ -87,10 +87,7 @@ describe('resolution order', () => {
   it('a bare rule (match only) takes the defaults and stops later rules from applying', () => {
     const tiers = tiersFrom({
       tiers: { slow: { timeout_ms: 600000 } },
-      models: [
-        { match: 'deepseek-r1:1.5b' },
-        { match: 'deepseek-r1*', tier: 'slow' },
-      ],
+      models: [{ match: 'deepseek-r1:1.5b' }, { match: 'deepseek-r1*', tier: 'slow' }],
     });
     expect(tiers.settingsFor('deepseek-r1:1.5b')).toEqual({ ...FROM_CONFIG, source: 'deepseek-r1:1.5b' });
     expect(tiers.settingsFor('deepseek-r1:7b').timeoutMs).toBe(600000);
@@ -100,11 +97,7 @@ describe('resolution order', () => {
     const tiers = tiersFrom({
       defaults: {},
       tiers: { one: { concurrency: 1 } },
-      models: [
-        { match: 'a', tier: 'one' },
-        { match: 'b', tier: 'one', concurrency: 2 },
-        { match: 'c' },
-      ],
+      models: [{ match: 'a', tier: 'one' }, { match: 'b', tier: 'one', concurrency: 2 }, { match: 'c' }],
     });
     expect(tiers.settingsFor('a').concurrency).toBe(1);
     expect(tiers.settingsFor('b').concurrency).toBe(2);
@@ -144,11 +137,34 @@ describe('the example file', () => {
   });
 
   it.each([
-    ['deepseek-r1:7b', { timeoutMs: 600000, maxRetries: 1, breakerThreshold: 3, breakerCooldownMs: 300000, concurrency: 1, source: 'deepseek-r1* (tier reasoning)' }],
+    [
+      'deepseek-r1:7b',
+      {
+        timeoutMs: 600000,
+        maxRetries: 1,
+        breakerThreshold: 3,
+        breakerCooldownMs: 300000,
+        concurrency: 1,
+        source: 'deepseek-r1* (tier reasoning)',
+      },
+    ],
     ['deepseek-r1:70b', { timeoutMs: 600000, maxRetries: 1, concurrency: 1, source: 'deepseek-r1* (tier reasoning)' }], // first match wins over *:70b
     ['llama3.1:70b', { timeoutMs: 900000, maxRetries: 1, breakerThreshold: 3, concurrency: 1, source: '*:70b (tier reasoning)' }],
-    ['qwen2.5-coder:1.5b', { timeoutMs: 30000, maxRetries: 2, breakerThreshold: 9, breakerCooldownMs: 2222, concurrency: null, source: 'qwen2.5-coder:1.5b (tier quick)' }],
-    ['llama3.1:7b', { timeoutMs: 120000, maxRetries: 3, breakerThreshold: 9, breakerCooldownMs: 2222, concurrency: null, source: null }],
+    [
+      'qwen2.5-coder:1.5b',
+      {
+        timeoutMs: 30000,
+        maxRetries: 2,
+        breakerThreshold: 9,
+        breakerCooldownMs: 2222,
+        concurrency: null,
+        source: 'qwen2.5-coder:1.5b (tier quick)',
+      },
+    ],
+    [
+      'llama3.1:7b',
+      { timeoutMs: 120000, maxRetries: 3, breakerThreshold: 9, breakerCooldownMs: 2222, concurrency: null, source: null },
+    ],
   ])('%s', (model, expected) => {
     expect(tiers.settingsFor(model)).toMatchObject(expected);
   });
@@ -209,7 +225,13 @@ describe('matching model names', () => {
     'an exact rule %s matches every spelling of the same model',
     (match) => {
       const tiers = tiersFrom({ models: [{ match, timeout_ms: 5000 }] });
-      for (const model of ['llama3.2', 'llama3.2:latest', 'Llama3.2', 'library/llama3.2', 'registry.ollama.ai/library/llama3.2:latest']) {
+      for (const model of [
+        'llama3.2',
+        'llama3.2:latest',
+        'Llama3.2',
+        'library/llama3.2',
+        'registry.ollama.ai/library/llama3.2:latest',
+      ]) {
         expect(tiers.settingsFor(model), model).toMatchObject({ timeoutMs: 5000, source: match });
       }
       for (const model of ['llama3.2:1b', 'llama3.21', 'someone/llama3.2']) {
@@ -252,38 +274,118 @@ describe('validation', () => {
   const TIERS = { quick: {}, standard: {}, reasoning: {} };
 
   it.each<[string, unknown, string]>([
-    ['a setting above its range', { models: [{ match: 'a' }, { match: 'b', timeout_ms: 99999999 }] }, 'models[1].timeout_ms must be at most 3600000, got 99999999'],
+    [
+      'a setting above its range',
+      { models: [{ match: 'a' }, { match: 'b', timeout_ms: 99999999 }] },
+      'models[1].timeout_ms must be at most 3600000, got 99999999',
+    ],
     ['a setting below its range', { defaults: { concurrency: 0 } }, 'defaults.concurrency must be at least 1, got 0'],
-    ['a huge number', { tiers: { q: { breaker_cooldown_ms: 1e20 } } }, 'tiers.q.breaker_cooldown_ms must be at most 86400000, got 100000000000000000000'],
+    [
+      'a huge number',
+      { tiers: { q: { breaker_cooldown_ms: 1e20 } } },
+      'tiers.q.breaker_cooldown_ms must be at most 86400000, got 100000000000000000000',
+    ],
     ['a fraction', { defaults: { timeout_ms: 1.5 } }, 'defaults.timeout_ms must be a whole number, got 1.5'],
     ['a number as a string', { tiers: { q: { max_retries: '3' } } }, 'tiers.q.max_retries must be a whole number, got "3"'],
-    ['null for a setting', { defaults: { breaker_threshold: null } }, 'defaults.breaker_threshold must be a whole number, got null'],
-    ['an unknown key in a tier', { tiers: { reasoning: { timeout: 5 } } }, 'tiers.reasoning: unknown key "timeout" (did you mean "timeout_ms"?)'],
-    ['an unknown key in a rule', { models: [{ match: 'a', timout_ms: 5 }] }, 'models[0]: unknown key "timout_ms" (did you mean "timeout_ms"?)'],
-    ['an unknown key in defaults', { defaults: { concurrancy: 2 } }, 'defaults: unknown key "concurrancy" (did you mean "concurrency"?)'],
+    [
+      'null for a setting',
+      { defaults: { breaker_threshold: null } },
+      'defaults.breaker_threshold must be a whole number, got null',
+    ],
+    [
+      'an unknown key in a tier',
+      { tiers: { reasoning: { timeout: 5 } } },
+      'tiers.reasoning: unknown key "timeout" (did you mean "timeout_ms"?)',
+    ],
+    [
+      'an unknown key in a rule',
+      { models: [{ match: 'a', timout_ms: 5 }] },
+      'models[0]: unknown key "timout_ms" (did you mean "timeout_ms"?)',
+    ],
+    [
+      'an unknown key in defaults',
+      { defaults: { concurrancy: 2 } },
+      'defaults: unknown key "concurrancy" (did you mean "concurrency"?)',
+    ],
     ['an unknown top-level key', { model: [] }, 'unknown key "model" (did you mean "models"?)'],
-    ['unknown keys without a near miss', { defaults: { colour: 1, size: 2 } }, 'defaults: unknown keys "colour", "size" (allowed: timeout_ms, max_retries, breaker_threshold, breaker_cooldown_ms, concurrency)'],
-    ['a missing tier', { tiers: TIERS, models: [{ match: 'x', tier: 'reasonin' }] }, 'models[0].tier: no tier named "reasonin" (defined: quick, standard, reasoning)'],
-    ['a tier when none are defined', { models: [{ match: 'x', tier: 'quick' }] }, 'models[0].tier: no tier named "quick" (no tiers are defined)'],
-    ['a tier that is not a string', { tiers: TIERS, models: [{ match: 'x', tier: 1 }] }, 'models[0].tier must be a string, got 1'],
+    [
+      'unknown keys without a near miss',
+      { defaults: { colour: 1, size: 2 } },
+      'defaults: unknown keys "colour", "size" (allowed: timeout_ms, max_retries, breaker_threshold, breaker_cooldown_ms, concurrency)',
+    ],
+    [
+      'a missing tier',
+      { tiers: TIERS, models: [{ match: 'x', tier: 'reasonin' }] },
+      'models[0].tier: no tier named "reasonin" (defined: quick, standard, reasoning)',
+    ],
+    [
+      'a tier when none are defined',
+      { models: [{ match: 'x', tier: 'quick' }] },
+      'models[0].tier: no tier named "quick" (no tiers are defined)',
+    ],
+    [
+      'a tier that is not a string',
+      { tiers: TIERS, models: [{ match: 'x', tier: 1 }] },
+      'models[0].tier must be a string, got 1',
+    ],
     ['an empty match', { models: [{ match: '' }] }, 'models[0].match must not be empty'],
     ['a blank match', { models: [{ match: 'a' }, { match: '  ' }] }, 'models[1].match must not be empty'],
     ['a missing match', { models: [{ tier: 'quick' }], tiers: TIERS }, 'models[0].match is required'],
-    ['a match with other characters', { models: [{ match: 'a+b' }] }, 'models[0].match: "a+b" may contain only letters, digits, ".", "_", "-", "/", ":" and the wildcards "*" and "?"'],
-    ['an exact match that is no model name', { models: [{ match: 'llama::' }] }, 'models[0].match: "llama::" is not a valid model name (and has no wildcard), so it would never match'],
-    ['a rule after "*"', { models: [{ match: 'a' }, { match: '*' }, { match: 'b*' }] }, 'models[2]: unreachable: models[1] ("*") comes first and matches every model; put more specific rules first'],
-    ['a rule after "**"', { models: [{ match: '**' }, { match: 'b' }] }, 'models[1]: unreachable: models[0] ("**") comes first and matches every model'],
-    ['an exact rule after a glob that covers it', { models: [{ match: 'deepseek-r1*' }, { match: 'deepseek-r1:70b' }] }, 'models[1]: unreachable: models[0] ("deepseek-r1*") comes first and already matches "deepseek-r1:70b"'],
-    ['an exact rule after the same model spelled otherwise', { models: [{ match: 'llama3.2' }, { match: 'LLAMA3.2:latest' }] }, 'models[1]: unreachable: models[0] ("llama3.2") comes first and has the same match'],
-    ['an exact rule covered through its canonical form', { models: [{ match: '*:latest' }, { match: 'library/llama3.2' }] }, 'models[1]: unreachable: models[0] ("*:latest") comes first and already matches "llama3.2:latest"'],
-    ['a repeated glob', { models: [{ match: 'Qwen*' }, { match: 'qwen*' }] }, 'models[1]: unreachable: models[0] ("Qwen*") comes first and has the same match'],
-    ['a bad tier name', { tiers: { 'my tier': {} } }, 'tiers: tier name "my tier" must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'],
+    [
+      'a match with other characters',
+      { models: [{ match: 'a+b' }] },
+      'models[0].match: "a+b" may contain only letters, digits, ".", "_", "-", "/", ":" and the wildcards "*" and "?"',
+    ],
+    [
+      'an exact match that is no model name',
+      { models: [{ match: 'llama::' }] },
+      'models[0].match: "llama::" is not a valid model name (and has no wildcard), so it would never match',
+    ],
+    [
+      'a rule after "*"',
+      { models: [{ match: 'a' }, { match: '*' }, { match: 'b*' }] },
+      'models[2]: unreachable: models[1] ("*") comes first and matches every model; put more specific rules first',
+    ],
+    [
+      'a rule after "**"',
+      { models: [{ match: '**' }, { match: 'b' }] },
+      'models[1]: unreachable: models[0] ("**") comes first and matches every model',
+    ],
+    [
+      'an exact rule after a glob that covers it',
+      { models: [{ match: 'deepseek-r1*' }, { match: 'deepseek-r1:70b' }] },
+      'models[1]: unreachable: models[0] ("deepseek-r1*") comes first and already matches "deepseek-r1:70b"',
+    ],
+    [
+      'an exact rule after the same model spelled otherwise',
+      { models: [{ match: 'llama3.2' }, { match: 'LLAMA3.2:latest' }] },
+      'models[1]: unreachable: models[0] ("llama3.2") comes first and has the same match',
+    ],
+    [
+      'an exact rule covered through its canonical form',
+      { models: [{ match: '*:latest' }, { match: 'library/llama3.2' }] },
+      'models[1]: unreachable: models[0] ("*:latest") comes first and already matches "llama3.2:latest"',
+    ],
+    [
+      'a repeated glob',
+      { models: [{ match: 'Qwen*' }, { match: 'qwen*' }] },
+      'models[1]: unreachable: models[0] ("Qwen*") comes first and has the same match',
+    ],
+    [
+      'a bad tier name',
+      { tiers: { 'my tier': {} } },
+      'tiers: tier name "my tier" must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit',
+    ],
     ['tiers as an array', { tiers: [] }, 'tiers must be an object, got an array'],
     ['models as an object', { models: {} }, 'models must be an array, got an object'],
     ['a rule that is not an object', { models: ['llama3.2'] }, 'models[0] must be an object, got "llama3.2"'],
     ['a top level that is an array', [], 'the file must be a JSON object, got an array'],
     ['a top level that is null', null, 'the file must be a JSON object, got null'],
-    ['several problems at once', { defaults: { timeout_ms: 1.5, concurrency: 99 } }, 'defaults.timeout_ms must be a whole number, got 1.5; defaults.concurrency must be at most 32, got 99'],
+    [
+      'several problems at once',
+      { defaults: { timeout_ms: 1.5, concurrency: 99 } },
+      'defaults.timeout_ms must be a whole number, got 1.5; defaults.concurrency must be at most 32, got 99',
+    ],
   ])('%s', (_name, file, message) => {
     let thrown: unknown;
     try {
@@ -301,14 +403,27 @@ describe('validation', () => {
   it('accepts the edges of every range and an empty file object', () => {
     const edges = (bound: 'min' | 'max') =>
       Object.fromEntries(Object.entries(SETTING_RANGES).map(([key, range]) => [key, range[bound]]));
-    expect(() => parseTiersFile({ defaults: edges('min'), tiers: { a: edges('max') }, models: [{ match: 'x', ...edges('max') }] }, null)).not.toThrow();
+    expect(() =>
+      parseTiersFile({ defaults: edges('min'), tiers: { a: edges('max') }, models: [{ match: 'x', ...edges('max') }] }, null),
+    ).not.toThrow();
     expect(() => parseTiersFile({}, null)).not.toThrow();
     expect(buildModelTiers(config, {}, '/f').settingsFor('x')).toEqual(FROM_CONFIG);
   });
 
   it('allows exact rules after globs that do not cover them, and globs after exact rules', () => {
     expect(() =>
-      parseTiersFile({ models: [{ match: 'deepseek-r1:70b' }, { match: 'deepseek-r1*' }, { match: 'llama3.?' }, { match: 'llama3.2:latest' }, { match: '*' }] }, null),
+      parseTiersFile(
+        {
+          models: [
+            { match: 'deepseek-r1:70b' },
+            { match: 'deepseek-r1*' },
+            { match: 'llama3.?' },
+            { match: 'llama3.2:latest' },
+            { match: '*' },
+          ],
+        },
+        null,
+      ),
     ).not.toThrow();
   });
 
@@ -320,7 +435,12 @@ describe('validation', () => {
       breaker_cooldown_ms: 'OLLAMA_MCP_BREAKER_COOLDOWN_MS',
       concurrency: 'OLLAMA_MCP_CONCURRENCY',
     }[key]!;
-    for (const [value, ok] of [[range.min, true], [range.max, true], [range.min - 1, false], [range.max + 1, false]] as const) {
+    for (const [value, ok] of [
+      [range.min, true],
+      [range.max, true],
+      [range.min - 1, false],
+      [range.max + 1, false],
+    ] as const) {
       const fromEnv = () => loadConfig({ [variable]: String(value) });
       const fromFile = () => parseTiersFile({ defaults: { [key]: value } }, null);
       if (ok) {
@@ -334,7 +454,9 @@ describe('validation', () => {
   });
 
   it('names no path when there is none', () => {
-    expect(() => parseTiersFile({ defaults: { timeout_ms: 1 } }, null)).toThrow(/^OLLAMA_MCP_CONFIG: defaults\.timeout_ms must be at least 100, got 1$/);
+    expect(() => parseTiersFile({ defaults: { timeout_ms: 1 } }, null)).toThrow(
+      /^OLLAMA_MCP_CONFIG: defaults\.timeout_ms must be at least 100, got 1$/,
+    );
   });
 
   it('formats key paths', () => {
@@ -406,7 +528,11 @@ describe('loadModelTiers', () => {
     const tiers = await loadModelTiers(withFile(file));
     expect(tiers.file).toBe(file);
     expect(tiers.rules).toHaveLength(3);
-    expect(tiers.settingsFor('deepseek-r1:7b')).toMatchObject({ timeoutMs: 600000, concurrency: 1, source: 'deepseek-r1* (tier reasoning)' });
+    expect(tiers.settingsFor('deepseek-r1:7b')).toMatchObject({
+      timeoutMs: 600000,
+      concurrency: 1,
+      source: 'deepseek-r1* (tier reasoning)',
+    });
     expect(tiers.settingsFor('mistral')).toMatchObject({ timeoutMs: 120000, maxRetries: 3, breakerThreshold: 9, source: null });
   });
 
@@ -425,7 +551,9 @@ describe('loadModelTiers', () => {
   it('names bad JSON with its line and column', async () => {
     const file = path.join(dir, 'bad.json');
     await writeFile(file, '{\n  "defaults": { "timeout_ms": 1000, }\n}\n');
-    await expect(loadModelTiers(withFile(file))).rejects.toThrow(`OLLAMA_MCP_CONFIG (${file}): invalid JSON at line 2 column 37 (position 38): Expected double-quoted property name`);
+    await expect(loadModelTiers(withFile(file))).rejects.toThrow(
+      `OLLAMA_MCP_CONFIG (${file}): invalid JSON at line 2 column 37 (position 38): Expected double-quoted property name`,
+    );
   });
 
   it('names an empty file', async () => {

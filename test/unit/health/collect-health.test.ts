@@ -51,7 +51,12 @@ describe('collectHealth', () => {
       telemetry: { dir: telemetryDir, writable: true, runs_log: path.join(telemetryDir, 'runs.jsonl') },
       checked_at: '2025-06-01T12:00:00.000Z',
     });
-    expect(report.config).toMatchObject({ http_token: 'set', concurrency: 3, timeout_ms: 120_000, ollama_host: '127.0.0.1:11500' });
+    expect(report.config).toMatchObject({
+      http_token: 'set',
+      concurrency: 3,
+      timeout_ms: 120_000,
+      ollama_host: '127.0.0.1:11500',
+    });
     expect(JSON.stringify(report)).not.toContain(TOKEN);
     // The writability probe leaves nothing behind, and touched neither runs.jsonl nor the state.
     expect(readdirSync(telemetryDir).sort()).toEqual(['state.tasks']);
@@ -77,10 +82,14 @@ describe('collectHealth', () => {
     expect(report.cli.version).toBe('0.12.0');
     expect(report.models.installed).toEqual([]);
     expect(report.problems).toHaveLength(1);
-    expect(report.problems[0]).toMatch(/not reachable at http:\/\/127\.0\.0\.1:11434 \(the default: OLLAMA_HOST is unset\).*`ollama serve`/);
+    expect(report.problems[0]).toMatch(
+      /not reachable at http:\/\/127\.0\.0\.1:11434 \(the default: OLLAMA_HOST is unset\).*`ollama serve`/,
+    );
     expect(report.warnings).toEqual([]); // the CLI's "could not connect" / "client version" lines are in the problem
 
-    const remote = await collectHealth(deps({ env: { FAKE_OLLAMA_SERVER: 'down' }, configEnv: { OLLAMA_HOST: 'gpu-box:11434' } }));
+    const remote = await collectHealth(
+      deps({ env: { FAKE_OLLAMA_SERVER: 'down' }, configEnv: { OLLAMA_HOST: 'gpu-box:11434' } }),
+    );
     expect(remote.server).toEqual({ reachable: false, host: 'gpu-box:11434' });
     expect(remote.problems[0]).toMatch(/not reachable at OLLAMA_HOST=gpu-box:11434: start it with `ollama serve`/);
   });
@@ -101,7 +110,12 @@ describe('collectHealth', () => {
 
   it('lists every circuit on record; an open one with retry_after_seconds (a warning, not a problem)', async () => {
     await store.transact([], (state) => {
-      state.breakers['llama3.2:latest'] = { state: 'open', consecutiveFailures: 5, openedAt: NOW - 18_000, retryAt: NOW + 42_000 };
+      state.breakers['llama3.2:latest'] = {
+        state: 'open',
+        consecutiveFailures: 5,
+        openedAt: NOW - 18_000,
+        retryAt: NOW + 42_000,
+      };
       state.breakers['qwen3:8b'] = { state: 'closed', consecutiveFailures: 2 };
     });
     const report = await collectHealth(deps());

@@ -52,7 +52,20 @@ describe('ollama_health over MCP (in memory)', () => {
     expect(tool!.description).toMatch(/isError false/);
     expect(tool!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: false });
     expect(tool!.inputSchema).toMatchObject({ type: 'object', additionalProperties: false });
-    expect(tool!.outputSchema?.required).toEqual(expect.arrayContaining(['ok', 'problems', 'cli', 'server', 'models', 'circuits', 'runs', 'telemetry', 'config', 'checked_at']));
+    expect(tool!.outputSchema?.required).toEqual(
+      expect.arrayContaining([
+        'ok',
+        'problems',
+        'cli',
+        'server',
+        'models',
+        'circuits',
+        'runs',
+        'telemetry',
+        'config',
+        'checked_at',
+      ]),
+    );
   });
 
   it('healthy: structured report (validated by the client against outputSchema) and its text', async () => {
@@ -61,7 +74,12 @@ describe('ollama_health over MCP (in memory)', () => {
     const result = await client.callTool({ name: 'ollama_health', arguments: {} });
     const report = result.structuredContent as HealthReport;
     expect(result.isError).toBeFalsy();
-    expect(report).toMatchObject({ ok: true, cli: { found: true, version: '0.12.0' }, server: { reachable: true }, runs: { concurrency: 2 } });
+    expect(report).toMatchObject({
+      ok: true,
+      cli: { found: true, version: '0.12.0' },
+      server: { reachable: true },
+      runs: { concurrency: 2 },
+    });
     expect(report.models.installed).toContain('llama3.2:latest');
     const text = (result.content as { type: string; text: string }[])[0]!.text;
     expect(text).toContain('✓ Ollama server: reachable');

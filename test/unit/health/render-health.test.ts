@@ -52,7 +52,12 @@ describe('renderHealth', () => {
   });
 
   it('a missing CLI', () => {
-    const text = renderHealth({ ...healthy, ok: false, cli: { bin: 'ollama', found: false, version: null }, server: { reachable: null, host: 'x' } });
+    const text = renderHealth({
+      ...healthy,
+      ok: false,
+      cli: { bin: 'ollama', found: false, version: null },
+      server: { reachable: null, host: 'x' },
+    });
     expect(text).toContain('✗ ollama CLI: ollama cannot be run');
     expect(text).toContain('✗ Ollama server: unknown');
   });

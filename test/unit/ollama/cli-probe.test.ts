@@ -10,7 +10,9 @@ const baseEnv = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
 describe('parseVersion', () => {
   it('reads the version line, or the client version the CLI prints when the server is down', () => {
     expect(parseVersion('ollama version is 0.12.0\n')).toBe('0.12.0');
-    expect(parseVersion('Warning: could not connect to a running Ollama instance\nWarning: client version is 0.9.3\n')).toBe('0.9.3');
+    expect(parseVersion('Warning: could not connect to a running Ollama instance\nWarning: client version is 0.9.3\n')).toBe(
+      '0.9.3',
+    );
     expect(parseVersion('something else')).toBeNull();
   });
 });
@@ -25,7 +27,13 @@ describe('probeCli against the fake CLI', () => {
 
   it('server down: unreachable, with the warning of `--version` and the connect error of `list`', async () => {
     const probe = await probeCli({ bin: FAKE_OLLAMA, env: { ...baseEnv(), FAKE_OLLAMA_SERVER: 'down' } });
-    expect(probe).toMatchObject({ found: true, version: '0.12.0', serverReachable: false, errorCause: 'unreachable', installed: null });
+    expect(probe).toMatchObject({
+      found: true,
+      version: '0.12.0',
+      serverReachable: false,
+      errorCause: 'unreachable',
+      installed: null,
+    });
     expect(probe.warnings).toContain('could not connect to a running Ollama instance');
     expect(probe.error).toMatch(/could not connect to ollama server/);
   });

@@ -34,7 +34,8 @@ describe('parseModelList', () => {
 
 describe('lastErrorLine', () => {
   it('drops the spinner escapes and the Error: prefix (the spinner leaves no newline before the error)', () => {
-    const stderr = '\u001b[?2026h\u001b[?25l\u001b[1G⠋ \u001b[K\u001b[?25h\u001b[?2026l\u001b[?25l\u001b[2K\u001b[1G\u001b[?25hError: could not connect to ollama server, run \'ollama serve\' to start it\n';
+    const stderr =
+      "\u001b[?2026h\u001b[?25l\u001b[1G⠋ \u001b[K\u001b[?25h\u001b[?2026l\u001b[?25l\u001b[2K\u001b[1G\u001b[?25hError: could not connect to ollama server, run 'ollama serve' to start it\n";
     expect(lastErrorLine(stderr)).toBe("could not connect to ollama server, run 'ollama serve' to start it");
     expect(lastErrorLine('  \n')).toBeNull();
   });
@@ -55,7 +56,13 @@ describe('InstalledModels against the fake CLI', () => {
       .filter((event) => event.event === 'start' && event.argv?.[0] === 'list').length;
   };
   const make = (options: { ttlMs?: number; bin?: string; timeoutMs?: number } = {}) =>
-    new InstalledModels({ bin: options.bin ?? FAKE_OLLAMA, env, ttlMs: options.ttlMs ?? 60_000, clock, timeoutMs: options.timeoutMs ?? 10_000 });
+    new InstalledModels({
+      bin: options.bin ?? FAKE_OLLAMA,
+      env,
+      ttlMs: options.ttlMs ?? 60_000,
+      clock,
+      timeoutMs: options.timeoutMs ?? 10_000,
+    });
 
   beforeEach(() => {
     traceDir = mkdtempSync(path.join(tmpdir(), 'installed-models-'));
@@ -79,7 +86,12 @@ describe('InstalledModels against the fake CLI', () => {
 
   it('shares one in-flight `ollama list` between concurrent callers', async () => {
     const models = make();
-    const results = await Promise.all([models.check('llama3.2'), models.check('qwen3:8b'), models.list(), models.check('deepseek-r1:7b')]);
+    const results = await Promise.all([
+      models.check('llama3.2'),
+      models.check('qwen3:8b'),
+      models.list(),
+      models.check('deepseek-r1:7b'),
+    ]);
     expect(results.map((r) => ('kind' in r ? r.kind : r.ok))).toEqual(['installed', 'installed', true, 'installed']);
     expect(listSpawns()).toBe(1);
   });

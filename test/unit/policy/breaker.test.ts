@@ -28,7 +28,7 @@ describe('circuit breaker state machine', () => {
     expect(state).toEqual({ state: 'closed', consecutiveFailures: 2 });
   });
 
-  it('neutral outcomes (not the model\'s fault) neither count nor reset', () => {
+  it("neutral outcomes (not the model's fault) neither count nor reset", () => {
     let state = failTimes(CLOSED, 2, 0);
     state = recordVerdict(state, 'neutral', 0, 'n', settings).next;
     expect(state).toEqual({ state: 'closed', consecutiveFailures: 2 });
@@ -75,7 +75,7 @@ describe('circuit breaker state machine', () => {
     expect(step.next).toEqual({ state: 'open', consecutiveFailures: 4, openedAt: 65_000, retryAt: 125_000 });
   });
 
-  it("a neutral probe result frees the slot for another probe without deciding", () => {
+  it('a neutral probe result frees the slot for another probe without deciding', () => {
     const half = admit(failTimes(CLOSED, 3, 0), 60_000, 'p', LEASE, settings).next;
     const step = recordVerdict(half, 'neutral', 61_000, 'p', settings);
     expect(step.next).toEqual({ state: 'half_open', consecutiveFailures: 3, probe: null });

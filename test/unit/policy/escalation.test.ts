@@ -10,8 +10,14 @@ describe('escalation policy', () => {
     for (const retryCount of [0, 1, 2]) {
       expect(decideEscalation({ ...base, status: 'timeout', retryCount })).toEqual({ escalate: false, reason: null });
     }
-    expect(decideEscalation({ ...base, status: 'timeout', retryCount: 3 })).toEqual({ escalate: true, reason: 'max_retries_exceeded' });
-    expect(decideEscalation({ ...base, status: 'crashed', retryCount: 7 })).toEqual({ escalate: true, reason: 'max_retries_exceeded' });
+    expect(decideEscalation({ ...base, status: 'timeout', retryCount: 3 })).toEqual({
+      escalate: true,
+      reason: 'max_retries_exceeded',
+    });
+    expect(decideEscalation({ ...base, status: 'crashed', retryCount: 7 })).toEqual({
+      escalate: true,
+      reason: 'max_retries_exceeded',
+    });
   });
 
   it('max_retries 0 means no limit', () => {
@@ -31,8 +37,13 @@ describe('escalation policy', () => {
   });
 
   it('a failure that opened the circuit escalates with circuit_open unless retries ran out first', () => {
-    expect(decideEscalation({ ...base, status: 'timeout', openedCircuit: true })).toEqual({ escalate: true, reason: 'circuit_open' });
-    expect(decideEscalation({ ...base, status: 'timeout', retryCount: 3, openedCircuit: true }).reason).toBe('max_retries_exceeded');
+    expect(decideEscalation({ ...base, status: 'timeout', openedCircuit: true })).toEqual({
+      escalate: true,
+      reason: 'circuit_open',
+    });
+    expect(decideEscalation({ ...base, status: 'timeout', retryCount: 3, openedCircuit: true }).reason).toBe(
+      'max_retries_exceeded',
+    );
   });
 
   it('cancelled and invalid input never escalate (the caller chose them)', () => {

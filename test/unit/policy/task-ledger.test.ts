@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { pruneTasks, recordAttempt, retryCountFor, type TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
 
 const attempt = (entry: TaskLedgerEntry | undefined, status: Parameters<typeof recordAttempt>[1]['status'], now = 1_000) =>
-  recordAttempt(entry, { status, retryCount: retryCountFor(entry, undefined), runId: `r${now}`, model: 'm', escalationReason: null, now });
+  recordAttempt(entry, {
+    status,
+    retryCount: retryCountFor(entry, undefined),
+    runId: `r${now}`,
+    model: 'm',
+    escalationReason: null,
+    now,
+  });
 
 describe('task ledger', () => {
   it('the first attempt has retry_count 0 and each failure adds one', () => {

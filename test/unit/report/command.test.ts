@@ -50,8 +50,15 @@ describe('runReportCommand', () => {
   it('--dir overrides the telemetry directory; filters apply, in both spellings', async () => {
     const a = JSON.parse((await run(['--json', '--dir', ROTATED_DIR], '/nonexistent')).out);
     expect(a.files).toHaveLength(4);
-    const b = JSON.parse((await run(['--json', '--since=2025-11-22T10:05:00Z', '--model', 'llama3.2', '--status', 'ok,empty_output'])).out);
-    expect(b.filters).toEqual({ since: '2025-11-22T10:05:00.000Z', model: 'llama3.2', task: null, status: ['ok', 'empty_output'] });
+    const b = JSON.parse(
+      (await run(['--json', '--since=2025-11-22T10:05:00Z', '--model', 'llama3.2', '--status', 'ok,empty_output'])).out,
+    );
+    expect(b.filters).toEqual({
+      since: '2025-11-22T10:05:00.000Z',
+      model: 'llama3.2',
+      task: null,
+      status: ['ok', 'empty_output'],
+    });
     expect(b.total_runs).toBe(3);
     const c = JSON.parse((await run(['--json', '--task', 't-beta', '--since', '2h'])).out); // since 10:00 with NOW 12:00
     expect(c.total_runs).toBe(5);

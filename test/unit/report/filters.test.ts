@@ -66,7 +66,9 @@ describe('parseStatusFilter', () => {
   });
 
   it('refuses unknown statuses, listing the known ones', () => {
-    expect(() => parseStatusFilter('timeout,boom')).toThrow(/unknown status "boom"; expected one of ok, timeout, .*invalid_input/);
+    expect(() => parseStatusFilter('timeout,boom')).toThrow(
+      /unknown status "boom"; expected one of ok, timeout, .*invalid_input/,
+    );
     expect(() => parseStatusFilter(',')).toThrow(/expected one of/);
   });
 });

@@ -87,7 +87,13 @@ describe('LogHistogram', () => {
     expect([c.quantile(0.5), c.quantile(0.95), c.max]).toEqual([4210, 4210, 4210]);
     const small = new LogHistogram();
     for (let v = 1; v <= 124; v++) small.add(v);
-    for (const q of QUANTILES) expect(small.quantile(q)).toBe(exact(Array.from({ length: 124 }, (_, i) => i + 1), q));
+    for (const q of QUANTILES)
+      expect(small.quantile(q)).toBe(
+        exact(
+          Array.from({ length: 124 }, (_, i) => i + 1),
+          q,
+        ),
+      );
   });
 
   it('ignores negative and non-finite values; counts sub-0.01 values as (about) 0; clamps huge ones to the max', () => {

@@ -19,7 +19,11 @@ async function both(content: string | Buffer) {
   const file = join(dir, 'runs.jsonl');
   await writeFile(file, content);
   const ours = { records: [] as unknown[], skips: [] as SkipReason[] };
-  const counts = await forEachJsonLine(file, (r) => ours.records.push(r), (s) => ours.skips.push(s));
+  const counts = await forEachJsonLine(
+    file,
+    (r) => ours.records.push(r),
+    (s) => ours.skips.push(s),
+  );
   const theirs = { records: [] as unknown[], skips: [] as SkipReason[] };
   for await (const r of readJsonLines(file, { onSkip: (s) => theirs.skips.push(s.reason) })) theirs.records.push(r);
   return { ours, theirs, counts };
@@ -28,7 +32,20 @@ async function both(content: string | Buffer) {
 describe('forEachJsonLine', () => {
   it('skips exactly the lines readJsonLines skips, for the same reasons', async () => {
     const { ours, theirs, counts } = await both(
-      ['{"n":1}', '', '   \t', 'not json', '[1,2]', '"s"', '42', 'null', '{"n":2}\r', '{"n":3,"ts":"2025-11-2', '{"n":4}', '{"n":5,"torn'].join('\n'),
+      [
+        '{"n":1}',
+        '',
+        '   \t',
+        'not json',
+        '[1,2]',
+        '"s"',
+        '42',
+        'null',
+        '{"n":2}\r',
+        '{"n":3,"ts":"2025-11-2',
+        '{"n":4}',
+        '{"n":5,"torn',
+      ].join('\n'),
     );
     expect(ours).toEqual(theirs);
     expect(ours.records).toEqual([{ n: 1 }, { n: 2 }, { n: 4 }]);
@@ -51,7 +68,19 @@ describe('forEachJsonLine', () => {
   });
 
   it('reads a missing file as empty and rejects on a directory', async () => {
-    expect(await forEachJsonLine(join(dir, 'nope.jsonl'), () => {}, () => {})).toEqual({ records: 0, invalid: 0, blank: 0 });
-    await expect(forEachJsonLine(dir, () => {}, () => {})).rejects.toMatchObject({ code: 'EISDIR' });
+    expect(
+      await forEachJsonLine(
+        join(dir, 'nope.jsonl'),
+        () => {},
+        () => {},
+      ),
+    ).toEqual({ records: 0, invalid: 0, blank: 0 });
+    await expect(
+      forEachJsonLine(
+        dir,
+        () => {},
+        () => {},
+      ),
+    ).rejects.toMatchObject({ code: 'EISDIR' });
   });
 });

@@ -59,7 +59,10 @@ describe('listRunLogFiles', () => {
   it('reads the dated files alone when runs.jsonl is gone', async () => {
     await writeFile(join(dir, 'runs-2025-11-22-002.jsonl'), '');
     await writeFile(join(dir, 'runs-2025-11-22-001.jsonl'), '');
-    expect((await listRunLogFiles(dir)).map((file) => basename(file))).toEqual(['runs-2025-11-22-001.jsonl', 'runs-2025-11-22-002.jsonl']);
+    expect((await listRunLogFiles(dir)).map((file) => basename(file))).toEqual([
+      'runs-2025-11-22-001.jsonl',
+      'runs-2025-11-22-002.jsonl',
+    ]);
   });
 
   it('throws when the path is a file (a mistyped --dir), rather than report no runs', async () => {

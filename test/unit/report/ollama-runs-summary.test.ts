@@ -113,7 +113,11 @@ describe('ollama_runs_summary', () => {
   });
 
   it('lists at most `top` models, most runs first', async () => {
-    await writeLog(tmp, 'runs.jsonl', ['a:1', 'b:1', 'b:1', 'c:1', 'c:1', 'c:1'].map((model) => record({ ts: '2025-11-22T11:00:00.000Z', model })));
+    await writeLog(
+      tmp,
+      'runs.jsonl',
+      ['a:1', 'b:1', 'b:1', 'c:1', 'c:1', 'c:1'].map((model) => record({ ts: '2025-11-22T11:00:00.000Z', model })),
+    );
     await connect(tmp);
     const { structured, text } = await call({ top: 2 });
     expect(structured.models.map((m) => m.model)).toEqual(['c:1', 'b:1']);

@@ -3,7 +3,12 @@ import { resolve } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { escalatedTaskSchema, modelSummarySchema, runsSummarySchema, timelineSchema } from '../../../src/report/summary-schema.js';
+import {
+  escalatedTaskSchema,
+  modelSummarySchema,
+  runsSummarySchema,
+  timelineSchema,
+} from '../../../src/report/summary-schema.js';
 
 const readme = readFileSync(resolve(__dirname, '../../../src/report/README.md'), 'utf8');
 

@@ -15,11 +15,15 @@ const NOW = new Date('2025-11-23T12:00:00.000Z');
 const LIB = '/* stand-in for Chart.js */ window.Chart = function () {};';
 
 const fixture = async (): Promise<RunsSummary> => summarizeRuns(await listRunLogFiles(HTML_DIR), {}, { now: NOW });
-const empty = async (dir = join(RUNS_FIXTURES, 'none')): Promise<RunsSummary> => summarizeRuns(await listRunLogFiles(dir), {}, { now: NOW });
+const empty = async (dir = join(RUNS_FIXTURES, 'none')): Promise<RunsSummary> =>
+  summarizeRuns(await listRunLogFiles(dir), {}, { now: NOW });
 
 /** The content of every `<script>` element, in order, with its type attribute. */
 function scripts(html: string): { type: string | null; body: string }[] {
-  return [...html.matchAll(/<script( type="([^"]+)")?[^>]*>([\s\S]*?)<\/script>/g)].map((m) => ({ type: m[2] ?? null, body: m[3]! }));
+  return [...html.matchAll(/<script( type="([^"]+)")?[^>]*>([\s\S]*?)<\/script>/g)].map((m) => ({
+    type: m[2] ?? null,
+    body: m[3]!,
+  }));
 }
 
 function embeddedSummary(html: string): unknown {
@@ -42,7 +46,21 @@ describe('buildReportCharts on test/fixtures/runs/html', () => {
 
   it('latency: the 13 duration buckets, one series per model that spawned', async () => {
     const { latency } = buildReportCharts(await fixture());
-    expect(latency!.labels).toEqual(['≤100ms', '≤250ms', '≤500ms', '≤1s', '≤2.5s', '≤5s', '≤10s', '≤30s', '≤1m', '≤2m', '≤5m', '≤10m', '>10m']);
+    expect(latency!.labels).toEqual([
+      '≤100ms',
+      '≤250ms',
+      '≤500ms',
+      '≤1s',
+      '≤2.5s',
+      '≤5s',
+      '≤10s',
+      '≤30s',
+      '≤1m',
+      '≤2m',
+      '≤5m',
+      '≤10m',
+      '>10m',
+    ]);
     expect(latency!.ranges[0]).toBe('up to 100ms');
     expect(latency!.ranges[3]).toBe('over 500ms, up to 1s');
     expect(latency!.ranges[12]).toBe('over 10m');
@@ -63,7 +81,16 @@ describe('buildReportCharts on test/fixtures/runs/html', () => {
     expect(new Date(timeline!.min_ms).toISOString()).toBe('2025-11-23T08:00:00.000Z');
     expect(new Date(timeline!.max_ms).toISOString()).toBe('2025-11-23T11:45:00.000Z');
     expect(timeline!.step_ms).toBe(30 * 60_000);
-    expect(timeline!.ticks_ms.map((t) => new Date(t).toISOString().slice(11, 16))).toEqual(['08:00', '08:30', '09:00', '09:30', '10:00', '10:30', '11:00', '11:30']);
+    expect(timeline!.ticks_ms.map((t) => new Date(t).toISOString().slice(11, 16))).toEqual([
+      '08:00',
+      '08:30',
+      '09:00',
+      '09:30',
+      '10:00',
+      '10:30',
+      '11:00',
+      '11:30',
+    ]);
     expect(timeline!.tick_style).toBe('time');
     expect(timeline!.axis_title).toBe('time (UTC, 2025-11-23); one bar per 5 minutes');
     expect(timeline!.events.map((e) => [new Date(e.ts_ms).toISOString(), e.kind, e.model, e.task_id, e.detail])).toEqual([
@@ -75,7 +102,11 @@ describe('buildReportCharts on test/fixtures/runs/html', () => {
 
   it('nothing to draw for an empty log; no latency chart when nothing spawned', async () => {
     expect(buildReportCharts(await empty())).toEqual({ outcomes: null, latency: null, timeline: null });
-    const rejected = await summarizeRuns(await listRunLogFiles(HTML_DIR), { status: ['circuit_open', 'invalid_input'] }, { now: NOW });
+    const rejected = await summarizeRuns(
+      await listRunLogFiles(HTML_DIR),
+      { status: ['circuit_open', 'invalid_input'] },
+      { now: NOW },
+    );
     const charts = buildReportCharts(rejected);
     expect(charts.latency).toBeNull();
     expect(charts.outcomes!.series.map((s) => s.key)).toEqual(['circuit_open', 'invalid_input']); // no ok series when none was ok
@@ -114,13 +145,20 @@ describe('renderReportHtml', () => {
       ...base,
       filters: { ...base.filters, model: evil },
       models: base.models.map((m, i) => (i === 0 ? { ...m, model: `m${evil}` } : m)),
-      escalated_tasks: base.escalated_tasks.map((t) => ({ ...t, task_id: `t${evil}`, last_error: `e${evil}`, escalation_reason: `r${evil}` })),
+      escalated_tasks: base.escalated_tasks.map((t) => ({
+        ...t,
+        task_id: `t${evil}`,
+        last_error: `e${evil}`,
+        escalation_reason: `r${evil}`,
+      })),
     };
     const html = renderReportHtml(summary, { chartLibrary: LIB });
     expect(html).not.toContain('<script>alert');
     expect(html).not.toContain('<!-- &');
     expect(scripts(html)).toHaveLength(4);
-    expect(html).toContain('t&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;!-- &amp; &quot;quoted&quot; &#39;single&#39;');
+    expect(html).toContain(
+      't&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;!-- &amp; &quot;quoted&quot; &#39;single&#39;',
+    );
     expect(embeddedSummary(html)).toEqual(summary); // the \\u escapes read back as the same text
     const charts = JSON.parse(scripts(html)[1]!.body);
     expect(charts.outcomes.labels[0]).toBe(`m${evil}`);
@@ -164,7 +202,9 @@ describe('renderReportHtml', () => {
     expect(html).toContain('Only the 1000 most recently active escalated tasks were kept.');
     expect(html).toContain('Only the 200 most recent events are marked.');
     expect(html).toContain('The chart shows the 25 models with the most runs of 500.');
-    expect(html).toContain('The table lists the 100 models with the most runs of 500; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.');
+    expect(html).toContain(
+      'The table lists the 100 models with the most runs of 500; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.',
+    );
     const embedded = embeddedSummary(html) as RunsSummary;
     expect(embedded.escalated_tasks).toHaveLength(200);
     expect(embedded.models).toHaveLength(500);
@@ -227,7 +267,12 @@ function worstCase(): RunsSummary {
     timeline: {
       bucket: '1d',
       bucket_seconds: 86_400,
-      buckets: Array.from({ length: 200 }, (_, i) => ({ start: new Date(start + i * day).toISOString(), runs: 2500, failures: 750, escalations: 25 })),
+      buckets: Array.from({ length: 200 }, (_, i) => ({
+        start: new Date(start + i * day).toISOString(),
+        runs: 2500,
+        failures: 750,
+        escalations: 25,
+      })),
       events: Array.from({ length: 200 }, (_, i) => ({
         ts: new Date(start + i * day + 3_600_000).toISOString(),
         kind: i % 3 === 0 ? ('circuit_opening' as const) : ('escalation' as const),

@@ -43,7 +43,11 @@ describe('renderReportText', () => {
   });
 
   it('prints filters when there are some, and says when nothing matches', async () => {
-    const summary = await summarizeRuns(await listRunLogFiles(BASIC_DIR), { model: 'nope:1b', since: new Date('2025-11-22T10:00:00Z') }, { now: NOW });
+    const summary = await summarizeRuns(
+      await listRunLogFiles(BASIC_DIR),
+      { model: 'nope:1b', since: new Date('2025-11-22T10:00:00Z') },
+      { now: NOW },
+    );
     const text = renderReportText(summary);
     expect(text).toContain('Filters: since 2025-11-22 10:00:00 UTC, model nope:1b');
     expect(text).toContain('No runs match.');
@@ -53,7 +57,9 @@ describe('renderReportText', () => {
     const summary = await basic();
     const tampered = {
       ...summary,
-      escalated_tasks: [{ ...summary.escalated_tasks[0]!, last_error: 'bad\u001b[2J\u0007 text\nnext line', task_id: 't\u001b]0;x' }],
+      escalated_tasks: [
+        { ...summary.escalated_tasks[0]!, last_error: 'bad\u001b[2J\u0007 text\nnext line', task_id: 't\u001b]0;x' },
+      ],
     };
     const plain = renderReportText(tampered);
     expect(plain).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);

@@ -112,7 +112,11 @@ describe('summarizeRuns on test/fixtures/runs/basic', () => {
 
   it('counts spawned runs per fixed duration bucket: bounds inclusive, the last bucket open', async () => {
     const durations = [0.5, 100, 100.5, 250, 999, 1000, 1001, 59_999, 60_000, 600_000, 600_001, 86_400_000, 0, -5];
-    await writeLog(tmp, 'runs.jsonl', durations.map((duration_ms, i) => record({ run_id: `r-${i}`, duration_ms })));
+    await writeLog(
+      tmp,
+      'runs.jsonl',
+      durations.map((duration_ms, i) => record({ run_id: `r-${i}`, duration_ms })),
+    );
     const [m] = (await summarize(tmp)).models;
     expect(m!.spawned).toBe(12); // 0 and -5 did not spawn
     expect(m!.duration_histogram).toEqual([2, 2, 0, 2, 1, 0, 0, 0, 2, 0, 0, 1, 2]);
@@ -165,10 +169,22 @@ describe('summarizeRuns on test/fixtures/runs/basic', () => {
       ['10:12', 1, 0, 0],
     ]);
     expect(timeline.events).toEqual([
-      { ts: '2025-11-22T10:04:00.000Z', kind: 'escalation', model: 'qwen3:8b', task_id: 't-beta', detail: 'max_retries_exceeded' },
+      {
+        ts: '2025-11-22T10:04:00.000Z',
+        kind: 'escalation',
+        model: 'qwen3:8b',
+        task_id: 't-beta',
+        detail: 'max_retries_exceeded',
+      },
       { ts: '2025-11-22T10:07:00.000Z', kind: 'escalation', model: 'llama3.2:latest', task_id: null, detail: 'circuit_open' },
       { ts: '2025-11-22T10:07:00.000Z', kind: 'circuit_opening', model: 'llama3.2:latest', task_id: null, detail: 'opened' },
-      { ts: '2025-11-22T10:08:00.000Z', kind: 'escalation', model: 'llama3.2:latest', task_id: 't-delta', detail: 'circuit_open' },
+      {
+        ts: '2025-11-22T10:08:00.000Z',
+        kind: 'escalation',
+        model: 'llama3.2:latest',
+        task_id: 't-delta',
+        detail: 'circuit_open',
+      },
     ]);
     expect(timeline.events_truncated).toBe(false);
   });
@@ -217,7 +233,12 @@ describe('filters', () => {
   });
 
   it('all together', async () => {
-    const s = await summarize(BASIC_DIR, { since: new Date('2025-11-22T10:02:00Z'), model: 'qwen3:8b', task: 't-beta', status: 'timeout' });
+    const s = await summarize(BASIC_DIR, {
+      since: new Date('2025-11-22T10:02:00Z'),
+      model: 'qwen3:8b',
+      task: 't-beta',
+      status: 'timeout',
+    });
     expect(s.total_runs).toBe(2);
   });
 });
@@ -225,7 +246,12 @@ describe('filters', () => {
 describe('rotated logs (test/fixtures/runs/rotated)', () => {
   it('reads runs.jsonl, then the dated files in order, and nothing else', async () => {
     const s = await summarize(ROTATED_DIR);
-    expect(s.files).toEqual(['runs.jsonl', 'runs-2025-11-21-001.jsonl', 'runs-2025-11-22-001.jsonl', 'runs-2025-11-22-002.jsonl']);
+    expect(s.files).toEqual([
+      'runs.jsonl',
+      'runs-2025-11-21-001.jsonl',
+      'runs-2025-11-22-001.jsonl',
+      'runs-2025-11-22-002.jsonl',
+    ]);
     expect(s.total_runs).toBe(5);
     expect(s.skipped_lines).toBe(1); // runs.jsonl ends with a torn line
     expect(s.models.map((m) => m.model)).toEqual(['gemma3:4b']); // not decoy:1b from runs-old.jsonl
@@ -247,7 +273,13 @@ describe('rotated logs (test/fixtures/runs/rotated)', () => {
 
   it('an empty or missing directory gives an empty summary', async () => {
     const s = await summarize(join(tmp, 'nothing-here'));
-    expect(s).toMatchObject({ files: [], total_runs: 0, models: [], escalated_tasks: [], range: { first_ts: null, last_ts: null } });
+    expect(s).toMatchObject({
+      files: [],
+      total_runs: 0,
+      models: [],
+      escalated_tasks: [],
+      range: { first_ts: null, last_ts: null },
+    });
     expect(s.timeline.buckets).toEqual([]);
   });
 });
@@ -255,8 +287,25 @@ describe('rotated logs (test/fixtures/runs/rotated)', () => {
 describe('robustness and bounds', () => {
   it('treats mistyped fields as absent', async () => {
     await writeLog(tmp, 'runs.jsonl', [
-      record({ ts: 'yesterday', duration_ms: '1000', queue_ms: null, escalate: 'yes', circuit: 'open', task_id: 42, error: { no: 1 } }),
-      record({ ts: 12345, model: 'qwen3:8b', status: 'timeout', duration_ms: -5, retry_count: 'x', escalate: true, escalation_reason: 7, task_id: 't' }),
+      record({
+        ts: 'yesterday',
+        duration_ms: '1000',
+        queue_ms: null,
+        escalate: 'yes',
+        circuit: 'open',
+        task_id: 42,
+        error: { no: 1 },
+      }),
+      record({
+        ts: 12345,
+        model: 'qwen3:8b',
+        status: 'timeout',
+        duration_ms: -5,
+        retry_count: 'x',
+        escalate: true,
+        escalation_reason: 7,
+        task_id: 't',
+      }),
       record({ ts: '1969-12-31T23:59:59.000Z', model: 'old:1b', status: 'ok', task_id: null }),
       record({ ts: '-271821-04-20T00:00:00.000Z', model: 'old:1b', status: 'ok', task_id: null }),
       record({ model: '', status: 'ok' }),
@@ -270,13 +319,29 @@ describe('robustness and bounds', () => {
     expect(model(s, 'old:1b')).toMatchObject({ runs: 2, ok: 2 });
     expect(model(s, 'qwen3:8b')).toMatchObject({ runs: 2, ok: 1, spawned: 0, escalations: 1, circuit_openings: 0 });
     expect(s.escalated_tasks).toEqual([
-      { task_id: 't', model: 'qwen3:8b', attempts: 1, escalations: 1, last_status: 'timeout', last_error: null, escalation_reason: null, last_ts: null },
+      {
+        task_id: 't',
+        model: 'qwen3:8b',
+        attempts: 1,
+        escalations: 1,
+        last_status: 'timeout',
+        last_error: null,
+        escalation_reason: null,
+        last_ts: null,
+      },
     ]);
   });
 
   it('keeps only the most recent escalated tasks past the cap, and says so', async () => {
     const lines = Array.from({ length: 10 }, (_, i) =>
-      record({ ts: `2025-11-22T10:${String(i).padStart(2, '0')}:00.000Z`, task_id: `t-${i}`, status: 'timeout', escalate: true, escalation_reason: 'max_retries_exceeded', retry_count: 3 }),
+      record({
+        ts: `2025-11-22T10:${String(i).padStart(2, '0')}:00.000Z`,
+        task_id: `t-${i}`,
+        status: 'timeout',
+        escalate: true,
+        escalation_reason: 'max_retries_exceeded',
+        retry_count: 3,
+      }),
     );
     await writeLog(tmp, 'runs.jsonl', lines);
     const s = await summarize(tmp, {}, { maxEscalatedTasks: 3 });
@@ -288,15 +353,27 @@ describe('robustness and bounds', () => {
 
   it('counts attempts of tasks it saw before they escalated, within the tracked-task bound', async () => {
     const lines = [
-      ...Array.from({ length: 3 }, (_, i) => record({ ts: `2025-11-22T10:0${i}:00.000Z`, task_id: 'slow', status: 'ok', retry_count: 0 })),
-      record({ ts: '2025-11-22T10:05:00.000Z', task_id: 'slow', status: 'timeout', escalate: true, escalation_reason: 'circuit_open' }),
+      ...Array.from({ length: 3 }, (_, i) =>
+        record({ ts: `2025-11-22T10:0${i}:00.000Z`, task_id: 'slow', status: 'ok', retry_count: 0 }),
+      ),
+      record({
+        ts: '2025-11-22T10:05:00.000Z',
+        task_id: 'slow',
+        status: 'timeout',
+        escalate: true,
+        escalation_reason: 'circuit_open',
+      }),
     ];
     await writeLog(tmp, 'runs.jsonl', lines);
     expect((await summarize(tmp)).escalated_tasks[0]!.attempts).toBe(4);
   });
 
   it('collects models past the cap under "(other)"', async () => {
-    await writeLog(tmp, 'runs.jsonl', ['a:1', 'b:1', 'c:1', 'd:1', 'c:1'].map((m) => record({ model: m })));
+    await writeLog(
+      tmp,
+      'runs.jsonl',
+      ['a:1', 'b:1', 'c:1', 'd:1', 'c:1'].map((m) => record({ model: m })),
+    );
     const s = await summarize(tmp, {}, { maxModels: 2 });
     expect(s.models_truncated).toBe(true);
     expect(s.models.map((m) => [m.model, m.runs])).toEqual([
@@ -307,7 +384,11 @@ describe('robustness and bounds', () => {
   });
 
   it('counts made-up statuses, but at most 64 kinds per model', async () => {
-    await writeLog(tmp, 'runs.jsonl', Array.from({ length: 100 }, (_, i) => record({ status: `weird_${String(i).padStart(3, '0')}` })));
+    await writeLog(
+      tmp,
+      'runs.jsonl',
+      Array.from({ length: 100 }, (_, i) => record({ status: `weird_${String(i).padStart(3, '0')}` })),
+    );
     const qwen = model(await summarize(tmp), 'qwen3:8b')!;
     expect(Object.keys(qwen.failures)).toHaveLength(65);
     expect(qwen.failures['(other)']).toBe(36);
@@ -316,7 +397,13 @@ describe('robustness and bounds', () => {
 
   it('keeps the most recent events past the cap', async () => {
     const lines = Array.from({ length: 50 }, (_, i) =>
-      record({ ts: new Date(Date.UTC(2025, 10, 22, 10, i)).toISOString(), task_id: `t-${i}`, status: 'crashed', escalate: true, escalation_reason: 'model_not_found' }),
+      record({
+        ts: new Date(Date.UTC(2025, 10, 22, 10, i)).toISOString(),
+        task_id: `t-${i}`,
+        status: 'crashed',
+        escalate: true,
+        escalation_reason: 'model_not_found',
+      }),
     );
     await writeLog(tmp, 'runs.jsonl', lines.reverse()); // out of order on purpose
     const { timeline } = await summarize(tmp, {}, { maxEvents: 5 });
@@ -335,13 +422,23 @@ describe('robustness and bounds', () => {
   ])('picks the timeline bucket from the range (%i ms -> %s)', async (spanMs, bucket, count) => {
     const start = Date.UTC(2025, 0, 1); // a Thursday, like the epoch: 7-day buckets line up with it
     const times = [start + spanMs, start, start + spanMs / 2, start + spanMs / 3]; // not in order
-    await writeLog(tmp, 'runs.jsonl', times.map((t) => record({ ts: new Date(t).toISOString() })));
+    await writeLog(
+      tmp,
+      'runs.jsonl',
+      times.map((t) => record({ ts: new Date(t).toISOString() })),
+    );
     const { timeline } = await summarize(tmp);
     expect(timeline.bucket).toBe(bucket);
     expect(timeline.buckets.length).toBe(count);
     expect(timeline.buckets.length).toBeLessThanOrEqual(200);
     expect(timeline.buckets.reduce((sum, b) => sum + b.runs, 0)).toBe(4);
     const size = timeline.bucket_seconds * 1000;
-    expect(timeline.buckets.every((b, i) => Date.parse(b.start) % size === 0 && (i === 0 || Date.parse(b.start) - Date.parse(timeline.buckets[i - 1]!.start) === size))).toBe(true);
+    expect(
+      timeline.buckets.every(
+        (b, i) =>
+          Date.parse(b.start) % size === 0 &&
+          (i === 0 || Date.parse(b.start) - Date.parse(timeline.buckets[i - 1]!.start) === size),
+      ),
+    ).toBe(true);
   });
 });

@@ -3,7 +3,8 @@ import { classifyOutcome } from '../../../src/runner/classify-outcome.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
 
 const exited = processOutcome;
-const failedWith = (line: string) => exited({ exitCode: 1, stderrTail: `\u001b[?25l\u001b[1G\u2819 \u001b[K\u001b[2K\u001b[1GError: ${line}\n` });
+const failedWith = (line: string) =>
+  exited({ exitCode: 1, stderrTail: `\u001b[?25l\u001b[1G\u2819 \u001b[K\u001b[2K\u001b[1GError: ${line}\n` });
 
 describe('classifyOutcome', () => {
   it.each([
@@ -17,8 +18,14 @@ describe('classifyOutcome', () => {
     ['cli_not_found', exited({ exitCode: null, spawnError: 'cannot run `ollama`: not found' })],
     ['ollama_unreachable', failedWith("could not connect to ollama server, run 'ollama serve' to start it")],
     ['ollama_unreachable', failedWith('could not connect to ollama app, is it running?')],
-    ['ollama_unreachable', failedWith("ollama server not responding - could not connect to ollama server, run 'ollama serve' to start it")],
-    ['ollama_unreachable', failedWith('Post "http://127.0.0.1:11434/api/generate": dial tcp 127.0.0.1:11434: connect: connection refused')],
+    [
+      'ollama_unreachable',
+      failedWith("ollama server not responding - could not connect to ollama server, run 'ollama serve' to start it"),
+    ],
+    [
+      'ollama_unreachable',
+      failedWith('Post "http://127.0.0.1:11434/api/generate": dial tcp 127.0.0.1:11434: connect: connection refused'),
+    ],
     ['server_busy', failedWith('server busy, please try again.  maximum pending requests exceeded')],
     ['model_not_found', failedWith('pull model manifest: file does not exist')],
     ['model_not_found', failedWith('model "nope" not found, try pulling it first')],

@@ -20,7 +20,13 @@ function service(env: Record<string, string> = {}) {
   let next: Partial<ProcessOutcome> = {};
   const spawn = async (request: ModelProcessRequest): Promise<ProcessOutcome> => {
     spawned.push(request);
-    return processOutcome({ stdout: 'fine\n\n', durationMs: 5, timeoutMs: request.timeoutMs, maxOutputBytes: request.maxOutputBytes, ...next });
+    return processOutcome({
+      stdout: 'fine\n\n',
+      durationMs: 5,
+      timeoutMs: request.timeoutMs,
+      maxOutputBytes: request.maxOutputBytes,
+      ...next,
+    });
   };
   const store = new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} });
   const runs = new RunService({ config, store, log: new RunLog(dir), clock: () => now, spawn, env: {} });
@@ -49,7 +55,10 @@ describe('RunService with an injected clock', () => {
     s.failNext();
     await s.runs.run({ model: 'm', prompt: 'x' });
     const opened = await s.runs.run({ model: 'm', prompt: 'x' });
-    expect(opened.metadata).toMatchObject({ escalation_reason: 'circuit_open', circuit: { state: 'open', retry_after_seconds: 60 } });
+    expect(opened.metadata).toMatchObject({
+      escalation_reason: 'circuit_open',
+      circuit: { state: 'open', retry_after_seconds: 60 },
+    });
     s.advance(59_000);
     const refused = await s.runs.run({ model: 'm', prompt: 'x' });
     expect(refused.metadata).toMatchObject({ status: 'circuit_open', circuit: { retry_after_seconds: 1 } });
