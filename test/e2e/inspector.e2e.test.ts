@@ -7,6 +7,17 @@ import type { RunResult } from '../../src/run-result.js';
 import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, waitFor, type Sandbox } from './harness.js';
 
 // Smoke tests with a real MCP client: the MCP Inspector's CLI mode (@modelcontextprotocol/inspector-cli 1.0.3).
+/** `tools/call ollama_run` with model llama3.2 and prompt "hi", as Inspector CLI arguments. */
+const CALL_OLLAMA_RUN_HI = [
+  '--method',
+  'tools/call',
+  '--tool-name',
+  'ollama_run',
+  '--tool-arg',
+  'model=llama3.2',
+  '--tool-arg',
+  'prompt=hi',
+];
 const INSPECTOR_BIN = path.join(ROOT, 'node_modules/.bin/mcp-inspector-cli');
 // inspector-cli 1.0.3 finds its own package.json with `existsSync("../package.json")`, relative to the
 // *working directory*, and otherwise imports a path that does not exist ("Cannot find module
@@ -73,19 +84,7 @@ describe('MCP Inspector CLI over stdio (node dist/cli.js)', () => {
   });
 
   it('tools/call ollama_run returns the fake answer, passing the settings given with -e', async () => {
-    const result = parse<ToolCall>(
-      await inspector([
-        ...stdio(),
-        '--method',
-        'tools/call',
-        '--tool-name',
-        'ollama_run',
-        '--tool-arg',
-        'model=llama3.2',
-        '--tool-arg',
-        'prompt=hi',
-      ]),
-    );
+    const result = parse<ToolCall>(await inspector([...stdio(), ...CALL_OLLAMA_RUN_HI]));
     expect(result.isError).toBe(false);
     const structured = result.structuredContent as RunResult;
     expect(structured.output).toBe('fake answer from llama3.2: hi');
@@ -132,19 +131,7 @@ describe('MCP Inspector CLI over Streamable HTTP (dist/cli.js --http)', () => {
 
   it('tools/list and tools/call work against the /mcp URL', async () => {
     expect(parse<ToolsList>(await inspector([url, '--method', 'tools/list'])).tools.map((t) => t.name)).toContain('ollama_run');
-    const result = parse<ToolCall>(
-      await inspector([
-        url,
-        '--method',
-        'tools/call',
-        '--tool-name',
-        'ollama_run',
-        '--tool-arg',
-        'model=llama3.2',
-        '--tool-arg',
-        'prompt=hi',
-      ]),
-    );
+    const result = parse<ToolCall>(await inspector([url, ...CALL_OLLAMA_RUN_HI]));
     expect((result.structuredContent as RunResult).output).toBe('fake answer from llama3.2: hi');
   });
 });

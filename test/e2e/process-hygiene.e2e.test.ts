@@ -21,16 +21,16 @@ function rawServer(env: Record<string, string>) {
   return { child, send, exited, stdout: () => stdout, stderr: () => stderr };
 }
 
-async function startHangingRun(sandbox: ReturnType<typeof makeSandbox>) {
-  const server = rawServer(serverEnv(sandbox));
+/** Initialise a raw server and send one ollama_run call (id 2). */
+function callRunRaw(server: ReturnType<typeof rawServer>, args: Record<string, unknown>): void {
   server.send(INIT);
   server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  server.send({
-    jsonrpc: '2.0',
-    id: 2,
-    method: 'tools/call',
-    params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'forever @fake:hang', task_id: 'hang' } },
-  });
+  server.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'ollama_run', arguments: args } });
+}
+
+async function startHangingRun(sandbox: ReturnType<typeof makeSandbox>) {
+  const server = rawServer(serverEnv(sandbox));
+  callRunRaw(server, { model: 'llama3.2', prompt: 'forever @fake:hang', task_id: 'hang' });
   await waitFor(() => readRunTrace(sandbox).some((e) => e.event === 'start'), 10_000, 'the model process to start');
   const pid = readRunTrace(sandbox).find((e) => e.event === 'start')!.pid;
   expect(isAlive(pid)).toBe(true);
@@ -41,14 +41,7 @@ describe('process hygiene', () => {
   it('stdout carries only JSON-RPC messages', async () => {
     const sandbox = makeSandbox();
     const server = rawServer(serverEnv(sandbox));
-    server.send(INIT);
-    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    server.send({
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'hi' } },
-    });
+    callRunRaw(server, { model: 'llama3.2', prompt: 'hi' });
     await waitFor(() => server.stdout().split('\n').filter(Boolean).length >= 2, 10_000, 'two responses');
     server.child.stdin.end();
     expect(await server.exited).toBe(0);
