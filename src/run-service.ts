@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
 import type { ModelSettings } from './model-tiers.js';
 import { canonicalModelName, isCloudModel } from './model-name.js';
-import { admit, recordVerdict, viewCircuit, type BreakerSettings, type CircuitView } from './policy/breaker.js';
+import { admit, circuitGate, recordVerdict, viewCircuit, type BreakerSettings, type CircuitView } from './policy/breaker.js';
 import { CLOSED } from './policy/breaker-state.js';
 import { decideEscalation, type EscalationDecision } from './policy/escalation.js';
 import { OUTCOME_POLICY } from './policy/outcome-policy.js';
@@ -12,7 +12,7 @@ import type { RunMetadata, RunResult } from './run-result.js';
 import { buildRunArgs, type CliRunOptions } from './runner/cli-args.js';
 import { classifyOutcome, type Classification } from './runner/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from './runner/model-process.js';
-import { SlotLimiter, type SlotRequest } from './runner/slot-limiter.js';
+import { SlotLimiter, type ReleaseSlot, type SlotRequest } from './runner/slot-limiter.js';
 import type { StateData } from './store/state-schema.js';
 import type { StateStore } from './store/state-store.js';
 import type { RunLog } from './telemetry/run-log.js';
@@ -63,7 +63,8 @@ export interface RunContext {
 
 /** Where an attempt is, for heartbeats. Mutated by the run service only. */
 export interface LiveRun {
-  phase: 'starting' | 'queued' | 'running' | 'finishing' | 'done';
+  /** `waiting_for_probe`: the model's circuit is half-open and this call waits for the probe run's verdict. */
+  phase: 'starting' | 'queued' | 'waiting_for_probe' | 'running' | 'finishing' | 'done';
   /** 1 = next in line; 0 when not waiting. */
   queuePosition: () => number;
   /** performance.now() when the model process started. */
@@ -84,6 +85,11 @@ export type PreflightResult =
 
 /** Time a half-open probe keeps its lease beyond its own timeout and kill grace. */
 const PROBE_LEASE_MARGIN_MS = 5_000;
+/**
+ * How often a call waiting for a probe re-reads the circuit (an unlocked, cached read): the probe
+ * may run in another server process sharing the state dir, or its server may have died.
+ */
+const PROBE_POLL_MS = 200;
 /** Prune old task entries at most this often (pruning scans every entry). */
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
 const ERROR_TEXT_MAX = 500;
@@ -112,7 +118,29 @@ interface Attempt {
 
 type Admission =
   | { readonly admitted: true; readonly transition: CircuitTransition }
-  | { readonly admitted: false; readonly status: 'circuit_open' | 'blocked'; readonly settled: Settled; readonly error: string };
+  /** Another call's half-open probe is in flight: wait for its verdict, then ask again. */
+  | { readonly admitted: false; readonly probeInFlight: true }
+  | {
+      readonly admitted: false;
+      readonly probeInFlight?: false;
+      readonly status: 'circuit_open' | 'blocked';
+      readonly settled: Settled;
+      readonly error: string;
+    };
+
+/** The end of `#takeTurn`: a granted slot to spawn in, or the call's finished result. */
+type Turn =
+  | { readonly go: true; readonly release: ReleaseSlot; readonly transition: CircuitTransition; readonly queueMs: number }
+  | { readonly go: false; readonly result: RunResult };
+
+/** What every written-up attempt of a call shares. */
+interface AttemptBase {
+  readonly runId: string;
+  readonly request: RunRequest;
+  readonly context: RunContext;
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+}
 
 /**
  * One `ollama_run` attempt from admission to its runs.jsonl line: preflight, circuit admission,
@@ -135,6 +163,8 @@ export class RunService {
   readonly #preflight: ((model: string) => Promise<PreflightResult>) | undefined;
   readonly #inFlight = new Set<Promise<RunResult>>();
   readonly #shutdown = new AbortController();
+  /** Per model: calls waiting for a half-open probe's verdict, woken when a run of that model settles here. */
+  readonly #probeWaiters = new Map<string, Set<() => void>>();
   #admissions: Promise<void> = Promise.resolve();
 
   constructor(deps: RunServiceDeps) {
@@ -244,9 +274,15 @@ export class RunService {
     const timeoutMs = request.timeoutMs ?? settings.timeoutMs;
     const maxRetries = request.maxRetries ?? settings.maxRetries;
     const live = context.live;
-    const base = { runId, request, context, timeoutMs, maxRetries };
-    const settle = (status: RunStatus, transition: CircuitTransition) =>
-      this.#settle({ modelKey, runId, status, request, maxRetries, breaker, transition });
+    const base: AttemptBase = { runId, request, context, timeoutMs, maxRetries };
+    const settle = async (status: RunStatus, transition: CircuitTransition) => {
+      try {
+        return await this.#settle({ modelKey, runId, status, request, maxRetries, breaker, transition });
+      } finally {
+        // This may have been the probe others wait for: let them read its verdict now.
+        this.#wakeProbeWaiters(modelKey);
+      }
+    };
 
     // 0. Is the model installed? A missing one fails fast instead of starting a multi-GB pull.
     if (this.#preflight && !request.allowPull && !isCloudModel(request.model)) {
@@ -263,50 +299,11 @@ export class RunService {
       }
     }
 
-    // 1. Circuit admission, then 2. a place in the concurrency queues. Admissions are taken one at
-    //    a time so calls reach the FIFO queues in the order they arrived, whatever their I/O timing.
-    const turn = this.#admissions.then(async () => {
-      const admission = await this.#admit(modelKey, runId, timeoutMs, request, breaker);
-      return admission.admitted
-        ? { ...admission, slots: this.#requestSlots(modelKey, settings, queueSignal(context, this.#clock())) }
-        : admission;
-    });
-    this.#admissions = turn.then(noop, noop);
-    const admission = await turn;
-    if (!admission.admitted) {
-      return this.#finish({
-        ...base,
-        status: admission.status,
-        classification: failure(admission.status, admission.error),
-        settled: admission.settled,
-      });
-    }
-
-    const queuedAt = performance.now();
-    if (live) {
-      live.phase = 'queued';
-      live.queuePosition = admission.slots.position;
-    }
-    let release: () => void;
-    try {
-      release = await admission.slots.granted;
-    } catch {
-      if (live) live.phase = 'finishing';
-      const queueMs = Math.round(performance.now() - queuedAt);
-      const late = context.deadlineAt !== undefined && this.#clock() >= context.deadlineAt;
-      const status = late ? 'not_started' : 'cancelled';
-      const error = late
-        ? 'the batch deadline passed while this job waited for a slot'
-        : 'cancelled while waiting for a concurrency slot';
-      return this.#finish({
-        ...base,
-        status,
-        classification: failure(status, error),
-        queueMs,
-        settled: await settle(status, admission.transition),
-      });
-    }
-    const queueMs = Math.round(performance.now() - queuedAt);
+    // 1. Circuit admission, 2. a place in the concurrency queues, and the circuit again once the
+    //    slot is granted (it may have opened while the call waited in line).
+    const turn = await this.#takeTurn({ base, modelKey, settings, breaker, settle });
+    if (!turn.go) return turn.result;
+    const { release, queueMs } = turn;
 
     // 3. The model process, within the timeout (cut short by a batch deadline, if any).
     const effectiveTimeoutMs =
@@ -329,14 +326,21 @@ export class RunService {
         ...(context.signal ? { signal: context.signal } : {}),
         ...(live ? { onOutput: (bytes: number) => void (live.outputBytes = bytes) } : {}),
       });
+    } catch (error) {
+      release();
+      throw error;
+    }
+
+    // 4. What it means, for the task, the circuit and the caller. The slot is freed only once the
+    //    verdict is recorded, so the next call in line re-checks a circuit this run may have opened.
+    if (live) live.phase = 'finishing';
+    const classification = classifyOutcome(outcome);
+    let settled: Settled;
+    try {
+      settled = await settle(classification.status, turn.transition);
     } finally {
       release();
     }
-
-    // 4. What it means, for the task, the circuit and the caller.
-    if (live) live.phase = 'finishing';
-    const classification = classifyOutcome(outcome);
-    const settled = await settle(classification.status, admission.transition);
     return this.#finish({
       ...base,
       timeoutMs: effectiveTimeoutMs,
@@ -346,6 +350,173 @@ export class RunService {
       queueMs,
       settled,
     });
+  }
+
+  /**
+   * Circuit admission, a place in the concurrency queues, and the circuit checked again once the
+   * slot is granted, until the call may spawn (`go`) or has its result. A call that meets another
+   * call's half-open probe waits for the probe's verdict, holding no slot, then goes through
+   * admission again: it runs if the probe closed the circuit and is refused if it reopened it. No
+   * call is refused merely because a probe is in flight.
+   */
+  async #takeTurn(a: {
+    base: AttemptBase;
+    modelKey: string;
+    settings: ModelSettings;
+    breaker: BreakerSettings;
+    settle: (status: RunStatus, transition: CircuitTransition) => Promise<Settled>;
+  }): Promise<Turn> {
+    const { base, modelKey, breaker } = a;
+    const { runId, request, context, timeoutMs } = base;
+    const live = context.live;
+    // Cancel, shutdown and (for a batch job) the batch deadline end every kind of waiting.
+    const waitSignal = queueSignal(context, this.#clock());
+    const startedAt = performance.now();
+    const waitedMs = () => Math.round(performance.now() - startedAt);
+    let transition: CircuitTransition = null;
+    let waited = false;
+    let probeWaitUntil: number | null = null;
+    const done = async (status: RunStatus, error: string, settled: Settled): Promise<Turn> => ({
+      go: false,
+      result: await this.#finish({
+        ...base,
+        status,
+        classification: failure(status, error),
+        settled,
+        ...(waited ? { queueMs: waitedMs() } : {}),
+      }),
+    });
+    const stopped = async (waitingFor: string): Promise<Turn> => {
+      if (live) live.phase = 'finishing';
+      const late = context.deadlineAt !== undefined && this.#clock() >= context.deadlineAt;
+      const status = late ? 'not_started' : 'cancelled';
+      const error = late
+        ? `the batch deadline passed while this job waited for ${waitingFor}`
+        : `cancelled while waiting for ${waitingFor}`;
+      return done(status, error, await a.settle(status, transition));
+    };
+
+    for (;;) {
+      // Admissions are taken one at a time so calls reach the FIFO queues in the order they
+      // arrived, whatever their I/O timing.
+      const turn = this.#admissions.then(async () => {
+        const admission = await this.#admit(modelKey, runId, timeoutMs, request, breaker);
+        return admission.admitted ? { ...admission, slots: this.#requestSlots(modelKey, a.settings, waitSignal) } : admission;
+      });
+      this.#admissions = turn.then(noop, noop);
+      const admission = await turn;
+      let verdict: Exclude<Admission, { admitted: true }>;
+      if (!admission.admitted) verdict = admission;
+      else {
+        waited = true;
+        transition = admission.transition ?? transition;
+        if (live) {
+          live.phase = 'queued';
+          live.queuePosition = admission.slots.position;
+        }
+        let release: ReleaseSlot;
+        try {
+          release = await admission.slots.granted;
+        } catch {
+          return stopped('a concurrency slot');
+        }
+        // The circuit may have opened while this call stood in line: check it again before
+        // spawning (while it is closed, an unlocked read of the cached state).
+        const recheck = await this.#admit(modelKey, runId, timeoutMs, request, breaker);
+        if (recheck.admitted) return { go: true, release, transition: recheck.transition ?? transition, queueMs: waitedMs() };
+        release(); // not spawning now: the slot goes to the next in line, perhaps another model's call
+        verdict = recheck;
+      }
+      if (verdict.probeInFlight) {
+        waited = true;
+        probeWaitUntil ??= this.#clock() + timeoutMs;
+        if (live) {
+          live.phase = 'waiting_for_probe';
+          live.queuePosition = () => 0;
+        }
+        const outcome = await this.#waitForProbe(modelKey, runId, waitSignal, probeWaitUntil);
+        if (outcome === 'settled') continue;
+        if (outcome === 'aborted') return stopped("the model's probe run");
+        const settled = await this.#probeWaitTimedOut(modelKey, runId, request, breaker);
+        const retry =
+          settled.circuit.retry_after_seconds === null ? '' : ` Retry in about ${settled.circuit.retry_after_seconds} s.`;
+        const error = `this call waited its whole timeout (${Math.round(timeoutMs / 1000)} s) for the model's half-open probe run, which is still in flight; the probe's verdict decides whether the model takes runs again.${retry}`;
+        return done('circuit_open', error, settled);
+      }
+      const error =
+        probeWaitUntil !== null && verdict.status === 'circuit_open'
+          ? `the model's probe run failed while this call waited for it: ${verdict.error}`
+          : verdict.error;
+      return done(verdict.status, error, verdict.settled);
+    }
+  }
+
+  /**
+   * Wait until the model's in-flight probe has a verdict: woken at once when a run of the model
+   * settles in this process, and polling the (cached, unlocked) state for a probe in another
+   * process or one whose lease ran out (its server died). `settled` means: ask for admission again.
+   */
+  async #waitForProbe(
+    modelKey: string,
+    runId: string,
+    signal: AbortSignal | undefined,
+    until: number,
+  ): Promise<'settled' | 'aborted' | 'timed_out'> {
+    for (;;) {
+      if (signal?.aborted) return 'aborted';
+      let breakerState;
+      try {
+        breakerState = (await this.#store.snapshot()).breakers[modelKey] ?? CLOSED;
+      } catch {
+        return 'settled'; // admission reads the state again and says what is wrong
+      }
+      const now = this.#clock();
+      if (circuitGate(breakerState, now, runId).kind !== 'wait_for_probe') return 'settled';
+      if (now >= until) return 'timed_out';
+      await this.#nextProbeCheck(modelKey, signal, Math.min(PROBE_POLL_MS, until - now));
+    }
+  }
+
+  /** Resolves when a run of the model settles here, after `ms`, or on abort, whichever comes first. */
+  #nextProbeCheck(modelKey: string, signal: AbortSignal | undefined, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let waiters = this.#probeWaiters.get(modelKey);
+      if (!waiters) {
+        waiters = new Set();
+        this.#probeWaiters.set(modelKey, waiters);
+      }
+      const set = waiters;
+      const wake = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', wake);
+        set.delete(wake);
+        if (set.size === 0 && this.#probeWaiters.get(modelKey) === set) this.#probeWaiters.delete(modelKey);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      signal?.addEventListener('abort', wake, { once: true });
+      set.add(wake);
+    });
+  }
+
+  #wakeProbeWaiters(modelKey: string): void {
+    for (const wake of [...(this.#probeWaiters.get(modelKey) ?? [])]) wake();
+  }
+
+  /** A call whose own timeout ran out while the probe was still in flight: recorded for its task, not escalated. */
+  async #probeWaitTimedOut(modelKey: string, runId: string, request: RunRequest, breaker: BreakerSettings): Promise<Settled> {
+    const noEscalation: EscalationDecision = { escalate: false, reason: null };
+    try {
+      return await this.#store.transact(taskScope(request), (state): Settled => {
+        const now = this.#clock();
+        const retryCount = this.#recordTask(state, request, runId, 'circuit_open', null, now);
+        const circuit = viewCircuit(state.breakers[modelKey] ?? CLOSED, now, breaker);
+        return { retryCount, escalation: noEscalation, circuit, transition: null };
+      });
+    } catch (error) {
+      this.#warn(`ledger not updated for run ${runId}: ${(error as Error).message}`);
+      return this.#unsettled(request.retryCount ?? 0, noEscalation);
+    }
   }
 
   /** A slot of the model's own limit (if its tier sets one), then one of the server's, in that order. */
@@ -387,6 +558,9 @@ export class RunService {
       const task = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
       const mayBlock = blocking && task?.escalated === true;
       if (!mayBlock && (snapshot.breakers[modelKey] ?? CLOSED).state === 'closed') return { admitted: true, transition: null };
+      // A probe in flight: nothing to write, so no lock (waiters poll this path).
+      const gate = circuitGate(snapshot.breakers[modelKey] ?? CLOSED, this.#clock(), runId);
+      if (!mayBlock && gate.kind === 'wait_for_probe') return { admitted: false, probeInFlight: true };
       const leaseMs = timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
       return await this.#store.transact(taskScope(request), (state): Admission => {
         const now = this.#clock();
@@ -406,9 +580,10 @@ export class RunService {
             },
           };
         }
-        const decision = admit(state.breakers[modelKey] ?? CLOSED, now, runId, leaseMs, settings);
+        const decision = admit(state.breakers[modelKey] ?? CLOSED, now, runId, leaseMs);
         state.breakers[modelKey] = decision.next;
         if (decision.admitted) return { admitted: true, transition: decision.transition };
+        if (decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
         const retryCount = this.#recordTask(state, request, runId, 'circuit_open', 'circuit_open', now);
         const circuit = viewCircuit(decision.next, now, settings);
         return {

@@ -10,12 +10,41 @@ import type { CircuitTransition } from '../telemetry/run-record.js';
  *   open --(cooldown over, next call)--> half_open, that call is the one probe (with a lease)
  *   half_open --probe ok--> closed     half_open --probe fails--> open (a fresh cooldown)
  *   half_open --probe's lease expired (its server died)--> the next call becomes the probe
+ *   half_open, probe in flight: other calls wait for its verdict (they are not refused)
  */
 export interface BreakerSettings {
   /** Consecutive model failures that open the circuit (>= 1). */
   readonly threshold: number;
   /** How long the circuit stays open before one probe is let through. */
   readonly cooldownMs: number;
+}
+
+/**
+ * What a call may do about a model's circuit at a given moment. Read-only: `admit` applies it.
+ * - `run`: the circuit is closed, or this very call holds the live probe lease.
+ * - `probe`: the cooldown is over (or the last probe's lease expired, or it said nothing about
+ *   the model): this call may become the one probe.
+ * - `wait_for_probe`: another call's probe is in flight; its verdict decides, so wait for it
+ *   instead of refusing (a refusal would escalate a call that did nothing wrong).
+ * - `refuse`: open, cooldown not over.
+ */
+export type CircuitGate =
+  | { readonly kind: 'run' }
+  | { readonly kind: 'probe' }
+  | { readonly kind: 'wait_for_probe'; readonly leaseUntil: number }
+  | { readonly kind: 'refuse'; readonly retryAt: number };
+
+export function circuitGate(state: BreakerState, now: number, runId: string): CircuitGate {
+  switch (state.state) {
+    case 'closed':
+      return { kind: 'run' };
+    case 'open':
+      return now < state.retryAt ? { kind: 'refuse', retryAt: state.retryAt } : { kind: 'probe' };
+    case 'half_open':
+      if (!state.probe || state.probe.leaseUntil <= now) return { kind: 'probe' };
+      if (state.probe.runId === runId) return { kind: 'run' };
+      return { kind: 'wait_for_probe', leaseUntil: state.probe.leaseUntil };
+  }
 }
 
 export type Admission =
@@ -28,37 +57,36 @@ export type Admission =
     }
   | {
       readonly admitted: false;
+      /** `open`: refuse the call. `probe_in_flight`: another call is probing; wait for its verdict. */
+      readonly reason: 'open' | 'probe_in_flight';
       readonly next: BreakerState;
-      /** Epoch ms after which a new call may be admitted. */
+      /** Epoch ms after which a new call may be admitted (for `probe_in_flight`: when the probe's lease ends). */
       readonly retryAt: number;
     };
 
 /**
- * May a run of this model start now?
+ * May a run of this model start now? Called at admission and again when the call leaves the
+ * concurrency queue (the circuit may have opened while it waited).
  * @param leaseMs how long a probe may hold the half-open slot before another call may take it
- *   over (its timeout plus the kill grace, so a crashed server cannot wedge the circuit).
+ *   over (its timeout plus the kill grace, so a crashed server cannot wedge the circuit). A probe
+ *   that is checked again (when it leaves the queue) gets a fresh lease from then.
  */
-export function admit(state: BreakerState, now: number, runId: string, leaseMs: number, settings: BreakerSettings): Admission {
-  switch (state.state) {
-    case 'closed':
-      return { admitted: true, probe: false, next: state, transition: null };
-    case 'open':
-      if (now < state.retryAt) return { admitted: false, next: state, retryAt: state.retryAt };
+export function admit(state: BreakerState, now: number, runId: string, leaseMs: number): Admission {
+  const gate = circuitGate(state, now, runId);
+  switch (gate.kind) {
+    case 'run':
+      if (state.state !== 'half_open') return { admitted: true, probe: false, next: state, transition: null };
+      return { admitted: true, probe: true, next: { ...state, probe: { runId, leaseUntil: now + leaseMs } }, transition: null };
+    case 'refuse':
+      return { admitted: false, reason: 'open', next: state, retryAt: gate.retryAt };
+    case 'wait_for_probe':
+      return { admitted: false, reason: 'probe_in_flight', next: state, retryAt: gate.leaseUntil };
+    case 'probe':
       return {
         admitted: true,
         probe: true,
         next: { state: 'half_open', consecutiveFailures: state.consecutiveFailures, probe: { runId, leaseUntil: now + leaseMs } },
-        transition: 'half_opened',
-      };
-    case 'half_open':
-      if (state.probe && state.probe.leaseUntil > now) {
-        return { admitted: false, next: state, retryAt: Math.min(state.probe.leaseUntil, now + settings.cooldownMs) };
-      }
-      return {
-        admitted: true,
-        probe: true,
-        next: { ...state, probe: { runId, leaseUntil: now + leaseMs } },
-        transition: null,
+        transition: state.state === 'open' ? 'half_opened' : null,
       };
   }
 }

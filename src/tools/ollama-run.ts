@@ -128,6 +128,8 @@ export function describeLiveRun(model: string, live: LiveRun, elapsedMs: number)
   switch (live.phase) {
     case 'queued':
       return `${model}: queued (position ${live.queuePosition()}), ${elapsed} elapsed`;
+    case 'waiting_for_probe':
+      return `${model}: waiting for the model's probe run (its circuit is half-open), ${elapsed} elapsed`;
     case 'running': {
       const running = live.runningSince === null ? elapsed : formatElapsed(performance.now() - live.runningSince);
       return `${model}: running for ${running}, ${live.outputBytes} bytes of output so far`;

@@ -1,9 +1,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
-import { RunService } from '../../../src/run-service.js';
+import { canonicalModelName } from '../../../src/model-name.js';
+import type { BreakerState } from '../../../src/policy/breaker-state.js';
+import { newLiveRun, RunService, type LiveRun } from '../../../src/run-service.js';
 import type { ModelProcessRequest, ProcessOutcome } from '../../../src/runner/model-process.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
 import { StateStore } from '../../../src/store/state-store.js';
@@ -18,8 +20,15 @@ function service(env: Record<string, string> = {}) {
   let now = Date.UTC(2026, 10, 1);
   const spawned: ModelProcessRequest[] = [];
   let next: Partial<ProcessOutcome> = {};
+  /** While true, each spawned process runs until the test ends it through `held`. */
+  let holding = false;
+  const held: ((outcome: Partial<ProcessOutcome>) => void)[] = [];
   const spawn = async (request: ModelProcessRequest): Promise<ProcessOutcome> => {
     spawned.push(request);
+    if (holding) {
+      const over = await new Promise<Partial<ProcessOutcome>>((resolve) => held.push(resolve));
+      return processOutcome({ stdout: 'fine\n\n', durationMs: 5, ...over });
+    }
     return processOutcome({
       stdout: 'fine\n\n',
       durationMs: 5,
@@ -34,7 +43,13 @@ function service(env: Record<string, string> = {}) {
     runs,
     store,
     spawned,
+    held,
+    hold: (on: boolean) => void (holding = on),
+    now: () => now,
     advance: (ms: number) => void (now += ms),
+    /** Set a model's circuit as another server process sharing the state dir would. */
+    setCircuit: (model: string, state: BreakerState) =>
+      store.transact([], (data) => void (data.breakers[canonicalModelName(model)] = state)),
     failNext: () => void (next = { exitCode: 1, stdout: '', stderrTail: 'Error: boom\n' }),
     succeedNext: () => void (next = {}),
   };
@@ -77,5 +92,192 @@ describe('RunService with an injected clock', () => {
       prompt: 'secret plan',
       args: ['run', 'qwen3:8b', '--nowordwrap', '--format=json', '--think=false', '--keepalive=5m'],
     });
+  });
+});
+
+const FAILED: Partial<ProcessOutcome> = { exitCode: 1, stdout: '', stderrTail: 'Error: boom\n' };
+const waiting = (live: LiveRun) => expect(live.phase).toBe('waiting_for_probe');
+
+describe('RunService: calls that meet a half-open probe wait for its verdict', () => {
+  /** Threshold 1, cooldown 60 s: one failure opens the circuit; the clock then ends the cooldown. */
+  async function withProbeInFlight() {
+    const s = service({ OLLAMA_MCP_BREAKER_THRESHOLD: '1', OLLAMA_MCP_BREAKER_COOLDOWN_MS: '60000' });
+    s.failNext();
+    await s.runs.run({ model: 'm', prompt: 'x' });
+    s.succeedNext();
+    s.advance(60_000);
+    s.hold(true);
+    const probe = s.runs.run({ model: 'm', prompt: 'probe' });
+    await vi.waitFor(() => expect(s.held).toHaveLength(1));
+    const lives = [newLiveRun(), newLiveRun(), newLiveRun()];
+    const calls = lives.map((live, i) => s.runs.run({ model: 'm', prompt: `task ${i}`, taskId: `t${i}` }, { live }));
+    await vi.waitFor(() => lives.forEach(waiting));
+    expect(s.spawned).toHaveLength(2);
+    s.hold(false);
+    return { s, probe, calls };
+  }
+
+  it('they run once the probe succeeds, and none escalates', async () => {
+    const { s, probe, calls } = await withProbeInFlight();
+    s.held[0]!({});
+    expect((await probe).metadata).toMatchObject({ status: 'ok', circuit: { state: 'closed' } });
+    for (const result of await Promise.all(calls)) {
+      expect(result.metadata).toMatchObject({ status: 'ok', escalate: false, retry_count: 0, circuit: { state: 'closed' } });
+    }
+    expect(s.spawned).toHaveLength(5);
+  });
+
+  it('they get circuit_open without spawning when the probe fails (and escalate, as at any open circuit)', async () => {
+    const { s, probe, calls } = await withProbeInFlight();
+    s.held[0]!(FAILED);
+    expect((await probe).metadata).toMatchObject({ status: 'crashed', circuit: { state: 'open' } });
+    for (const result of await Promise.all(calls)) {
+      expect(result.metadata).toMatchObject({
+        status: 'circuit_open',
+        escalate: true,
+        escalation_reason: 'circuit_open',
+        circuit: { state: 'open', retry_after_seconds: 60 },
+      });
+      expect(result.metadata.error?.message).toContain('probe run failed while this call waited');
+    }
+    expect(s.spawned).toHaveLength(2);
+  });
+
+  it('a cancelled waiter ends as cancelled at once, spawning nothing', async () => {
+    const s = service();
+    await s.setCircuit('m', {
+      state: 'half_open',
+      consecutiveFailures: 5,
+      probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
+    });
+    const cancel = new AbortController();
+    const live = newLiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'c' }, { live, signal: cancel.signal });
+    await vi.waitFor(() => waiting(live));
+    cancel.abort();
+    expect((await call).metadata).toMatchObject({
+      status: 'cancelled',
+      escalate: false,
+      error: { message: "cancelled while waiting for the model's probe run" },
+    });
+    expect(s.spawned).toHaveLength(0);
+  });
+
+  it('a probe in another process: the waiter runs when that process closes the circuit', async () => {
+    const s = service();
+    await s.setCircuit('m', {
+      state: 'half_open',
+      consecutiveFailures: 5,
+      probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
+    });
+    const live = newLiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'w' }, { live });
+    await vi.waitFor(() => waiting(live));
+    await s.setCircuit('m', { state: 'closed', consecutiveFailures: 0 });
+    expect((await call).metadata).toMatchObject({ status: 'ok', escalate: false });
+    expect(s.spawned).toHaveLength(1);
+  });
+
+  it('a probe whose server died: once its lease expires the waiter becomes the probe and its success closes the circuit', async () => {
+    const s = service();
+    await s.setCircuit('m', {
+      state: 'half_open',
+      consecutiveFailures: 5,
+      probe: { runId: 'dead', leaseUntil: s.now() + 10_000 },
+    });
+    const live = newLiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x' }, { live });
+    await vi.waitFor(() => waiting(live));
+    s.advance(10_000);
+    expect((await call).metadata).toMatchObject({ status: 'ok', circuit: { state: 'closed', consecutive_failures: 0 } });
+    expect(s.spawned).toHaveLength(1);
+    expect((await s.store.snapshot()).breakers['m:latest']).toEqual({ state: 'closed', consecutiveFailures: 0 });
+  });
+
+  it('a waiter whose own timeout runs out first gets circuit_open without escalating, and may retry', async () => {
+    const s = service();
+    await s.setCircuit('m', {
+      state: 'half_open',
+      consecutiveFailures: 5,
+      probe: { runId: 'slow', leaseUntil: s.now() + 600_000 },
+    });
+    const live = newLiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'patient', timeoutMs: 5_000 }, { live });
+    await vi.waitFor(() => waiting(live));
+    s.advance(5_000);
+    const result = await call;
+    expect(result.metadata).toMatchObject({
+      status: 'circuit_open',
+      escalate: false,
+      escalation_reason: null,
+      retryable: true,
+      circuit: { state: 'half_open' },
+    });
+    expect(result.metadata.error?.message).toContain('waited its whole timeout');
+    expect(s.spawned).toHaveLength(0);
+  });
+});
+
+describe('RunService: the circuit is checked again when a call leaves the queue', () => {
+  it('queued calls that find the circuit opened are refused without spawning', async () => {
+    const s = service({ OLLAMA_MCP_CONCURRENCY: '1', OLLAMA_MCP_BREAKER_THRESHOLD: '2' });
+    s.hold(true);
+    const calls = [0, 1, 2, 3].map((i) => s.runs.run({ model: 'm', prompt: `${i}`, taskId: `q${i}` }));
+    await vi.waitFor(() => expect(s.held).toHaveLength(1));
+    s.held[0]!(FAILED);
+    await vi.waitFor(() => expect(s.held).toHaveLength(2));
+    s.held[1]!(FAILED);
+    const results = await Promise.all(calls);
+    expect(results.map((r) => r.metadata.status)).toEqual(['crashed', 'crashed', 'circuit_open', 'circuit_open']);
+    expect(results[3]!.metadata).toMatchObject({ escalate: true, escalation_reason: 'circuit_open', retry_count: 0 });
+    expect(s.spawned).toHaveLength(2);
+  });
+
+  it("a queued call that meets another call's probe gives its slot to the next in line while it waits", async () => {
+    const s = service({ OLLAMA_MCP_CONCURRENCY: '1' });
+    s.hold(true);
+    const first = s.runs.run({ model: 'm', prompt: 'first' });
+    await vi.waitFor(() => expect(s.held).toHaveLength(1));
+    const live = newLiveRun();
+    const waiter = s.runs.run({ model: 'm', prompt: 'waiter' }, { live });
+    const other = s.runs.run({ model: 'n', prompt: 'other model' });
+    // Meanwhile another process found the model failing and is probing it.
+    await s.setCircuit('m', {
+      state: 'half_open',
+      consecutiveFailures: 5,
+      probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
+    });
+    s.held[0]!({});
+    await vi.waitFor(() => waiting(live));
+    await vi.waitFor(() => expect(s.held).toHaveLength(2));
+    expect(s.spawned.map((r) => r.args[1])).toEqual(['m', 'n']);
+    s.held[1]!({});
+    expect((await other).metadata.status).toBe('ok');
+    await s.setCircuit('m', { state: 'closed', consecutiveFailures: 0 });
+    await vi.waitFor(() => expect(s.held).toHaveLength(3));
+    s.held[2]!({});
+    expect((await waiter).metadata).toMatchObject({ status: 'ok', escalate: false });
+    expect((await first).metadata.status).toBe('ok');
+    expect(s.spawned.map((r) => r.args[1])).toEqual(['m', 'n', 'm']);
+  });
+
+  it('a queued call that finds the cooldown over becomes the probe', async () => {
+    const s = service({ OLLAMA_MCP_CONCURRENCY: '1' });
+    s.hold(true);
+    const first = s.runs.run({ model: 'm', prompt: 'first' });
+    await vi.waitFor(() => expect(s.held).toHaveLength(1));
+    const queued = s.runs.run({ model: 'm', prompt: 'queued' });
+    await s.setCircuit('m', { state: 'open', consecutiveFailures: 5, openedAt: s.now() - 60_000, retryAt: s.now() });
+    s.held[0]!({});
+    expect((await first).metadata.circuit.state).toBe('open'); // a straggler's success does not close it
+    await vi.waitFor(() => expect(s.held).toHaveLength(2));
+    const probing = (await s.store.snapshot()).breakers['m:latest'];
+    expect(probing?.state).toBe('half_open');
+    const lease = probing?.state === 'half_open' ? probing.probe : null;
+    expect(lease?.leaseUntil).toBeGreaterThan(s.now());
+    s.held[1]!({});
+    const result = await queued;
+    expect(result.metadata).toMatchObject({ status: 'ok', circuit: { state: 'closed' } });
+    expect(lease?.runId).toBe(result.metadata.run_id);
   });
 });
