@@ -800,6 +800,5 @@ function retriesLeft(maxRetries: number, retryCount: number, status: RunStatus):
 
 function circuitOpenMessage(circuit: CircuitView): string {
   const wait = circuit.retry_after_seconds === null ? 'shortly' : `in ${circuit.retry_after_seconds} s`;
-  const state = circuit.state === 'open' ? 'open' : 'half-open with a probe run in flight';
-  return `the model's circuit is ${state} after ${circuit.consecutive_failures} failures in a row; it will accept a run again ${wait}`;
+  return `the model's circuit is open after ${circuit.consecutive_failures} failures in a row; it will accept a run again ${wait}`;
 }
