@@ -163,6 +163,25 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
     expect(s.spawned).toHaveLength(0);
   });
 
+  it('a batch job waiting for the probe ends as not_started at the batch deadline', async () => {
+    const s = service();
+    await s.setCircuit('m', {
+      state: 'half_open',
+      consecutiveFailures: 5,
+      probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
+    });
+    const live = newLiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x' }, { live, batchId: 'b', deadlineAt: s.now() + 300 });
+    s.advance(300); // the deadline timer is real time; by the time it fires, the clock says it passed
+    await vi.waitFor(() => waiting(live));
+    expect((await call).metadata).toMatchObject({
+      status: 'not_started',
+      escalate: false,
+      error: { message: "the batch deadline passed while this job waited for the model's probe run" },
+    });
+    expect(s.spawned).toHaveLength(0);
+  });
+
   it('a probe in another process: the waiter runs when that process closes the circuit', async () => {
     const s = service();
     await s.setCircuit('m', {
