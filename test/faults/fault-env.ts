@@ -43,11 +43,15 @@ export function isMounted(fs: Tmpfs | { readonly skip: string }): fs is Tmpfs {
   return 'dir' in fs;
 }
 
-/** A sandbox whose telemetry dir is `telemetryDir` (e.g. on a tmpfs); trace and fake state stay in /tmp. */
-export function sandboxAt(telemetryDir: string): Sandbox {
+/**
+ * A sandbox whose telemetry dir is `telemetryDir` (e.g. on a tmpfs; created unless `create` is
+ * false); trace and fake state stay in /tmp.
+ */
+export function sandboxAt(telemetryDir: string, { create = true } = {}): Sandbox {
   const root = mkdtempSync(path.join(tmpdir(), 'faults-'));
   const sandbox = { telemetryDir, traceDir: path.join(root, 'trace'), fakeStateDir: path.join(root, 'fake-state') };
-  for (const dir of Object.values(sandbox)) mkdirSync(dir, { recursive: true });
+  for (const dir of [sandbox.traceDir, sandbox.fakeStateDir, ...(create ? [telemetryDir] : [])])
+    mkdirSync(dir, { recursive: true });
   return sandbox;
 }
 
