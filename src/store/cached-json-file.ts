@@ -27,8 +27,11 @@ export class CachedJsonFile<T> {
   readonly path: string;
   readonly #options: CachedJsonFileOptions<T>;
   readonly #emptyText: string;
-  /** `identity: null`: the file does not exist (writing the empty document is then skipped). */
-  #cache: { identity: FileIdentity | null; text: string; data: T } | null = null;
+  /**
+   * `identity: null`: the file does not exist (writing the empty document is then skipped).
+   * `dropped`: the parse dropped malformed entries and no copy of the file was kept yet.
+   */
+  #cache: { identity: FileIdentity | null; text: string; data: T; dropped?: string } | null = null;
 
   constructor(path: string, options: CachedJsonFileOptions<T>) {
     this.path = path;
@@ -51,7 +54,14 @@ export class CachedJsonFile<T> {
       this.#cache = { identity: null, text: this.#emptyText, data };
       return data;
     }
-    if (this.#cache?.identity && sameFile(this.#cache.identity, identity)) return this.#cache.data;
+    if (this.#cache?.identity && sameFile(this.#cache.identity, identity)) {
+      // Parsed without the lock, where no copy is made: make it before a write can drop the entries.
+      if (locked && this.#cache.dropped) {
+        this.#options.warn(`${this.#cache.dropped}; a copy of the file is at ${await this.#keepCopy()}`);
+        delete this.#cache.dropped;
+      }
+      return this.#cache.data;
+    }
 
     const text = await readFile(this.path, 'utf8');
     const parsed = this.#parse(text);
@@ -62,13 +72,18 @@ export class CachedJsonFile<T> {
       this.#cache = null;
       return this.#options.empty();
     }
+    let dropped: string | undefined;
     if (parsed.dropped.length > 0) {
       const noun = parsed.dropped.length === 1 ? 'entry' : 'entries';
       const what = `${this.path}: dropped ${parsed.dropped.length} malformed ${noun}: ${parsed.dropped.slice(0, 5).join(', ')}`;
-      this.#options.warn(locked ? `${what}; a copy of the file is at ${await this.#keepCopy()}` : what);
+      if (locked) this.#options.warn(`${what}; a copy of the file is at ${await this.#keepCopy()}`);
+      else {
+        this.#options.warn(`${what}; a copy will be kept before the file is next written`);
+        dropped = what;
+      }
     }
     // The identity was taken before the read: if the file changed in between, the next read re-parses.
-    this.#cache = { identity, text, data: parsed.data };
+    this.#cache = { identity, text, data: parsed.data, ...(dropped ? { dropped } : {}) };
     return parsed.data;
   }
 

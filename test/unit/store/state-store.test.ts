@@ -165,6 +165,18 @@ describe('StateStore under faults', () => {
     expect(warnings.join('\n')).toMatch(/dropped 1 malformed entry: task "bad"; a copy of the file is at/);
   });
 
+  it('keeps that copy too when the shard was first read without the lock (then from the cache)', async () => {
+    const shard = shardFile('good');
+    mkdirSync(path.dirname(shard), { recursive: true });
+    const original = JSON.stringify({ tasks: { good: entry(2), bad: { attempts: 'x' } } });
+    writeFileSync(shard, original);
+    const store = open();
+    await store.snapshot(['good']);
+    expect(asideOf(shard)).toHaveLength(0);
+    await store.transact(['good'], (s) => void (s.tasks.good = entry(3)));
+    expect(asideOf(shard).map((name) => readFileSync(path.join(path.dirname(shard), name), 'utf8'))).toEqual([original]);
+  });
+
   it('keeps task ids that are Object.prototype member names as ordinary tasks', async () => {
     const ids = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__'];
     const store = open();
