@@ -449,12 +449,27 @@ export class RunService {
       return { admitted: true, transition: null };
     }
     const now = this.#clock();
+    const entry = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
+    if (this.#config.escalationMode === 'block' && entry?.escalated) {
+      const reason = entry.escalationReason ?? 'max_retries_exceeded';
+      this.#noteWarning(runId, circuitNotUpdated(modelKey, message, false));
+      return {
+        admitted: false,
+        status: 'blocked',
+        error: `task "${request.taskId}" escalated earlier (${reason}) and OLLAMA_MCP_ESCALATION=block refuses further runs until it is reset with ollama_reset`,
+        settled: {
+          retryCount: retryCountFor(entry, request.retryCount),
+          escalation: { escalate: true, reason },
+          circuit: viewCircuit(snapshot.breakers[modelKey] ?? CLOSED, now, settings),
+          transition: null,
+        },
+      };
+    }
     const leaseMs = timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
     const decision = admit(snapshot.breakers[modelKey] ?? CLOSED, now, runId, leaseMs, settings);
     this.#noteWarning(runId, circuitNotUpdated(modelKey, message, decision.admitted));
     if (decision.admitted) return { admitted: true, transition: null };
     const circuit = viewCircuit(decision.next, now, settings);
-    const entry = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
     return {
       admitted: false,
       status: 'circuit_open',
