@@ -25,6 +25,14 @@ describe('task ids and model names that are Object.prototype member names, throu
   });
   afterAll(async () => server?.close());
 
+  it('ollama_run and ollama_run_many declare metadata.warnings in their output schema, empty on a healthy run', async () => {
+    const { tools } = await server.client.listTools();
+    const schemaOf = (name: string) => tools.find((tool) => tool.name === name)!.outputSchema as any;
+    expect(schemaOf('ollama_run').properties.metadata.properties.warnings.type).toBe('array');
+    expect(JSON.stringify(schemaOf('ollama_run_many'))).toContain('ledger_not_updated');
+    expect((await server.run({ model: 'llama3.2', prompt: 'hello' })).metadata.warnings).toEqual([]);
+  });
+
   it('ollama_task_status and ollama_reset know nothing of them before any run (no "Invalid time value")', async () => {
     for (const id of IDS) {
       const status = await call(server, 'ollama_task_status', { task_id: id });
