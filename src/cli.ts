@@ -7,6 +7,7 @@ import { runDoctor } from './doctor.js';
 import { loadModelTiers } from './model-tiers.js';
 import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './http-server.js';
 import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION } from './server.js';
+import { isStateStoreError } from './store/state-store.js';
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 
@@ -70,6 +71,10 @@ async function main(argv: readonly string[]): Promise<number> {
     if (isConfigError(error) || error instanceof HttpServerError) {
       warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
       return 2;
+    }
+    if (isStateStoreError(error)) {
+      warn(`cannot start: ${error.message}`);
+      return 1;
     }
     throw error;
   }

@@ -14,6 +14,24 @@ export const circuitViewSchema = z.object({
     .describe('seconds until the model accepts runs again; null when it accepts them now'),
 });
 
+/**
+ * Why the safety net did less than usual for this attempt:
+ * - `ledger_not_updated`: the attempt could not be recorded (read-only or full disk...); retry_count
+ *   and escalation come from the ledger as last saved, which will not count this attempt.
+ * - `ledger_unreadable`: the ledger could not even be read; retry_count is the caller's own.
+ * - `circuit_not_updated`: the circuit could not be updated at admission; it was judged from the
+ *   last saved state.
+ */
+export const RUN_WARNING_KINDS = ['ledger_not_updated', 'ledger_unreadable', 'circuit_not_updated'] as const;
+export type RunWarningKind = (typeof RUN_WARNING_KINDS)[number];
+
+export const runWarningSchema = z.object({
+  kind: z.enum(RUN_WARNING_KINDS),
+  message: z.string(),
+});
+
+export type RunWarning = z.infer<typeof runWarningSchema>;
+
 /** What every `ollama_run` result carries, success or failure. */
 export const runMetadataSchema = z.object({
   status: z.enum(RUN_STATUSES).describe('how the attempt ended; see the README failure table'),
@@ -42,6 +60,11 @@ export const runMetadataSchema = z.object({
     .object({ kind: z.enum(RUN_STATUSES), message: z.string() })
     .nullable()
     .describe('why the attempt failed; null on success'),
+  warnings: z
+    .array(runWarningSchema)
+    .describe(
+      'empty normally; otherwise the retry ledger or the circuit could not be updated for this attempt, so retry_count and escalation may lag: read each message',
+    ),
 });
 
 export type RunMetadata = z.infer<typeof runMetadataSchema>;

@@ -8,7 +8,8 @@ import { decideEscalation, type EscalationDecision } from './policy/escalation.j
 import { OUTCOME_POLICY } from './policy/outcome-policy.js';
 import type { RunStatus } from './policy/run-status.js';
 import { pruneTasks, recordAttempt, retryCountFor } from './policy/task-ledger.js';
-import type { RunMetadata, RunResult } from './run-result.js';
+import type { RunMetadata, RunResult, RunWarning } from './run-result.js';
+import { circuitNotUpdated, unsavedVerdict } from './run-warnings.js';
 import { buildRunArgs, type CliRunOptions } from './runner/cli-args.js';
 import { classifyOutcome, type Classification } from './runner/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from './runner/model-process.js';
@@ -165,6 +166,8 @@ export class RunService {
   readonly #shutdown = new AbortController();
   /** Per model: calls waiting for a half-open probe's verdict, woken when a run of that model settles here. */
   readonly #probeWaiters = new Map<string, Set<() => void>>();
+  /** Warnings of attempts not yet finished, by run id (taken by `#finish`). */
+  readonly #warnings = new Map<string, RunWarning[]>();
   #admissions: Promise<void> = Promise.resolve();
 
   constructor(deps: RunServiceDeps) {
@@ -594,10 +597,75 @@ export class RunService {
         };
       });
     } catch (error) {
-      // The ledger is a safety net, not a gate: if it cannot be read, the run still goes ahead.
-      this.#warn(`circuit admission skipped for ${modelKey}: ${(error as Error).message}`);
+      return this.#admitUnsaved(modelKey, runId, timeoutMs, request, settings, error);
+    }
+  }
+
+  /**
+   * The circuit could not be updated at admission: judge it from the last saved state (an open
+   * circuit still refuses), and say so. The ledger is a safety net, not a gate: if it cannot even
+   * be read, the run goes ahead.
+   */
+  async #admitUnsaved(
+    modelKey: string,
+    runId: string,
+    timeoutMs: number,
+    request: RunRequest,
+    settings: BreakerSettings,
+    error: unknown,
+  ): Promise<Admission> {
+    const message = (error as Error).message;
+    this.#warn(`circuit of ${modelKey} not updated at admission of run ${runId}: ${message}`);
+    let snapshot: StateData;
+    try {
+      snapshot = await this.#store.snapshot(taskScope(request));
+    } catch {
+      this.#noteWarning(runId, circuitNotUpdated(modelKey, message, true));
       return { admitted: true, transition: null };
     }
+    const now = this.#clock();
+    const entry = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
+    if (this.#config.escalationMode === 'block' && entry?.escalated) {
+      const reason = entry.escalationReason ?? 'max_retries_exceeded';
+      this.#noteWarning(runId, circuitNotUpdated(modelKey, message, false));
+      return {
+        admitted: false,
+        status: 'blocked',
+        error: `task "${request.taskId}" escalated earlier (${reason}) and OLLAMA_MCP_ESCALATION=block refuses further runs until it is reset with ollama_reset`,
+        settled: {
+          retryCount: retryCountFor(entry, request.retryCount),
+          escalation: { escalate: true, reason },
+          circuit: viewCircuit(snapshot.breakers[modelKey] ?? CLOSED, now, settings),
+          transition: null,
+        },
+      };
+    }
+    const leaseMs = timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
+    const decision = admit(snapshot.breakers[modelKey] ?? CLOSED, now, runId, leaseMs);
+    // Another call's probe is in flight: wait for its verdict (or its lease to run out) as usual.
+    if (!decision.admitted && decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
+    this.#noteWarning(runId, circuitNotUpdated(modelKey, message, decision.admitted));
+    if (decision.admitted) return { admitted: true, transition: null };
+    const circuit = viewCircuit(decision.next, now, settings);
+    return {
+      admitted: false,
+      status: 'circuit_open',
+      error: circuitOpenMessage(circuit),
+      settled: {
+        retryCount: retryCountFor(entry, request.retryCount),
+        escalation: { escalate: true, reason: 'circuit_open' },
+        circuit,
+        transition: null,
+      },
+    };
+  }
+
+  #noteWarning(runId: string, warning: RunWarning): void {
+    const list = this.#warnings.get(runId);
+    // The circuit is checked twice (admission, leaving the queue): say each thing once.
+    if (list?.some((w) => w.kind === warning.kind)) return;
+    if (list) list.push(warning);
+    else this.#warnings.set(runId, [warning]);
   }
 
   /** Record the attempt's outcome in the task ledger and the model's circuit, in one transaction. */
@@ -646,16 +714,38 @@ export class RunService {
         this.#recordTask(state, a.request, a.runId, a.status, settled.escalation.reason, now);
         return { settled, prunedAt: state.prunedAt };
       });
-      await this.#pruneIfDue(prunedAt);
+      // The attempt is recorded: a failed prune must not be mistaken for a lost update.
+      await this.#pruneIfDue(prunedAt).catch((error: Error) => this.#warn(`pruning the task ledger failed: ${error.message}`));
       return settled;
     } catch (error) {
-      this.#warn(`ledger not updated for run ${a.runId}: ${(error as Error).message}`);
-      const retryCount = a.request.retryCount ?? 0;
-      return this.#unsettled(
-        retryCount,
-        decideEscalation({ status: a.status, retryCount, maxRetries: a.maxRetries, openedCircuit: false }),
-      );
+      return this.#settleUnsaved(a, (error as Error).message);
     }
+  }
+
+  /** The ledger could not be updated: count from what can still be read, and say so in the result. */
+  async #settleUnsaved(
+    a: { modelKey: string; runId: string; status: RunStatus; request: RunRequest; maxRetries: number; breaker: BreakerSettings },
+    error: string,
+  ): Promise<Settled> {
+    this.#warn(`ledger not updated for run ${a.runId}: ${error}`);
+    let snapshot: StateData | null = null;
+    try {
+      snapshot = await this.#store.snapshot(taskScope(a.request));
+    } catch (readError) {
+      this.#warn(`ledger not readable either: ${(readError as Error).message}`);
+    }
+    const verdict = unsavedVerdict({
+      ledger: snapshot ? { entry: a.request.taskId === undefined ? undefined : snapshot.tasks[a.request.taskId] } : 'unreadable',
+      taskId: a.request.taskId,
+      status: a.status,
+      callerRetryCount: a.request.retryCount,
+      maxRetries: a.maxRetries,
+      error,
+    });
+    this.#noteWarning(a.runId, verdict.warning);
+    if (!snapshot) return this.#unsettled(verdict.retryCount, verdict.escalation);
+    const circuit = viewCircuit(snapshot.breakers[a.modelKey] ?? CLOSED, this.#clock(), a.breaker);
+    return { retryCount: verdict.retryCount, escalation: verdict.escalation, circuit, transition: null };
   }
 
   /** What is said of an attempt that touched neither the ledger nor a circuit. */
@@ -706,6 +796,8 @@ export class RunService {
     if (attempt.context.live) attempt.context.live.phase = 'done';
     const policy = OUTCOME_POLICY[status];
     const errorText = classification.error?.slice(0, ERROR_TEXT_MAX) ?? null;
+    const warnings = this.#warnings.get(attempt.runId) ?? [];
+    this.#warnings.delete(attempt.runId);
     const metadata: RunMetadata = {
       status,
       ok: policy.ok,
@@ -731,6 +823,7 @@ export class RunService {
       thinking_chars: classification.thinking.length,
       circuit: settled.circuit,
       error: errorText === null ? null : { kind: status, message: errorText },
+      warnings,
     };
     const record: RunRecord = {
       v: RUN_RECORD_SCHEMA_VERSION,
@@ -758,6 +851,7 @@ export class RunService {
       circuit: { ...settled.circuit, transition: settled.transition },
       error: errorText,
       server_pid: process.pid,
+      warnings,
       prompt: request.prompt,
       output: classification.answer,
     };

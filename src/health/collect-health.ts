@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { stat, unlink, writeFile } from 'node:fs/promises';
+import { open, readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
 import type { Config } from '../config.js';
@@ -7,7 +7,7 @@ import { probeCli, withDeadline, type CliProbe } from '../ollama/cli-probe.js';
 import type { InstalledModels } from '../ollama/installed-models.js';
 import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData } from '../store/state-schema.js';
-import type { TaskScope } from '../store/state-store.js';
+import type { StoreWriteFailure, TaskScope } from '../store/state-store.js';
 
 /** Where the CLI looks for the server when OLLAMA_HOST is unset. */
 export const DEFAULT_OLLAMA_HOST = 'http://127.0.0.1:11434';
@@ -16,6 +16,8 @@ export const HEALTH_CLI_TIMEOUT_MS = 5_000;
 /** The whole check gives up waiting after this (a hung CLI, a stuck disk). */
 export const HEALTH_DEADLINE_MS = 9_000;
 const RUNS_LOG_FILE_NAME = 'runs.jsonl';
+/** The writability probe writes this much: an empty file is created even on a full disk. */
+const PROBE_BYTES = 4096;
 
 const configValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
@@ -53,9 +55,19 @@ export const healthReportSchema = z.object({
   }),
   telemetry: z.object({
     dir: z.string(),
-    writable: z.boolean(),
+    writable: z.boolean().describe('real bytes could be written there, and every run log file can be appended to'),
     runs_log: z.string(),
   }),
+  ledger: z
+    .object({
+      ok: z.boolean().describe('the retry ledger and circuit files can be read and written'),
+      problems: z.array(z.string()).describe('each file that cannot be used, with the error'),
+      last_write_failure: z
+        .object({ at: z.string(), message: z.string() })
+        .nullable()
+        .describe('the last ledger update this server could not save, while none was saved since'),
+    })
+    .describe('the state behind retry counting and the circuit breakers'),
   config: z.record(z.string(), configValue).describe('the effective configuration; secrets only as "set"/"unset"'),
   checked_at: z.string(),
 });
@@ -65,6 +77,9 @@ export type HealthReport = z.output<typeof healthReportSchema>;
 /** The part of StateStore the check needs (a StateStore will do). */
 export interface HealthStateSource {
   snapshot(scope?: TaskScope): Promise<StateData>;
+  /** One line per state file that cannot be read or written. */
+  inspect?(): Promise<string[]>;
+  readonly lastWriteFailure?: StoreWriteFailure | null;
 }
 
 export interface HealthDeps {
@@ -116,11 +131,18 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       error: `reading the state took longer than ${deadline} ms`,
       circuits: [],
     })),
-    withDeadline(checkWritable(config.telemetryDir), deadline, () => ({
+    withDeadline(checkTelemetry(config.telemetryDir), deadline, () => ({
       writable: false,
       error: `no answer within ${deadline} ms`,
     })),
   ]);
+  const ledgerProblems = await withDeadline(
+    deps.store.inspect?.().catch((error: Error) => [error.message]) ?? Promise.resolve([]),
+    deadline,
+    () => [`checking the state files took longer than ${deadline} ms`],
+  );
+  if (circuits.error) ledgerProblems.unshift(`cannot read the circuit state: ${circuits.error}`);
+  const writeFailure = deps.store.lastWriteFailure ?? null;
 
   const problems: string[] = [];
   const warnings: string[] = [];
@@ -155,9 +177,14 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     warnings.push(`the CLI warns: ${warning}`);
   }
 
-  if (circuits.error) {
+  if (ledgerProblems.length > 0) {
     problems.push(
-      `cannot read the circuit state (${circuits.error}): check the telemetry dir ${config.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR).`,
+      `the retry ledger and circuit state cannot be used (${ledgerProblems.join('; ')}): retry counts and circuits are not saved, so escalation lags. Fix the telemetry dir ${config.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR).`,
+    );
+  }
+  if (writeFailure) {
+    problems.push(
+      `the retry ledger has not been updated since ${new Date(writeFailure.at).toISOString()} (${writeFailure.message}): runs go ahead but are not counted, so tasks may not escalate. Fix the telemetry dir ${config.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR).`,
     );
   }
   for (const circuit of circuits.circuits) {
@@ -196,6 +223,11 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       writable: telemetry.writable,
       runs_log: path.join(config.telemetryDir, RUNS_LOG_FILE_NAME),
     },
+    ledger: {
+      ok: ledgerProblems.length === 0 && writeFailure === null,
+      problems: ledgerProblems,
+      last_write_failure: writeFailure && { at: new Date(writeFailure.at).toISOString(), message: writeFailure.message },
+    },
     config: publicConfig(config),
     checked_at: new Date(clock()).toISOString(),
   };
@@ -217,20 +249,53 @@ async function readCircuits(
   }
 }
 
-/** Create and remove a temporary file in `dir` (never touching runs.jsonl or the state files). */
+/**
+ * Write real bytes to a temporary file in `dir` and remove it (an empty file is still created on
+ * a full disk); never touches runs.jsonl or the state files.
+ */
 export async function checkWritable(dir: string): Promise<{ writable: boolean; error: string | null }> {
   try {
     const info = await stat(dir);
     if (!info.isDirectory()) return { writable: false, error: 'it is not a directory' };
     const probe = path.join(dir, `.health-${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
-    await writeFile(probe, '', { flag: 'wx' });
-    await unlink(probe);
+    const handle = await open(probe, 'wx', 0o600);
+    try {
+      await handle.write(Buffer.alloc(PROBE_BYTES, 0x20));
+      await handle.sync();
+    } finally {
+      await handle.close();
+      await unlink(probe).catch(() => {});
+    }
     return { writable: true, error: null };
   } catch (error) {
     const { code, message } = error as NodeJS.ErrnoException;
     if (code === 'ENOENT') return { writable: false, error: 'it does not exist' };
     return { writable: false, error: code ?? message };
   }
+}
+
+/**
+ * The dir takes real bytes, and every existing file of the run log can be opened for appending
+ * (a directory named runs.jsonl, or a file that cannot be written, loses every run line).
+ */
+export async function checkTelemetry(dir: string): Promise<{ writable: boolean; error: string | null }> {
+  const probe = await checkWritable(dir);
+  if (!probe.writable) return probe;
+  let names: string[];
+  try {
+    names = (await readdir(dir)).filter((name) => /^runs(-.*)?\.jsonl$/.test(name));
+  } catch (error) {
+    return { writable: false, error: (error as NodeJS.ErrnoException).code ?? (error as Error).message };
+  }
+  for (const name of names) {
+    try {
+      const handle = await open(path.join(dir, name), 'a');
+      await handle.close();
+    } catch (error) {
+      return { writable: false, error: `${name}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` };
+    }
+  }
+  return probe;
 }
 
 /** Names that hold a secret: shown only as "set"/"unset". */

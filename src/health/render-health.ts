@@ -19,7 +19,7 @@ export function renderHealth(report: HealthReport): string {
       : `Ollama runner health: NOT OK, ${count} problem${count === 1 ? '' : 's'} (see below).`,
   );
 
-  const { cli, server, models, circuits, runs, telemetry } = report;
+  const { cli, server, models, circuits, runs, telemetry, ledger } = report;
   lines.push(
     cli.found
       ? `${PASS} ollama CLI: ${cli.bin}${cli.version ? ` (version ${cli.version})` : ' (version unknown)'}`
@@ -44,7 +44,10 @@ export function renderHealth(report: HealthReport): string {
     lines.push(`${FAIL} models: unknown (the model list could not be read)`);
   }
   const blocked = circuits.filter((c) => c.state !== 'closed');
-  if (blocked.length === 0) {
+  if (!ledger.ok && circuits.length === 0) {
+    // Nothing could be read, or nothing can be saved: "none on record" would be a false all-clear.
+    lines.push(`${FAIL} circuits: unknown (the circuit state cannot be used; see the problems)`);
+  } else if (blocked.length === 0) {
     lines.push(`${PASS} circuits: ${circuits.length === 0 ? 'none on record' : `all ${circuits.length} closed`}`);
   } else {
     const listed = blocked
@@ -62,6 +65,13 @@ export function renderHealth(report: HealthReport): string {
     telemetry.writable
       ? `${PASS} telemetry: ${telemetry.dir} is writable (log: ${telemetry.runs_log})`
       : `${FAIL} telemetry: ${telemetry.dir} is not writable`,
+  );
+  lines.push(
+    ledger.ok
+      ? `${PASS} ledger: the retry ledger and circuit files can be read and written`
+      : `${FAIL} ledger: ${ledger.last_write_failure ? `not updated since ${ledger.last_write_failure.at}` : 'cannot be used'}${
+          ledger.problems.length > 0 ? ` (${ledger.problems.join('; ')})` : ''
+        }`,
   );
   lines.push(
     `  config: ${Object.entries(report.config)

@@ -75,5 +75,8 @@ export function pruneTasks(
     fresh.length > settings.maxEntries
       ? fresh.sort(([, a], [, b]) => b.updatedAt - a.updatedAt).slice(0, settings.maxEntries)
       : fresh;
-  return Object.fromEntries(kept);
+  // No prototype: task ids such as `constructor` stay ordinary keys (see store/state-schema.ts `dict`).
+  const pruned = Object.create(null) as Record<string, TaskLedgerEntry>;
+  for (const [taskId, entry] of kept) pruned[taskId] = entry;
+  return pruned;
 }

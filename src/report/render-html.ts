@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import type { RunStatus } from '../policy/run-status.js';
 import { REPORT_CLIENT_SCRIPT } from './html-client.js';
 import { duration } from './render-text.js';
-import { compareStatuses } from './summary.js';
+import { compareStatuses, ownCount } from './summary.js';
 import type { RunsSummary } from './summary-schema.js';
 
 /** Options of {@link renderReportHtml}. */
@@ -127,7 +127,7 @@ export function buildReportCharts(summary: RunsSummary, options: Omit<RenderHtml
       key: status,
       label: status,
       color: colorOf(status),
-      data: outcomeModels.map((m) => m.failures[status] ?? 0),
+      data: outcomeModels.map((m) => ownCount(m.failures, status)),
     })),
   ];
 
@@ -328,7 +328,9 @@ function outcomesSection(s: RunsSummary, charts: ReportCharts, colorOf: (status:
         `<td class="n">${num(m.runs)}</td>`,
         `<td class="n">${num(m.ok)}</td>`,
         `<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
-        ...statuses.map((st) => `<td class="n${(m.failures[st] ?? 0) > 0 ? ' bad' : ' zero'}">${num(m.failures[st] ?? 0)}</td>`),
+        ...statuses.map(
+          (st) => `<td class="n${ownCount(m.failures, st) > 0 ? ' bad' : ' zero'}">${num(ownCount(m.failures, st))}</td>`,
+        ),
         `<td class="n${m.escalations > 0 ? ' warn' : ' zero'}">${num(m.escalations)}</td>`,
         `<td class="n${m.circuit_openings > 0 ? ' warn' : ' zero'}">${num(m.circuit_openings)}</td>`,
       ].join(''),
@@ -476,7 +478,10 @@ function statusColors(s: RunsSummary): (status: string) => string {
   for (const status of failureStatuses(s)) {
     if (!(status in STATUS_COLORS) && !extra.has(status)) extra.set(status, EXTRA_COLORS[extra.size % EXTRA_COLORS.length]!);
   }
-  return (status) => (STATUS_COLORS as Record<string, string>)[status] ?? extra.get(status) ?? '#757575';
+  return (status) =>
+    (Object.hasOwn(STATUS_COLORS, status) ? (STATUS_COLORS as Record<string, string>)[status] : undefined) ??
+    extra.get(status) ??
+    '#757575';
 }
 
 function swatch(color: string): string {

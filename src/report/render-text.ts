@@ -1,4 +1,4 @@
-import { compareStatuses } from './summary.js';
+import { compareStatuses, ownCount } from './summary.js';
 import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
 
 /** What the text report needs: a full summary or the tool's compact one. */
@@ -89,7 +89,7 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
     { text: count(m.runs) },
     { text: pct(m.ok_pct), style: m.ok_pct >= 95 ? 'green' : m.ok_pct >= 80 ? 'yellow' : 'red' },
     failureCell(m.timeouts),
-    ...failureKinds.map((kind) => failureCell(m.failures[kind] ?? 0)),
+    ...failureKinds.map((kind) => failureCell(ownCount(m.failures, kind))),
     { text: count(m.escalations), style: m.escalations > 0 ? 'yellow' : undefined },
     { text: count(m.circuit_openings), style: m.circuit_openings > 0 ? 'yellow' : undefined },
     { text: duration(m.duration_ms.p50) },

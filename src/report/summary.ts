@@ -39,6 +39,11 @@ export interface SummarizeOptions {
   readonly limits?: Partial<SummaryLimits>;
 }
 
+/** `record[key]` for a key read from the log: only the record's own entries count. */
+export function ownCount(record: Readonly<Record<string, number>>, key: string): number {
+  return Object.hasOwn(record, key) ? (record[key] ?? 0) : 0;
+}
+
 /** Row name that collects the runs of models past {@link SummaryLimits.maxModels}. */
 export const OTHER_MODELS = '(other)';
 
@@ -63,7 +68,8 @@ class ModelStats {
   constructor(readonly model: string) {}
 
   result(): ModelSummary {
-    const failures: Record<string, number> = {};
+    // No prototype: a status read from the log (`constructor`...) is an ordinary key.
+    const failures = Object.create(null) as Record<string, number>;
     for (const status of [...this.failures.keys()].sort(compareStatuses)) failures[status] = this.failures.get(status)!;
     return {
       model: this.model,

@@ -1,7 +1,6 @@
-import { rename, stat } from 'node:fs/promises';
-import { Low } from 'lowdb';
-import { TextFile } from 'lowdb/node';
+import { copyFile, readFile, rename, stat } from 'node:fs/promises';
 import type { Parsed } from './state-schema.js';
+import { writeFileAtomic } from './durable-fs.js';
 
 interface FileIdentity {
   readonly ino: bigint;
@@ -14,57 +13,84 @@ export interface CachedJsonFileOptions<T> {
   readonly serialize: (data: T) => string;
   readonly empty: () => T;
   readonly warn: (message: string) => void;
+  /** What is lost when the file cannot be used, in words ("every model's circuit"). */
+  readonly contents: string;
 }
 
 /**
- * One JSON document on disk, written atomically (lowdb's TextFile: steno writes a temp file and
- * renames it, so lock-free readers never see a torn file) and read through a cache keyed on the
- * file's inode, size and mtime: a file nobody else touched is not parsed again.
+ * One JSON document on disk, written atomically (a 0600 temp file renamed over it, so lock-free
+ * readers never see a torn file) and read through a cache keyed on the file's inode, size and
+ * mtime: a file nobody else touched is not parsed again.
  * Locking is the caller's job.
  */
 export class CachedJsonFile<T> {
   readonly path: string;
-  readonly #db: Low<string>;
   readonly #options: CachedJsonFileOptions<T>;
-  #cache: { identity: FileIdentity; text: string; data: T } | null = null;
+  readonly #emptyText: string;
+  /**
+   * `identity: null`: the file does not exist (writing the empty document is then skipped).
+   * `dropped`: the parse dropped malformed entries and no copy of the file was kept yet.
+   */
+  #cache: { identity: FileIdentity | null; text: string; data: T; dropped?: string } | null = null;
 
   constructor(path: string, options: CachedJsonFileOptions<T>) {
     this.path = path;
-    this.#db = new Low(new TextFile(path), '');
     this.#options = options;
+    this.#emptyText = options.serialize(options.empty());
   }
 
   /**
    * The current document (shared with the cache: a caller that mutates it must `write` or
-   * `forget`). With `locked`, a file that cannot be parsed is moved aside (`<file>.corrupt-<time>`)
-   * rather than left to be overwritten; without the lock it is only reported.
+   * `forget`). A file that cannot be used (not JSON, the wrong shape, or empty: what an unsynced
+   * write leaves after a power loss) reads as empty, with a warning saying what was lost. With
+   * `locked` it is first moved aside (`<file>.corrupt-<time>`), and a file that lost only some
+   * entries is copied there, so the next write destroys nothing; if that copy cannot be made, the
+   * read throws rather than let the file be overwritten.
    */
   async read(locked: boolean): Promise<T> {
     const identity = await this.#identity();
     if (identity === null) {
-      this.#cache = null;
-      return this.#options.empty();
+      const data = this.#options.empty();
+      this.#cache = { identity: null, text: this.#emptyText, data };
+      return data;
     }
-    if (this.#cache && sameFile(this.#cache.identity, identity)) return this.#cache.data;
+    if (this.#cache?.identity && sameFile(this.#cache.identity, identity)) {
+      // Parsed without the lock, where no copy is made: make it before a write can drop the entries.
+      if (locked && this.#cache.dropped) {
+        this.#options.warn(`${this.#cache.dropped}; a copy of the file is at ${await this.#keepCopy()}`);
+        delete this.#cache.dropped;
+      }
+      return this.#cache.data;
+    }
 
-    this.#db.data = '';
-    await this.#db.read();
-    const text = this.#db.data;
+    const text = await readFile(this.path, 'utf8');
     const parsed = this.#parse(text);
     if (typeof parsed === 'string') {
-      if (locked) await this.#setAside(parsed);
-      else this.#options.warn(`${this.path} ${parsed}; it will be set aside at the next write`);
+      const lost = `${this.path} ${parsed}: ${this.#options.contents} ${locked ? 'started afresh' : 'reads as empty'}`;
+      if (locked) this.#options.warn(`${lost}; moved it to ${await this.#setAside()}`);
+      else this.#options.warn(`${lost}; it will be moved aside at the next write`);
       this.#cache = null;
       return this.#options.empty();
     }
+    let dropped: string | undefined;
+    if (parsed.dropped.length > 0) {
+      const noun = parsed.dropped.length === 1 ? 'entry' : 'entries';
+      const what = `${this.path}: dropped ${parsed.dropped.length} malformed ${noun}: ${parsed.dropped.slice(0, 5).join(', ')}`;
+      if (locked) this.#options.warn(`${what}; a copy of the file is at ${await this.#keepCopy()}`);
+      else {
+        this.#options.warn(`${what}; a copy will be kept before the file is next written`);
+        dropped = what;
+      }
+    }
     // The identity was taken before the read: if the file changed in between, the next read re-parses.
-    this.#cache = { identity, text, data: parsed };
-    return parsed;
+    this.#cache = { identity, text, data: parsed.data, ...(dropped ? { dropped } : {}) };
+    return parsed.data;
   }
 
   /**
-   * Persist `data` unless it serialises to exactly what is on disk. Call it only after a `read`
-   * under the same lock, so the cache describes the file as it is now.
+   * Persist `data` unless it serialises to exactly what is on disk (or the file is missing and
+   * `data` is empty). Call it only after a `read` under the same lock, so the cache describes the
+   * file as it is now.
    */
   async write(data: T): Promise<void> {
     const text = this.#options.serialize(data);
@@ -72,9 +98,8 @@ export class CachedJsonFile<T> {
       this.#cache = { ...this.#cache, data };
       return;
     }
-    this.#db.data = text;
     try {
-      await this.#db.write();
+      await writeFileAtomic(this.path, text);
     } catch (error) {
       this.#cache = null;
       throw error;
@@ -88,8 +113,8 @@ export class CachedJsonFile<T> {
     this.#cache = null;
   }
 
-  #parse(text: string): T | string {
-    if (text.trim() === '') return this.#options.empty();
+  #parse(text: string): Parsed<T> | string {
+    if (text.trim() === '') return text === '' ? 'is empty (0 bytes)' : 'holds only whitespace';
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -97,25 +122,28 @@ export class CachedJsonFile<T> {
       return 'is not valid JSON';
     }
     try {
-      const { data, dropped } = this.#options.parse(json);
-      if (dropped.length > 0) {
-        const noun = dropped.length === 1 ? 'entry' : 'entries';
-        this.#options.warn(`${this.path}: dropped ${dropped.length} malformed ${noun}: ${dropped.slice(0, 5).join(', ')}`);
-      }
-      return data;
+      return this.#options.parse(json);
     } catch {
       return 'does not have the expected shape';
     }
   }
 
-  async #setAside(why: string): Promise<void> {
-    const aside = `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-    try {
-      await rename(this.path, aside);
-      this.#options.warn(`${this.path} ${why}; moved it to ${aside} and started it afresh`);
-    } catch (error) {
-      this.#options.warn(`${this.path} ${why}, and could not be moved aside: ${(error as Error).message}`);
-    }
+  /** Move the unusable file out of the way; returns where it went. */
+  async #setAside(): Promise<string> {
+    const aside = this.#asideName();
+    await rename(this.path, aside);
+    return aside;
+  }
+
+  /** Copy the file before a write drops part of it; returns the copy's name. */
+  async #keepCopy(): Promise<string> {
+    const aside = this.#asideName();
+    await copyFile(this.path, aside);
+    return aside;
+  }
+
+  #asideName(): string {
+    return `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   }
 
   async #identity(): Promise<FileIdentity | null> {

@@ -11,8 +11,18 @@ export interface StateData {
   prunedAt: number;
 }
 
+/**
+ * A map keyed by user input (task ids, model names) with no prototype: `constructor`, `toString`
+ * or `__proto__` are then ordinary keys, not Object.prototype's members.
+ */
+export function dict<T>(entries?: Iterable<readonly [string, T]>): Record<string, T> {
+  const map = Object.create(null) as Record<string, T>;
+  if (entries) for (const [key, value] of entries) map[key] = value;
+  return map;
+}
+
 export function emptyState(): StateData {
-  return { tasks: {}, breakers: {}, prunedAt: 0 };
+  return { tasks: dict(), breakers: dict(), prunedAt: 0 };
 }
 
 const count = z.number().int().nonnegative();
@@ -69,8 +79,9 @@ export type ShardFile = Pick<StateData, 'tasks'>;
 export function parseMainFile(json: unknown): Parsed<MainFile> {
   const file = mainFileSchema.parse(json);
   const dropped: string[] = [];
-  const breakers: StateData['breakers'] = {};
-  for (const [model, entry] of Object.entries(file.breakers)) {
+  const breakers = dict<StateData['breakers'][string]>();
+  // The entries of the JSON itself: zod's record output is a plain object, where a `__proto__` key would vanish.
+  for (const [model, entry] of Object.entries((json as { breakers: object }).breakers)) {
     const parsed = breakerSchema.safeParse(entry);
     if (parsed.success) breakers[model] = parsed.data;
     else dropped.push(`circuit ${JSON.stringify(model)}`);
@@ -80,10 +91,10 @@ export function parseMainFile(json: unknown): Parsed<MainFile> {
 
 /** Validate one ledger shard; malformed task entries are dropped on their own. */
 export function parseShardFile(json: unknown): Parsed<ShardFile> {
-  const file = shardFileSchema.parse(json);
+  shardFileSchema.parse(json);
   const dropped: string[] = [];
-  const tasks: StateData['tasks'] = {};
-  for (const [taskId, entry] of Object.entries(file.tasks)) {
+  const tasks = dict<StateData['tasks'][string]>();
+  for (const [taskId, entry] of Object.entries((json as { tasks: object }).tasks)) {
     const parsed = taskEntrySchema.safeParse(entry);
     if (parsed.success) tasks[taskId] = parsed.data;
     else dropped.push(`task ${JSON.stringify(taskId)}`);

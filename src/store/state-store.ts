@@ -1,8 +1,13 @@
-import { mkdirSync } from 'node:fs';
+import { constants } from 'node:fs';
+import { access, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import lockfile from 'proper-lockfile';
 import { CachedJsonFile } from './cached-json-file.js';
+import { ensureDirSync } from './durable-fs.js';
+import { nextLockAttempt } from './lock-policy.js';
 import {
+  dict,
   parseMainFile,
   parseShardFile,
   serializeMainFile,
@@ -19,13 +24,29 @@ export interface StateStoreOptions {
   readonly staleLockMs?: number;
 }
 
-/** Thrown when the state cannot be locked, read or written. */
+/** Thrown when the state cannot be locked, read or written (`step` says which), or its dir cannot be made. */
 export class StateStoreError extends Error {
   readonly kind = 'state_store_error';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  readonly step: 'setup' | 'lock' | 'update';
+  /** errno code of the underlying failure (EROFS, ENOSPC...), when there is one. */
+  readonly code: string | undefined;
+  constructor(message: string, options: { step: StateStoreError['step']; cause?: unknown }) {
+    super(message, { cause: options.cause });
     this.name = 'StateStoreError';
+    this.step = options.step;
+    this.code = (options.cause as NodeJS.ErrnoException | undefined)?.code;
   }
+}
+
+export function isStateStoreError(error: unknown): error is StateStoreError {
+  return (error as StateStoreError | null)?.kind === 'state_store_error';
+}
+
+/** The last transaction that could not be saved, while no later one was. */
+export interface StoreWriteFailure {
+  /** Epoch ms. */
+  readonly at: number;
+  readonly message: string;
 }
 
 /** The task ledger is split into this many files, so a transaction's cost does not grow with the number of tasks. */
@@ -57,18 +78,30 @@ export class StateStore {
   readonly #staleLockMs: number;
   readonly #warn: (message: string) => void;
   #queue: Promise<void> = Promise.resolve();
+  #writeFailure: StoreWriteFailure | null = null;
+  /** `state.tasks`: the ledger shards. */
+  readonly shardDir: string;
 
+  /** @throws StateStoreError (one line, naming the path) when the shard dir cannot be created. */
   constructor(file: string, options: StateStoreOptions = {}) {
     this.file = path.resolve(file);
     const shardDir = path.join(path.dirname(this.file), `${path.basename(this.file, '.json')}.tasks`);
-    mkdirSync(shardDir, { recursive: true });
+    this.shardDir = shardDir;
+    try {
+      ensureDirSync(shardDir);
+    } catch (error) {
+      const { code, message } = error as NodeJS.ErrnoException;
+      const why = code === 'EEXIST' || code === 'ENOTDIR' ? `a file is in the way (${message})` : message;
+      throw new StateStoreError(`cannot use ${shardDir} as the task ledger's directory: ${why}`, { step: 'setup', cause: error });
+    }
     this.#warn = options.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
     const warn = this.#warn;
     this.#main = new CachedJsonFile(this.file, {
       parse: parseMainFile,
       serialize: serializeMainFile,
-      empty: () => ({ breakers: {}, prunedAt: 0 }),
+      empty: () => ({ breakers: dict(), prunedAt: 0 }),
       warn,
+      contents: "every model's circuit breaker (open circuits are closed again)",
     });
     this.#shards = Array.from(
       { length: TASK_SHARDS },
@@ -76,8 +109,9 @@ export class StateStore {
         new CachedJsonFile(path.join(shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
           parse: parseShardFile,
           serialize: serializeShardFile,
-          empty: () => ({ tasks: {} }),
+          empty: () => ({ tasks: dict() }),
           warn,
+          contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
         }),
     );
     this.#lockPath = `${this.file}.lock`;
@@ -90,6 +124,50 @@ export class StateStore {
    */
   async snapshot(scope: TaskScope = []): Promise<StateData> {
     return (await this.#load(scope, false)).state;
+  }
+
+  /** Set when the last transaction could not be saved (cleared by the next one that is). */
+  get lastWriteFailure(): StoreWriteFailure | null {
+    return this.#writeFailure;
+  }
+
+  /**
+   * Can every file the store needs be read and written? One line per problem, naming the path
+   * and the error (an unreadable shard, a directory where a file should be, a read-only dir).
+   */
+  async inspect(): Promise<string[]> {
+    const problems: string[] = [];
+    const check = async (target: string, kind: 'file' | 'dir', optional: boolean) => {
+      try {
+        const info = await stat(target);
+        if (kind === 'file' && !info.isFile()) return void problems.push(`${target} is not a regular file`);
+        if (kind === 'dir' && !info.isDirectory()) return void problems.push(`${target} is not a directory`);
+        await access(target, constants.R_OK | constants.W_OK | (kind === 'dir' ? constants.X_OK : 0));
+      } catch (error) {
+        const { code, message } = error as NodeJS.ErrnoException;
+        if (code === 'ENOENT' && optional) return;
+        problems.push(`${target}: ${code ?? message}`);
+      }
+    };
+    await check(path.dirname(this.file), 'dir', false);
+    await check(this.file, 'file', true);
+    await check(this.shardDir, 'dir', false);
+    let names: string[] = [];
+    try {
+      names = (await readdir(this.shardDir)).filter((name) => /^[0-9a-f]{2}\.json$/.test(name));
+    } catch {
+      // already reported by the dir check
+    }
+    await Promise.all(names.map((name) => check(path.join(this.shardDir, name), 'file', true)));
+    for (const shard of this.#shards) {
+      if (!names.includes(path.basename(shard.path))) continue;
+      try {
+        await shard.read(false);
+      } catch (error) {
+        problems.push(`${shard.path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      }
+    }
+    return [...new Set(problems)];
   }
 
   /**
@@ -110,18 +188,47 @@ export class StateStore {
   }
 
   async #transactLocked<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
-    let release: () => Promise<void>;
     try {
-      release = await lockfile.lock(this.file, {
-        realpath: false,
-        lockfilePath: this.#lockPath,
-        stale: this.#staleLockMs,
-        retries: { retries: 1000, factor: 1.2, minTimeout: 1, maxTimeout: 25, randomize: true },
-        onCompromised: (error) => this.#warn(`state lock was lost while held (${error.message}); continuing`),
-      });
+      const result = await this.#transactOnce(scope, fn);
+      this.#writeFailure = null;
+      return result;
     } catch (error) {
-      throw new StateStoreError(`cannot lock ${this.file}: ${(error as Error).message}`, { cause: error });
+      if (isStateStoreError(error)) this.#writeFailure = { at: Date.now(), message: error.message };
+      throw error;
     }
+  }
+
+  /**
+   * Take the cross-process lock. Contention waits (bounded: a crashed holder's lock goes stale
+   * sooner); an error that waiting cannot cure (EROFS, EACCES, ENOSPC...) fails at once.
+   */
+  async #lock(): Promise<() => Promise<void>> {
+    const started = performance.now();
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await lockfile.lock(this.file, {
+          realpath: false,
+          lockfilePath: this.#lockPath,
+          stale: this.#staleLockMs,
+          retries: 0,
+          onCompromised: (error) => this.#warn(`state lock was lost while held (${error.message}); continuing`),
+        });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        const next = nextLockAttempt(
+          { code, attempt, elapsedMs: performance.now() - started },
+          { maxWaitMs: this.#staleLockMs + 5_000 },
+        );
+        if (next === 'give_up') {
+          throw new StateStoreError(`cannot lock ${this.file}: ${(error as Error).message}`, { step: 'lock', cause: error });
+        }
+        await delay(next.retryInMs * (0.5 + Math.random()));
+      }
+    }
+  }
+
+  async #transactOnce<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
+    const release = await this.#lock();
     try {
       const { state, shardIndexes } = await this.#load(scope, true);
       let result: T;
@@ -135,7 +242,7 @@ export class StateStore {
       return result;
     } catch (error) {
       if (error instanceof StateStoreError || !(error as NodeJS.ErrnoException).code) throw error;
-      throw new StateStoreError(`cannot update ${this.file}: ${(error as Error).message}`, { cause: error });
+      throw new StateStoreError(`cannot update ${this.file}: ${(error as Error).message}`, { step: 'update', cause: error });
     } finally {
       await release().catch((error: Error) => this.#warn(`could not release the state lock: ${error.message}`));
     }
@@ -147,16 +254,20 @@ export class StateStore {
       this.#main.read(locked),
       ...shardIndexes.map((index) => this.#shards[index]!.read(locked)),
     ]);
-    const tasks: StateData['tasks'] = {};
-    for (const shard of shards) Object.assign(tasks, shard.tasks);
+    const tasks = dict<StateData['tasks'][string]>();
+    for (const shard of shards) for (const [taskId, entry] of Object.entries(shard!.tasks)) tasks[taskId] = entry;
     return { state: { tasks, breakers: main!.breakers, prunedAt: main!.prunedAt }, shardIndexes };
   }
 
   async #save(state: StateData, shardIndexes: readonly number[]): Promise<void> {
-    const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: {} }]));
+    const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
     for (const [taskId, entry] of Object.entries(state.tasks)) {
       const shard = byShard.get(shardOf(taskId));
-      if (!shard) throw new StateStoreError(`task ${JSON.stringify(taskId)} was written outside the transaction's scope`);
+      if (!shard) {
+        throw new StateStoreError(`task ${JSON.stringify(taskId)} was written outside the transaction's scope`, {
+          step: 'update',
+        });
+      }
       shard.tasks[taskId] = entry;
     }
     await Promise.all([

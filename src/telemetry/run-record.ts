@@ -50,6 +50,11 @@ export interface RunRecord {
   readonly error: string | null;
   /** PID of the server process that ran the attempt (several may share one log). */
   readonly server_pid: number;
+  /**
+   * What the safety net could not do for this attempt (`ledger_not_updated`, `ledger_unreadable`,
+   * `circuit_not_updated`), as in the result's `metadata.warnings`; `[]` normally.
+   */
+  readonly warnings: readonly { readonly kind: string; readonly message: string }[];
   /** Only with OLLAMA_MCP_LOG_CONTENT=1. */
   readonly prompt?: string;
   /** Only with OLLAMA_MCP_LOG_CONTENT=1. */

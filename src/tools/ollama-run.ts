@@ -166,6 +166,8 @@ export function renderRunResult({ output, metadata: m }: RunResult): string {
         m.retries_left !== null && !m.escalate ? `, retries left ${m.retries_left}` : ''
       }${m.circuit.retry_after_seconds !== null ? `, retry after ${m.circuit.retry_after_seconds} s` : ''}]`;
   parts.push(m.status === 'invalid_input' ? `REJECTED (invalid_input), nothing was run. ${m.error?.message ?? ''}` : verdict);
+  // The counting behind retry_count/escalate may lag: the agent must see it next to the verdict.
+  for (const warning of m.warnings) parts.push(`WARNING (${warning.kind}): ${warning.message}`);
   parts.push(`metadata: ${JSON.stringify(m)}`);
   return parts.join('\n\n');
 }

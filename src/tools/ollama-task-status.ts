@@ -72,7 +72,14 @@ export function ollamaTaskStatusTool(deps: {
     outputSchema: taskStatusSchema,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async handle({ task_id }: { task_id: string }) {
-      const state = await deps.store.snapshot([task_id]);
+      let state: Awaited<ReturnType<StateStore['snapshot']>>;
+      try {
+        state = await deps.store.snapshot([task_id]);
+      } catch (error) {
+        const outcome = unknown(task_id);
+        const why = `the retry ledger cannot be read (${(error as Error).message}); the task's record is unknown, not absent. Fix the telemetry dir (see ollama_health).`;
+        return { ...outcome, text: `FAILED: ${why}` };
+      }
       const status = describeTask(task_id, state.tasks[task_id], deps.blockMode);
       await deps.logControl({
         tool: 'ollama_task_status',

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -137,6 +137,41 @@ describe('collectHealth', () => {
 
     const asFile = await collectHealth(deps({ configEnv: { OLLAMA_MCP_TELEMETRY_DIR: file } }));
     expect(asFile.problems.join('\n')).toMatch(/not a directory/);
+  });
+
+  it('runs.jsonl being a directory makes the telemetry dir unusable (every run line would be lost)', async () => {
+    mkdirSync(path.join(telemetryDir, 'runs.jsonl'));
+    const report = await collectHealth(deps());
+    expect(report.ok).toBe(false);
+    expect(report.telemetry.writable).toBe(false);
+    expect(report.problems.join('\n')).toMatch(/runs\.jsonl: EISDIR/);
+  });
+
+  it('a shard that cannot be read, or state.json that is not a file, is a ledger problem', async () => {
+    mkdirSync(path.join(telemetryDir, 'state.tasks', '0a.json'));
+    mkdirSync(path.join(telemetryDir, 'state.json'));
+    const report = await collectHealth(deps());
+    expect(report.ok).toBe(false);
+    expect(report.ledger.ok).toBe(false);
+    expect(report.ledger.problems.join('\n')).toContain(
+      `${path.join(telemetryDir, 'state.tasks', '0a.json')} is not a regular file`,
+    );
+    expect(report.problems.join('\n')).toMatch(/retry ledger and circuit state cannot be used/);
+  });
+
+  it('reports the last ledger update that could not be saved', async () => {
+    const failing = {
+      snapshot: (scope?: string[] | 'all') => store.snapshot(scope),
+      inspect: async () => [],
+      lastWriteFailure: { at: NOW - 60_000, message: 'cannot lock state.json: EROFS: read-only file system' },
+    };
+    const report = await collectHealth({ ...deps(), store: failing });
+    expect(report.ok).toBe(false);
+    expect(report.ledger.last_write_failure).toEqual({
+      at: '2025-06-01T11:59:00.000Z',
+      message: failing.lastWriteFailure.message,
+    });
+    expect(report.problems.join('\n')).toMatch(/not been updated since 2025-06-01T11:59:00\.000Z.*EROFS/);
   });
 
   it('a hanging CLI does not hang the check', async () => {

@@ -12,6 +12,7 @@ const healthy: HealthReport = {
   circuits: [{ model: 'llama3.2:latest', state: 'closed', consecutive_failures: 0, retry_after_seconds: null }],
   runs: { in_flight: 0, running: 0, queued: 0, concurrency: 3 },
   telemetry: { dir: '/var/t', writable: true, runs_log: '/var/t/runs.jsonl' },
+  ledger: { ok: true, problems: [], last_write_failure: null },
   config: { concurrency: 3, http_token: 'unset', ollama_host: null },
   checked_at: '2025-06-01T12:00:00.000Z',
 };
@@ -26,6 +27,7 @@ describe('renderHealth', () => {
     expect(text).toContain('✓ circuits: all 1 closed');
     expect(text).toContain('✓ runs: 0 in flight, 0 running, 0 queued, concurrency 3');
     expect(text).toContain('✓ telemetry: /var/t is writable');
+    expect(text).toContain('✓ ledger: the retry ledger and circuit files can be read and written');
     expect(text).toContain('http_token=unset');
     expect(text).not.toContain('✗');
     expect(text).not.toContain('Problems:');
@@ -60,5 +62,26 @@ describe('renderHealth', () => {
     });
     expect(text).toContain('✗ ollama CLI: ollama cannot be run');
     expect(text).toContain('✗ Ollama server: unknown');
+  });
+
+  it('never shows ✓ circuits when the circuit state cannot be read', () => {
+    const text = renderHealth({
+      ...healthy,
+      ok: false,
+      circuits: [],
+      ledger: { ok: false, problems: ['cannot read the circuit state: EACCES: permission denied'], last_write_failure: null },
+    });
+    expect(text).not.toMatch(/✓ circuits/);
+    expect(text).toContain('✗ circuits: unknown');
+    expect(text).toContain('✗ ledger: cannot be used (cannot read the circuit state: EACCES: permission denied)');
+  });
+
+  it('says since when the ledger has not been updated', () => {
+    const text = renderHealth({
+      ...healthy,
+      ok: false,
+      ledger: { ok: false, problems: [], last_write_failure: { at: '2025-06-01T11:59:00.000Z', message: 'EROFS' } },
+    });
+    expect(text).toContain('✗ ledger: not updated since 2025-06-01T11:59:00.000Z');
   });
 });

@@ -1,9 +1,9 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state-store.js';
+import { isStateStoreError, shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state-store.js';
 import type { TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
 
 const HAMMER = path.resolve(__dirname, '../../fixtures/state-hammer.mjs');
@@ -115,5 +115,120 @@ describe('StateStore', () => {
     const state = await open().snapshot(['shared-task']);
     expect(state.tasks['shared-task']?.failures).toBe(4 * perProcess);
     expect(state.tasks['shared-task']?.attempts).toBe(4 * perProcess);
+  });
+});
+
+describe('StateStore under faults', () => {
+  let dir: string;
+  let file: string;
+  let warnings: string[];
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'state-store-faults-'));
+    file = path.join(dir, 'state.json');
+    warnings = [];
+  });
+  const open = () => new StateStore(file, { onWarning: (m) => warnings.push(m) });
+  const shardFile = (taskId: string) => path.join(dir, 'state.tasks', `${shardOf(taskId).toString(16).padStart(2, '0')}.json`);
+  const asideOf = (target: string) =>
+    readdirSync(path.dirname(target)).filter((name) => name.startsWith(`${path.basename(target)}.corrupt-`));
+
+  it('treats an empty (0-byte) state.json as corrupt: warns what was lost and keeps it aside', async () => {
+    writeFileSync(file, '');
+    const store = open();
+    expect(Object.keys((await store.snapshot()).breakers)).toEqual([]);
+    expect(warnings.join('\n')).toMatch(/state\.json is empty \(0 bytes\): every model's circuit/);
+    await store.transact([], (s) => void (s.breakers['m:latest'] = { state: 'closed', consecutiveFailures: 1 }));
+    expect(asideOf(file)).toHaveLength(1);
+    expect(warnings.join('\n')).toMatch(/moved it to .*state\.json\.corrupt-/);
+  });
+
+  it('treats an empty shard as corrupt: says which ledger was lost and keeps it aside', async () => {
+    const shard = shardFile('t');
+    mkdirSync(path.dirname(shard), { recursive: true });
+    writeFileSync(shard, '');
+    const store = open();
+    await store.transact(['t'], (s) => void (s.tasks.t = entry(1)));
+    expect(asideOf(shard)).toHaveLength(1);
+    expect(warnings.join('\n')).toMatch(/is empty \(0 bytes\): the retry ledger of the tasks in this shard/);
+    expect((await open().snapshot(['t'])).tasks.t?.failures).toBe(1);
+  });
+
+  it('keeps a copy of a shard before a write drops its malformed entry', async () => {
+    const shard = shardFile('good');
+    mkdirSync(path.dirname(shard), { recursive: true });
+    const original = JSON.stringify({ tasks: { good: entry(2), bad: { attempts: 'x' } } });
+    writeFileSync(shard, original);
+    await open().transact(['good'], (s) => void (s.tasks.good = entry(3)));
+    const copies = asideOf(shard);
+    expect(copies).toHaveLength(1);
+    expect(readFileSync(path.join(path.dirname(shard), copies[0]!), 'utf8')).toBe(original);
+    expect(warnings.join('\n')).toMatch(/dropped 1 malformed entry: task "bad"; a copy of the file is at/);
+  });
+
+  it('keeps that copy too when the shard was first read without the lock (then from the cache)', async () => {
+    const shard = shardFile('good');
+    mkdirSync(path.dirname(shard), { recursive: true });
+    const original = JSON.stringify({ tasks: { good: entry(2), bad: { attempts: 'x' } } });
+    writeFileSync(shard, original);
+    const store = open();
+    await store.snapshot(['good']);
+    expect(asideOf(shard)).toHaveLength(0);
+    await store.transact(['good'], (s) => void (s.tasks.good = entry(3)));
+    expect(asideOf(shard).map((name) => readFileSync(path.join(path.dirname(shard), name), 'utf8'))).toEqual([original]);
+  });
+
+  it('keeps task ids that are Object.prototype member names as ordinary tasks', async () => {
+    const ids = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__'];
+    const store = open();
+    const before = await store.snapshot(ids);
+    for (const id of ids) expect(before.tasks[id]).toBeUndefined();
+    expect(before.breakers.constructor).toBeUndefined();
+    await store.transact(ids, (s) => {
+      for (const id of ids) s.tasks[id] = entry(ids.indexOf(id) + 1);
+    });
+    const after = await open().snapshot(ids);
+    for (const id of ids) expect(after.tasks[id]?.failures).toBe(ids.indexOf(id) + 1);
+    expect(Object.keys(after.tasks).sort()).toEqual([...ids].sort());
+  });
+
+  it('a first prune over every shard writes no empty shard files', async () => {
+    const store = open();
+    await store.transact(['one'], (s) => void (s.tasks.one = entry(1)));
+    await store.transact('all', (s) => void (s.prunedAt = 5));
+    expect(readdirSync(path.join(dir, 'state.tasks'))).toEqual([path.basename(shardFile('one'))]);
+  });
+
+  it('creates its files 0600 and the shard dir 0700', async () => {
+    const store = open();
+    await store.transact(['t'], (s) => {
+      s.tasks.t = entry(1);
+      s.breakers['m:latest'] = { state: 'closed', consecutiveFailures: 1 };
+    });
+    const mode = (p: string) => statSync(p).mode & 0o777;
+    expect(mode(file)).toBe(0o600);
+    expect(mode(shardFile('t'))).toBe(0o600);
+    expect(mode(path.join(dir, 'state.tasks'))).toBe(0o700);
+  });
+
+  it('refuses to start with a one-line error naming the path when state.tasks is a file', () => {
+    writeFileSync(path.join(dir, 'state.tasks'), 'not a dir');
+    let error: unknown;
+    try {
+      open();
+    } catch (e) {
+      error = e;
+    }
+    expect(isStateStoreError(error)).toBe(true);
+    expect((error as Error).message).toContain(path.join(dir, 'state.tasks'));
+    expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('reports an unreadable shard and a directory where a state file should be', async () => {
+    const store = open();
+    mkdirSync(shardFile('x'));
+    mkdirSync(file);
+    const problems = await store.inspect();
+    expect(problems.join('\n')).toContain(`${shardFile('x')} is not a regular file`);
+    expect(problems.join('\n')).toContain(`${file} is not a regular file`);
   });
 });

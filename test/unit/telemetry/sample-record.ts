@@ -28,6 +28,7 @@ export function sampleRecord(overrides: Partial<RunRecord> = {}): RunRecord {
     circuit: { state: 'closed', consecutive_failures: 0, retry_after_seconds: null, transition: null },
     error: null,
     server_pid: 4242,
+    warnings: [],
     ...overrides,
   };
 }

@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, statSync } from 'node:fs';
+import { open, rename, unlink } from 'node:fs/promises';
+import path from 'node:path';
+
+/** State files hold task ids and model names: only the owner reads them. */
+export const STATE_FILE_MODE = 0o600;
+export const STATE_DIR_MODE = 0o700;
+
+/**
+ * Replace `file` with `text` atomically: write a temp file beside it (created 0600, unique per
+ * writer so two processes never share one), then rename it over the file. A reader sees the old
+ * or the new document, never a torn one. The temp file is removed when anything fails.
+ */
+export async function writeFileAtomic(file: string, text: string): Promise<void> {
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  let created = false;
+  try {
+    const handle = await open(temp, 'wx', STATE_FILE_MODE);
+    created = true;
+    try {
+      await handle.writeFile(text, 'utf8');
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+  } catch (error) {
+    if (created) await unlink(temp).catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * `mkdir -p` (new dirs 0700) that names the real cause: Node's recursive mkdir reports ENOENT for
+ * the leaf when a missing parent cannot be created (say under a read-only mount), so on failure
+ * the first missing ancestor is created alone to get its own error (EROFS, EACCES...).
+ */
+export function ensureDirSync(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: STATE_DIR_MODE });
+    return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    let missing = dir;
+    while (path.dirname(missing) !== missing && !exists(path.dirname(missing))) missing = path.dirname(missing);
+    mkdirSync(missing, { mode: STATE_DIR_MODE }); // throws the telling error
+    mkdirSync(dir, { recursive: true, mode: STATE_DIR_MODE });
+  }
+}
+
+function exists(p: string): boolean {
+  try {
+    statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,65 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Sandbox } from '../e2e/harness.js';
+
+/** A small tmpfs this test mounts, fills or makes read-only (needs root, or a permissive container). */
+export interface Tmpfs {
+  readonly dir: string;
+  readOnly(): void;
+  writable(): void;
+  unmount(): void;
+}
+
+/**
+ * Mount a tmpfs of `size` (e.g. "256k") on a fresh dir, or say in one line why it cannot be done
+ * here (then the tests that need it are skipped with that line).
+ */
+export function mountTmpfs(size: string): Tmpfs | { readonly skip: string } {
+  if (process.platform !== 'linux') return { skip: `tmpfs fault tests need Linux (this is ${process.platform})` };
+  if (process.getuid?.() !== 0) return { skip: 'tmpfs fault tests need root to mount a small filesystem (not root here)' };
+  const dir = mkdtempSync(path.join(tmpdir(), 'faults-tmpfs-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0755`, 'tmpfs', dir], { stdio: 'pipe' });
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    const stderr = String((error as { stderr?: Buffer }).stderr ?? (error as Error).message).trim();
+    return { skip: `tmpfs fault tests skipped: \`mount -t tmpfs\` failed here (${stderr.split('\n')[0]})` };
+  }
+  const remount = (mode: 'ro' | 'rw') => execFileSync('mount', ['-o', `remount,${mode}`, dir], { stdio: 'pipe' });
+  return {
+    dir,
+    readOnly: () => remount('ro'),
+    writable: () => remount('rw'),
+    unmount: () => {
+      execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function isMounted(fs: Tmpfs | { readonly skip: string }): fs is Tmpfs {
+  return 'dir' in fs;
+}
+
+/**
+ * A sandbox whose telemetry dir is `telemetryDir` (e.g. on a tmpfs; created unless `create` is
+ * false); trace and fake state stay in /tmp.
+ */
+export function sandboxAt(telemetryDir: string, { create = true } = {}): Sandbox {
+  const root = mkdtempSync(path.join(tmpdir(), 'faults-'));
+  const sandbox = { telemetryDir, traceDir: path.join(root, 'trace'), fakeStateDir: path.join(root, 'fake-state') };
+  for (const dir of [sandbox.traceDir, sandbox.fakeStateDir, ...(create ? [telemetryDir] : [])])
+    mkdirSync(dir, { recursive: true });
+  return sandbox;
+}
+
+/** Fill the filesystem holding `dir` until a write fails with ENOSPC. */
+export function fillDisk(dir: string): void {
+  try {
+    execFileSync('dd', ['if=/dev/zero', `of=${path.join(dir, 'filler')}`, 'bs=4k'], { stdio: 'pipe' });
+  } catch {
+    // dd exits 1 at "No space left on device": that is the point.
+  }
+}

@@ -1,0 +1,172 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+import { shardOf } from '../../src/store/state-store.js';
+import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, startServer, type RunningServer, type Sandbox } from '../e2e/harness.js';
+
+async function call(server: RunningServer, name: string, args: Record<string, unknown>) {
+  const result = await server.client.callTool({ name, arguments: args });
+  const text = (result.content as { text: string }[]).map((c) => c.text).join('\n');
+  return { structured: result.structuredContent as Record<string, any>, isError: result.isError === true, text };
+}
+
+const FAIL = { model: 'llama3.2', prompt: 'broken @fake:exit=1' };
+const shardPath = (sandbox: Sandbox, taskId: string) =>
+  path.join(sandbox.telemetryDir, 'state.tasks', `${shardOf(taskId).toString(16).padStart(2, '0')}.json`);
+const copiesOf = (file: string) =>
+  readdirSync(path.dirname(file))
+    .filter((name) => name.startsWith(`${path.basename(file)}.corrupt-`))
+    .map((name) => path.join(path.dirname(file), name));
+
+describe('corrupt, empty and locked state files, through the built server', () => {
+  let server: RunningServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  /** A sandbox whose ledger holds 2 failures of task "t" and an open circuit for llama3.2. */
+  async function withHistory(threshold = '2'): Promise<Sandbox> {
+    const sandbox = makeSandbox();
+    const first = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: threshold });
+    for (let i = 0; i < 2; i += 1) await first.run({ ...FAIL, task_id: 't' });
+    await first.close();
+    return sandbox;
+  }
+
+  it('an empty (0-byte) state.json and shard: the loss is said on stderr and in what was lost, and each file is kept', async () => {
+    const sandbox = await withHistory();
+    const mainFile = path.join(sandbox.telemetryDir, 'state.json');
+    writeFileSync(mainFile, '');
+    writeFileSync(shardPath(sandbox, 't'), '');
+
+    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '2' });
+    const status = await call(server, 'ollama_task_status', { task_id: 't' });
+    expect(status.structured.known).toBe(false);
+    expect(server.stderr()).toMatch(/state\.tasks\/..\.json is empty \(0 bytes\): the retry ledger of the tasks in this shard/);
+
+    const run = await server.run({ model: 'llama3.2', prompt: 'hello', task_id: 't' });
+    expect(run.metadata.status).toBe('ok');
+    expect(server.stderr()).toMatch(
+      /state\.json is empty \(0 bytes\): every model's circuit breaker .*moved it to .*state\.json\.corrupt-/,
+    );
+    expect(server.stderr()).toMatch(/\.json is empty \(0 bytes\): the retry ledger .*moved it to .*\.json\.corrupt-/);
+    expect(copiesOf(mainFile)).toHaveLength(1);
+    expect(copiesOf(shardPath(sandbox, 't'))).toHaveLength(1);
+  });
+
+  it('a shard that is not JSON is kept byte for byte; one malformed entry dropped keeps a copy too', async () => {
+    const sandbox = await withHistory();
+    const shard = shardPath(sandbox, 't');
+    const saved = readFileSync(shard, 'utf8');
+    const torn = saved.slice(0, Math.floor(saved.length / 2));
+    writeFileSync(shard, torn);
+    server = await startServer(sandbox);
+    await server.run({ model: 'llama3.2', prompt: 'hello', task_id: 't' });
+    expect(copiesOf(shard).map((copy) => readFileSync(copy, 'utf8'))).toEqual([torn]);
+    expect(server.stderr()).toMatch(/is not valid JSON: the retry ledger .*moved it to/);
+
+    const withBad = JSON.parse(readFileSync(shard, 'utf8')) as { tasks: Record<string, unknown> };
+    withBad.tasks.broken = { attempts: 'many' };
+    const original = JSON.stringify(withBad);
+    writeFileSync(shard, original);
+    // The run reads the shard without the lock first (admission), then under it: the copy must still be made.
+    await server.run({ ...FAIL, task_id: 't' });
+    const copies = copiesOf(shard).map((copy) => readFileSync(copy, 'utf8'));
+    expect(copies).toContain(original);
+    expect(server.stderr()).toMatch(/dropped 1 malformed entry: task "broken"; a copy of the file is at/);
+    expect(JSON.parse(readFileSync(shard, 'utf8')).tasks).not.toHaveProperty('broken');
+  });
+
+  it('state.tasks being a file stops start-up with one line naming the path', async () => {
+    const sandbox = makeSandbox();
+    writeFileSync(path.join(sandbox.telemetryDir, 'state.tasks'), 'oops');
+    const { stderr, exitCode } = await execa(process.execPath, [SERVER_ENTRY], {
+      env: serverEnv(sandbox),
+      input: '',
+      reject: false,
+    });
+    expect(exitCode).not.toBe(0);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toContain(path.join(sandbox.telemetryDir, 'state.tasks'));
+    expect(stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('a SIGKILLed lock holder: its lock goes stale, the next transaction proceeds, nothing is lost', async () => {
+    const sandbox = await withHistory('100');
+    const holder = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import lockfile from ${JSON.stringify(path.join(ROOT, 'node_modules/proper-lockfile/index.js'))};
+         const file = ${JSON.stringify(path.join(sandbox.telemetryDir, 'state.json'))};
+         await lockfile.lock(file, { realpath: false, lockfilePath: file + '.lock', stale: 10000 });
+         process.stdout.write('locked\\n');
+         setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('locked') && resolve());
+      holder.on('exit', (code) => reject(new Error(`lock holder exited early (${code})`)));
+    });
+    holder.kill('SIGKILL');
+
+    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
+    const third = await server.run({ ...FAIL, task_id: 't' }, { timeout: 25_000 });
+    expect(third.metadata.retry_count).toBe(2);
+    expect(third.metadata.warnings).toEqual([]);
+    const status = await call(server, 'ollama_task_status', { task_id: 't' });
+    expect(status.structured).toMatchObject({ attempts: 3, failures: 3 });
+  }, 40_000);
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'state files the server may not read (EACCES, server run as nobody): every result and health say so, doctor shows no ✓ circuits',
+    async () => {
+      const sandbox = await withHistory('100');
+      // Only the telemetry dir is closed to nobody; the fake's trace and state dirs stay open.
+      chmodSync(sandbox.traceDir, 0o777);
+      chmodSync(sandbox.fakeStateDir, 0o777);
+      chmodSync(path.dirname(sandbox.telemetryDir), 0o755);
+      chmodSync(sandbox.telemetryDir, 0o755);
+      const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, SERVER_ENTRY];
+
+      const doctor = await execa('setpriv', [...asNobody, 'doctor'], { env: serverEnv(sandbox), reject: false });
+      expect(doctor.exitCode).toBe(1);
+      expect(doctor.stdout).toMatch(/EACCES/);
+      expect(doctor.stdout).not.toMatch(/✓ circuits/);
+      expect(doctor.stdout).toMatch(/✗ circuits: unknown/);
+
+      const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+      const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+      const transport = new StdioClientTransport({ command: 'setpriv', args: asNobody, env: serverEnv(sandbox), stderr: 'pipe' });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
+      const client = new Client({ name: 'faults', version: '1.0.0' });
+      await client.connect(transport);
+      try {
+        const started = performance.now();
+        const result = await client.callTool({ name: 'ollama_run', arguments: { ...FAIL, task_id: 't', retry_count: 1 } });
+        expect(performance.now() - started).toBeLessThan(5_000); // EACCES fails the lock at once
+        const metadata = (result.structuredContent as { metadata: Record<string, any> }).metadata;
+        expect(metadata.retry_count).toBe(1); // only what the caller said: the ledger cannot be read
+        // Neither the circuit (at admission) nor the ledger (after the run) could be read.
+        expect(metadata.warnings.map((w: { kind: string }) => w.kind)).toEqual(['circuit_not_updated', 'ledger_unreadable']);
+        expect(metadata.warnings[1].message).toMatch(/EACCES/);
+        const health = await client.callTool({ name: 'ollama_health', arguments: {} });
+        const text = (health.content as { text: string }[])[0]!.text;
+        expect(text).not.toMatch(/✓ circuits/);
+        expect((health.structuredContent as { ok: boolean }).ok).toBe(false);
+        expect(stderr).toMatch(/EACCES/);
+      } finally {
+        await client.close();
+      }
+      // Nothing was overwritten: root's ledger still holds the 2 failures.
+      expect(statSync(shardPath(sandbox, 't')).uid).toBe(0);
+      expect(JSON.parse(readFileSync(shardPath(sandbox, 't'), 'utf8')).tasks.t.failures).toBe(2);
+    },
+  );
+});
