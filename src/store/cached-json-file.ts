@@ -1,6 +1,33 @@
 import { copyFile, readFile, rename, stat } from 'node:fs/promises';
+import { Low, type Adapter } from 'lowdb';
 import type { Parsed } from './state-schema.js';
 import { writeFileAtomic } from './durable-fs.js';
+
+/** A state file's text as lowdb holds it: boxed, since lowdb treats an empty string as "no data". */
+type StoredText = { readonly text: string } | null;
+
+/**
+ * lowdb's storage for one state file: read as text (`null`: no file); written atomically through a
+ * temp file that is created 0600 and unique to its writer (lowdb's own TextFile shares one temp
+ * name between processes and creates files with the umask's mode).
+ */
+export class OwnerOnlyTextFile implements Adapter<StoredText> {
+  readonly #path: string;
+  constructor(path: string) {
+    this.#path = path;
+  }
+  async read(): Promise<StoredText> {
+    try {
+      return { text: await readFile(this.#path, 'utf8') };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+  async write(stored: StoredText): Promise<void> {
+    if (stored) await writeFileAtomic(this.#path, stored.text);
+  }
+}
 
 interface FileIdentity {
   readonly ino: bigint;
@@ -18,13 +45,14 @@ export interface CachedJsonFileOptions<T> {
 }
 
 /**
- * One JSON document on disk, written atomically (a 0600 temp file renamed over it, so lock-free
- * readers never see a torn file) and read through a cache keyed on the file's inode, size and
+ * One JSON document on disk, kept through lowdb (`Low` over an owner-only, atomic text adapter:
+ * a 0600 temp file renamed over it, so lock-free readers never see a torn file) and read through a cache keyed on the file's inode, size and
  * mtime: a file nobody else touched is not parsed again.
  * Locking is the caller's job.
  */
 export class CachedJsonFile<T> {
   readonly path: string;
+  readonly #db: Low<StoredText>;
   readonly #options: CachedJsonFileOptions<T>;
   readonly #emptyText: string;
   /**
@@ -35,6 +63,7 @@ export class CachedJsonFile<T> {
 
   constructor(path: string, options: CachedJsonFileOptions<T>) {
     this.path = path;
+    this.#db = new Low<StoredText>(new OwnerOnlyTextFile(path), null);
     this.#options = options;
     this.#emptyText = options.serialize(options.empty());
   }
@@ -63,7 +92,14 @@ export class CachedJsonFile<T> {
       return this.#cache.data;
     }
 
-    const text = await readFile(this.path, 'utf8');
+    const stored = await this.#readStored();
+    if (stored === null) {
+      // Removed between the stat and the read: it is missing now.
+      const data = this.#options.empty();
+      this.#cache = { identity: null, text: this.#emptyText, data };
+      return data;
+    }
+    const text = stored.text;
     const parsed = this.#parse(text);
     if (typeof parsed === 'string') {
       const lost = `${this.path} ${parsed}: ${this.#options.contents} ${locked ? 'started afresh' : 'reads as empty'}`;
@@ -99,13 +135,21 @@ export class CachedJsonFile<T> {
       return;
     }
     try {
-      await writeFileAtomic(this.path, text);
+      this.#db.data = { text };
+      await this.#db.write();
     } catch (error) {
       this.#cache = null;
       throw error;
     }
     const identity = await this.#identity();
     this.#cache = identity ? { identity, text, data } : null;
+  }
+
+  /** The file's text through lowdb, fresh from disk (`null`: there is no file). */
+  async #readStored(): Promise<StoredText> {
+    this.#db.data = null;
+    await this.#db.read();
+    return this.#db.data;
   }
 
   /** Drop the cache (after a failed transaction that may have half-changed the cached document). */
