@@ -29,6 +29,14 @@ export function canonicalModelName(model: string): string {
 }
 
 /**
+ * The `model_key` of a runs.jsonl record: the canonical name of a real model name; anything else (a
+ * name refused as invalid input) as given, as the report does.
+ */
+export function modelKeyOf(model: string): string {
+  return model.length <= MODEL_NAME_MAX_LENGTH && MODEL_NAME_PATTERN.test(model) ? canonicalModelName(model) : model;
+}
+
+/**
  * Cloud models (`gpt-oss:120b-cloud`, `qwen3-coder:480b-cloud`, `name:cloud`) run on ollama.com:
  * they need no local install, so the installed-model check does not apply to them.
  */
