@@ -6,6 +6,7 @@ import {
   fileProblemFromStderr,
   isEmbeddingVector,
   isSigninNotice,
+  signinUrl,
   type CleanedOutput,
 } from './clean-output.js';
 
@@ -21,8 +22,12 @@ export interface Classification extends CleanedOutput {
 /** The model failed to load or died: its health, so the circuit must hear of it (even if a cause below also appears). */
 const MODEL_LOAD_FAILED =
   /(?:llama-server|llama runner) process has terminated|model runner has unexpectedly stopped|out-of-memory during startup/i;
-/** The registry could not be reached while pulling: a network error after the manifest URL (`file does not exist` is a missing model). */
-const PULL_FAILED = /pull model manifest: (?!file does not exist)|Get "https?:\/\/[^"]*\/v2\/[^"]*": /i;
+/**
+ * The registry could not be reached while pulling: `pull model manifest: Get "https://registry.ollama.ai/v2/...": <network
+ * error>`. The network errors are the ones Ollama's own app treats as such (app/ui/ui.go isNetworkError).
+ */
+const PULL_FAILED =
+  /(?:pull model manifest: |Get "https?:\/\/[^"]*\/v2\/[^"]*": ).*(?:connection refused|no such host|timeout|network is unreachable|connection reset|connection timed out|temporary failure|dial tcp|context deadline exceeded|broken pipe)/i;
 /**
  * The server cannot be reached: the CLI's own wording (every version), a refused connection, or the
  * raw Go error of the heartbeat to a remote OLLAMA_HOST (`Head "http://host:11434/": dial tcp ...`).
@@ -36,7 +41,8 @@ const PROMPT_TOO_LONG = /prompt is longer than the context length|exceeds the mo
 const MODEL_UNSUPPORTED =
   /does not support generate|image generation models are not currently supported|embedding models require input text/i;
 const FILE_ERROR = /invalid file type: |file size exceeds maximum limit/i;
-const MODEL_NOT_FOUND = /pull model manifest: file does not exist|model ["']?[^"']*["']? not found|file does not exist/i;
+/** `pull model manifest: file does not exist`, and any other refusal of the pull (a newer Ollama needed, no access): someone must act. */
+const MODEL_NOT_FOUND = /pull model manifest: |model ["']?[^"']*["']? not found|file does not exist/i;
 const UNSUPPORTED_OPTION =
   /does not support thinking|unknown flag|unknown shorthand flag|missing unit in duration|invalid duration|invalid format/i;
 
@@ -55,7 +61,11 @@ export function classifyOutcome(outcome: ProcessOutcome): Classification {
   }
   if (outcome.exitCode === 0 && outcome.signal === null) {
     if (isSigninNotice(outcome.stdout)) {
-      return failed('signin_required', 'this cloud model needs `ollama signin` on the server machine');
+      const url = signinUrl(outcome.stdout);
+      return failed(
+        'signin_required',
+        `this cloud model needs \`ollama signin\` on the server machine${url ? ` (or open ${url} there)` : ''}`,
+      );
     }
     if (isEmbeddingVector(outcome.stdout)) {
       return failed(

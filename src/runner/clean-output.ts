@@ -42,6 +42,11 @@ export function isSigninNotice(rawStdout: string): boolean {
   return SIGNIN_NOTICE.test(stripVTControlCharacters(rawStdout).replace(/\r\n/g, '\n'));
 }
 
+/** The sign-in URL of the notice (a human opens it to connect this machine), or `null`. */
+export function signinUrl(rawStdout: string): string | null {
+  return /navigate to:\r?\n[ \t]*(\S+)/.exec(stripVTControlCharacters(rawStdout))?.[1] ?? null;
+}
+
 /**
  * An embedding model's answer to `ollama run`: one JSON array of numbers, as Go's json.Marshal
  * prints it, and a single newline. A generating model's answer always ends with two newlines, so a

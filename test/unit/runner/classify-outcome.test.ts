@@ -74,6 +74,14 @@ describe('classifyOutcome: the real CLI failures (ollama-cli.md, v0.33)', () => 
     ['model_not_found', 'pull model manifest: file does not exist'],
     [
       'model_not_found',
+      'pull model manifest: 412: this model requires a newer version of Ollama, please download the latest version',
+    ],
+    [
+      'pull_failed',
+      'pull model manifest: Get "https://registry.ollama.ai/v2/library/qwen3/manifests/8b": net/http: TLS handshake timeout',
+    ],
+    [
+      'model_not_found',
       'pull model manifest: file does not exist\n\n"glm-5:cloud" is available as a cloud model. Try:\n  ollama run glm-5:cloud',
     ],
     ['cloud_access_denied', '403 Forbidden: this model requires a subscription, upgrade for access: https://ollama.com/upgrade'],
@@ -141,6 +149,7 @@ describe('classifyOutcome: the real CLI failures (ollama-cli.md, v0.33)', () => 
     expect(classifyOutcome(exited({ stdout: SIGNIN_NOW })).status).toBe('signin_required');
     expect(classifyOutcome(exited({ stdout: SIGNIN_OLD })).status).toBe('signin_required');
     expect(classifyOutcome(exited({ stdout: SIGNIN_NOW })).answer).toBe('');
+    expect(classifyOutcome(exited({ stdout: SIGNIN_NOW })).error).toContain('open https://ollama.com/connect?name=box&key=abc');
     const quoting = `The CLI prints "You need to be signed in to Ollama" when you are logged out.\n\n`;
     expect(classifyOutcome(exited({ stdout: quoting })).status).toBe('ok');
     expect(classifyOutcome(exited({ stdout: `Sure:\n${SIGNIN_NOW}` })).status).toBe('ok');
