@@ -196,3 +196,45 @@ describe('real Ollama failures through the built server', () => {
     }
   });
 });
+
+describe('a remote OLLAMA_HOST that cannot be reached, and versions, through the built server', () => {
+  let server: RunningServer | undefined;
+  afterAll(async () => server?.close());
+
+  it('runs end as ollama_unreachable (circuit untouched) and ollama_health says the server is not reachable', async () => {
+    const sandbox = makeSandbox();
+    server = await startServer(sandbox, { OLLAMA_HOST: 'http://gpu-box:11434', FAKE_OLLAMA_SERVER: 'no_such_host' });
+    const r = await server.run({ model: 'llama3.2', prompt: 'hi', task_id: 'remote-1' });
+    expect(r.metadata).toMatchObject({
+      status: 'ollama_unreachable',
+      escalate: true,
+      escalation_reason: 'ollama_unreachable',
+      retryable: false,
+    });
+    expect(r.metadata.circuit).toMatchObject({ state: 'closed', consecutive_failures: 0 });
+    expect(r.metadata.error?.message).toBe(
+      'Head "http://gpu-box:11434/": dial tcp: lookup gpu-box on 127.0.0.53:53: no such host',
+    );
+    const health = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+    const report = health.structuredContent as { server: { reachable: boolean; version: string | null } };
+    expect(report.server).toMatchObject({ reachable: false, version: null });
+    await server.close();
+    server = undefined;
+  });
+
+  it('ollama_health reports the CLI version and the server version apart', async () => {
+    const sandbox = makeSandbox();
+    server = await startServer(sandbox, { FAKE_OLLAMA_VERSION: '0.33.0', FAKE_OLLAMA_CLIENT_VERSION: '0.13.1' });
+    const health = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+    const report = health.structuredContent as {
+      cli: { version: string };
+      server: { version: string };
+      warnings: string[];
+    };
+    expect(report.cli.version).toBe('0.13.1');
+    expect(report.server.version).toBe('0.33.0');
+    expect(report.warnings.join('\n')).toMatch(/the ollama CLI \(0\.13\.1\) and the Ollama server \(0\.33\.0\)/);
+    const text = (health.content as { text: string }[]).map((c) => c.text).join('\n');
+    expect(text).toContain('(version 0.33.0)');
+  });
+});
