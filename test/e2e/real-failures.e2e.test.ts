@@ -11,6 +11,8 @@ const INSTALLED = [
   'llava:7b',
   'nomic-embed-text:latest',
   'x/flux2-klein:latest',
+  'localhost:5000/team/model:v1',
+  '_private:latest',
   ...Array.from({ length: 20 }, (_, i) => `case${i}:latest`),
 ];
 
@@ -175,6 +177,14 @@ describe('real Ollama failures through the built server', () => {
     const dir = await server.run({ model: 'llava:7b', prompt: `describe ${directory}` });
     expect(dir.metadata.status).toBe('input_file_error');
     expect(dir.metadata.error?.message).toContain(`read ${directory}: is a directory`);
+  });
+
+  it('installed models named with a registry host and port, or a leading _, are found and run', async () => {
+    for (const model of ['localhost:5000/team/model:v1', '_private']) {
+      const r = await server.run({ model, prompt: 'hi' });
+      expect(r.metadata.status, model).toBe('ok');
+      expect(r.output).toBe(`fake answer from ${model}: hi`);
+    }
   });
 
   it('every one of these attempts is in runs.jsonl with its status', () => {
