@@ -727,8 +727,13 @@ describe.concurrent('directives', () => {
   });
 
   it('FAKE_OLLAMA_IGNORE_SIGTERM=1 ignores SIGTERM from the very start', async ({ expect }) => {
-    const sub = spawnFake(['run', 'llama3.2'], { openStdin: true, env: { FAKE_OLLAMA_IGNORE_SIGTERM: '1' } });
-    await sleep(300);
+    const dir = tmpDir();
+    const sub = spawnFake(['run', 'llama3.2'], {
+      openStdin: true,
+      env: { FAKE_OLLAMA_IGNORE_SIGTERM: '1', FAKE_OLLAMA_TRACE_DIR: dir },
+    });
+    // The handler is installed before the start line is traced; a fixed sleep raced a slow start under load.
+    await waitFor(() => readTrace(dir).some((e) => e.event === 'start'));
     sub.kill('SIGTERM');
     await sleep(300);
     expect(sub.exitCode).toBeNull();
