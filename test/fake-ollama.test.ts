@@ -591,7 +591,16 @@ describe('signals', () => {
 
   it('SIGINT while the model is still loading exits 0 with nothing on stdout', async () => {
     const sub = spawnFake(['run', 'llama3.2'], { input: 'x @fake:hang' });
-    await sleep(400);
+    // The SIGINT handler is installed in the tick that draws the first spinner frame: wait for the
+    // second frame, drawn 100 ms later in a later tick (a fixed sleep raced a slow start on a loaded
+    // machine, when SIGINT still killed the process).
+    await new Promise<void>((resolve) => {
+      let frames = 0;
+      sub.stderr?.on('data', (chunk: Buffer) => {
+        frames += (chunk.toString('utf8').match(/\x1b\[\?2026h/g) ?? []).length;
+        if (frames >= 2) resolve();
+      });
+    });
     sub.kill('SIGINT');
     const r = await sub;
     expect(r.exitCode).toBe(0);
