@@ -1,11 +1,13 @@
 /**
- * Ollama model names: `[host/][namespace/]name[:tag]`, e.g. `qwen2.5-coder:7b`,
- * `library/llama3.2:latest`, `hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M`.
- * Letters, digits and `._-` in each part, `/` between parts, one optional `:tag`.
- * Never a leading `-` (it would be read as a flag), no whitespace, no shell characters.
+ * Ollama model names: `[host[:port]/][namespace/]name[:tag]`, e.g. `qwen2.5-coder:7b`,
+ * `library/llama3.2:latest`, `hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M`,
+ * `localhost:5000/team/model:v1`, `_private:latest` (Ollama's types/model/name.go: each part starts
+ * with a letter, digit or `_`). Letters, digits and `._-` in each part, `/` between parts, a port
+ * only on the first part, one optional `:tag`. Never a leading `-` (it would be read as a flag),
+ * no whitespace, no shell characters.
  */
 export const MODEL_NAME_PATTERN =
-  /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*){0,3}(?::[A-Za-z0-9][A-Za-z0-9._-]*)?$/;
+  /^(?:[A-Za-z0-9_][A-Za-z0-9._-]*(?::[0-9]{1,5})?\/)?(?:[A-Za-z0-9_][A-Za-z0-9._-]*\/){0,2}[A-Za-z0-9_][A-Za-z0-9._-]*(?::[A-Za-z0-9_][A-Za-z0-9._-]*)?$/;
 
 export const MODEL_NAME_MAX_LENGTH = 200;
 
@@ -24,6 +26,14 @@ export function canonicalModelName(model: string): string {
   }
   const lastPart = name.slice(name.lastIndexOf('/') + 1);
   return lastPart.includes(':') ? name : `${name}:latest`;
+}
+
+/**
+ * The `model_key` of a runs.jsonl record: the canonical name of a real model name; anything else (a
+ * name refused as invalid input) as given, as the report does.
+ */
+export function modelKeyOf(model: string): string {
+  return model.length <= MODEL_NAME_MAX_LENGTH && MODEL_NAME_PATTERN.test(model) ? canonicalModelName(model) : model;
 }
 
 /**

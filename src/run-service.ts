@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
 import type { ModelSettings } from './model-tiers.js';
-import { canonicalModelName, isCloudModel } from './model-name.js';
+import { canonicalModelName, isCloudModel, modelKeyOf } from './model-name.js';
 import { admit, circuitGate, recordVerdict, viewCircuit, type BreakerSettings, type CircuitView } from './policy/breaker.js';
 import { CLOSED } from './policy/breaker-state.js';
 import { decideEscalation, type EscalationDecision } from './policy/escalation.js';
@@ -832,6 +832,7 @@ export class RunService {
       batch_id: attempt.context.batchId ?? null,
       tool: attempt.tool ?? (attempt.context.batchId ? 'ollama_run_many' : 'ollama_run'),
       model: request.model,
+      model_key: modelKeyOf(request.model),
       task_id: metadata.task_id,
       status,
       exit_code: metadata.exit_code,

@@ -200,9 +200,13 @@ describe.concurrent('spinner on stderr', () => {
     const r = await run(['run', 'llama3.2'], { input: 'x', env: { FAKE_OLLAMA_SERVER: 'busy' } });
     const raw = r.stderr.trimEnd().split('\n');
     const last = raw[raw.length - 1] ?? '';
-    expect(last.endsWith('Error: server busy, please try again.  maximum pending requests exceeded')).toBe(true);
-    expect(strip(last)).toMatch(/^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Error: server busy/);
-    expect(lastErrLine(r.stderr)).toBe('Error: server busy, please try again.  maximum pending requests exceeded');
+    expect(
+      last.endsWith('Error: 503 Service Unavailable: server busy, please try again.  maximum pending requests exceeded'),
+    ).toBe(true);
+    expect(strip(last)).toMatch(/^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Error: 503 Service Unavailable: server busy/);
+    expect(lastErrLine(r.stderr)).toBe(
+      'Error: 503 Service Unavailable: server busy, please try again.  maximum pending requests exceeded',
+    );
   });
 
   it('draws at least one frame even for an instant answer', async ({ expect }) => {
@@ -290,7 +294,7 @@ describe.concurrent('thinking models', () => {
       const r = await run(['run', 'llama3.2', flag, ...NO_WRAP], { input: 'hi' });
       expect(r.exitCode).toBe(1);
       expect(r.stdout).toBe('');
-      expect(lastErrLine(r.stderr)).toBe('Error: "llama3.2" does not support thinking');
+      expect(lastErrLine(r.stderr)).toBe('Error: 400 Bad Request: "llama3.2" does not support thinking');
     });
   }
 
@@ -425,7 +429,7 @@ describe.concurrent('errors: one "Error:" line on stderr, exit 1', () => {
       args: ['run', 'llama3.2'],
       input: 'hi',
       env: { FAKE_OLLAMA_SERVER: 'busy' },
-      line: 'Error: server busy, please try again.  maximum pending requests exceeded',
+      line: 'Error: 503 Service Unavailable: server busy, please try again.  maximum pending requests exceeded',
     },
     {
       name: 'model not installed: auto-pull fails',
@@ -587,7 +591,16 @@ describe('signals', () => {
 
   it('SIGINT while the model is still loading exits 0 with nothing on stdout', async () => {
     const sub = spawnFake(['run', 'llama3.2'], { input: 'x @fake:hang' });
-    await sleep(400);
+    // The SIGINT handler is installed in the tick that draws the first spinner frame: wait for the
+    // second frame, drawn 100 ms later in a later tick (a fixed sleep raced a slow start on a loaded
+    // machine, when SIGINT still killed the process).
+    await new Promise<void>((resolve) => {
+      let frames = 0;
+      sub.stderr?.on('data', (chunk: Buffer) => {
+        frames += (chunk.toString('utf8').match(/\x1b\[\?2026h/g) ?? []).length;
+        if (frames >= 2) resolve();
+      });
+    });
     sub.kill('SIGINT');
     const r = await sub;
     expect(r.exitCode).toBe(0);
@@ -723,8 +736,13 @@ describe.concurrent('directives', () => {
   });
 
   it('FAKE_OLLAMA_IGNORE_SIGTERM=1 ignores SIGTERM from the very start', async ({ expect }) => {
-    const sub = spawnFake(['run', 'llama3.2'], { openStdin: true, env: { FAKE_OLLAMA_IGNORE_SIGTERM: '1' } });
-    await sleep(300);
+    const dir = tmpDir();
+    const sub = spawnFake(['run', 'llama3.2'], {
+      openStdin: true,
+      env: { FAKE_OLLAMA_IGNORE_SIGTERM: '1', FAKE_OLLAMA_TRACE_DIR: dir },
+    });
+    // The handler is installed before the start line is traced; a fixed sleep raced a slow start under load.
+    await waitFor(() => readTrace(dir).some((e) => e.event === 'start'));
     sub.kill('SIGTERM');
     await sleep(300);
     expect(sub.exitCode).toBeNull();
@@ -757,7 +775,9 @@ describe.concurrent('directives', () => {
     expect(lastErrLine(unreachable.stderr)).toContain('could not connect to ollama');
     const busy = await run(['run', 'llama3.2'], { input: '@fake:error=busy' });
     expect(busy.exitCode).toBe(1);
-    expect(lastErrLine(busy.stderr)).toBe('Error: server busy, please try again.  maximum pending requests exceeded');
+    expect(lastErrLine(busy.stderr)).toBe(
+      'Error: 503 Service Unavailable: server busy, please try again.  maximum pending requests exceeded',
+    );
     const notFound = await run(['run', 'llama3.2'], { input: '@fake:error=not_found' });
     expect(notFound.exitCode).toBe(1);
     expect(lastErrLine(notFound.stderr)).toBe('Error: pull model manifest: file does not exist');
@@ -868,5 +888,263 @@ describe('trace', () => {
     }
     expect(live).toBe(0);
     expect(max).toBe(4);
+  });
+});
+
+describe.concurrent('real-world failures (ollama-cli.md "Errors and exit codes")', () => {
+  const BUSY = 'Error: 503 Service Unavailable: server busy, please try again.  maximum pending requests exceeded';
+  const cases: Array<{ name: string; args?: string[]; env?: Record<string, string>; input: string; lines: string[] }> = [
+    {
+      name: 'remote host: no route to host',
+      env: { OLLAMA_HOST: 'http://10.0.0.5:11434', FAKE_OLLAMA_SERVER: 'no_route' },
+      input: 'hi',
+      lines: ['Error: Head "http://10.0.0.5:11434/": dial tcp 10.0.0.5:11434: connect: no route to host'],
+    },
+    {
+      name: 'remote host: no such host (bare host name gets http and the default port)',
+      env: { OLLAMA_HOST: 'gpu-box', FAKE_OLLAMA_SERVER: 'no_such_host' },
+      input: 'hi',
+      lines: ['Error: Head "http://gpu-box:11434/": dial tcp: lookup gpu-box on 127.0.0.53:53: no such host'],
+    },
+    {
+      name: 'remote host: i/o timeout',
+      env: { OLLAMA_HOST: '10.0.0.5:11434', FAKE_OLLAMA_SERVER: 'io_timeout' },
+      input: 'hi',
+      lines: ['Error: Head "http://10.0.0.5:11434/": dial tcp 10.0.0.5:11434: i/o timeout'],
+    },
+    {
+      name: 'remote host: connection timed out',
+      env: { OLLAMA_HOST: 'http://10.0.0.5:11434', FAKE_OLLAMA_SERVER: 'connect_timeout' },
+      input: 'hi',
+      lines: ['Error: Head "http://10.0.0.5:11434/": dial tcp 10.0.0.5:11434: connect: connection timed out'],
+    },
+    {
+      name: 'remote host: network is unreachable (directive)',
+      env: { OLLAMA_HOST: 'http://10.0.0.5:11434' },
+      input: 'hi @fake:error=net_unreachable',
+      lines: ['Error: Head "http://10.0.0.5:11434/": dial tcp 10.0.0.5:11434: connect: network is unreachable'],
+    },
+    { name: 'server busy (directive)', input: 'hi @fake:error=busy', lines: [BUSY] },
+    {
+      name: 'registry unreachable during the auto-pull (DNS)',
+      args: ['run', 'mistral'],
+      env: { FAKE_OLLAMA_REGISTRY: 'offline' },
+      input: 'hi',
+      lines: [
+        'Error: pull model manifest: Get "https://registry.ollama.ai/v2/library/mistral/manifests/latest": dial tcp: lookup registry.ollama.ai on 127.0.0.53:53: no such host',
+      ],
+    },
+    {
+      name: 'registry refuses the connection, namespaced model',
+      args: ['run', 'team/coder:7b'],
+      env: { FAKE_OLLAMA_REGISTRY: 'refused', FAKE_OLLAMA_PULLABLE: 'team/coder:7b' },
+      input: 'hi',
+      lines: [
+        'Error: pull model manifest: Get "https://registry.ollama.ai/v2/team/coder/manifests/7b": dial tcp 104.21.75.227:443: connect: connection refused',
+      ],
+    },
+    {
+      name: 'cloud: subscription required',
+      args: ['run', 'gpt-oss:120b-cloud'],
+      env: { FAKE_OLLAMA_SIGNED_IN: '1', FAKE_OLLAMA_CLOUD: 'subscription' },
+      input: 'hi',
+      lines: ['Error: 403 Forbidden: this model requires a subscription, upgrade for access: https://ollama.com/upgrade'],
+    },
+    {
+      name: 'cloud: disabled',
+      args: ['run', 'gpt-oss:120b-cloud'],
+      env: { FAKE_OLLAMA_CLOUD: 'disabled' },
+      input: 'hi',
+      lines: ['Error: 403 Forbidden: ollama cloud is disabled: remote model is unavailable'],
+    },
+    {
+      name: 'cloud: weekly usage limit',
+      args: ['run', 'gpt-oss:120b-cloud'],
+      env: { FAKE_OLLAMA_SIGNED_IN: '1', FAKE_OLLAMA_CLOUD: 'weekly_limit' },
+      input: 'hi',
+      lines: ["Error: 429 Too Many Requests: you've reached your weekly usage limit, please upgrade to continue"],
+    },
+    {
+      name: 'cloud: hourly usage limit (directive)',
+      input: 'hi @fake:error=usage_limit',
+      lines: ["Error: 429 Too Many Requests: you've reached your hourly usage limit, please upgrade to continue"],
+    },
+    {
+      name: 'prompt longer than the context',
+      input: 'hi @fake:error=context_length',
+      lines: [
+        'Error: 400 Bad Request: the prompt is longer than the context length currently available to the model; shorten the prompt, adjust the context length in settings, or use a model with a longer context length',
+      ],
+    },
+    {
+      name: 'prompt longer than the context (MLX runner)',
+      input: 'hi @fake:error=context_length_mlx',
+      lines: [
+        "Error: 500 Internal Server Error: input length (19 tokens) exceeds the model's maximum context length (4096 tokens)",
+      ],
+    },
+    {
+      name: 'model cannot generate',
+      input: 'hi @fake:error=no_generate',
+      lines: ['Error: 400 Bad Request: "llama3.2" does not support generate'],
+    },
+    {
+      name: 'image generation model',
+      args: ['run', 'x/flux2-klein'],
+      env: { FAKE_OLLAMA_MODELS: 'x/flux2-klein:latest' },
+      input: 'a cat',
+      lines: ['Error: image generation models are not currently supported'],
+    },
+    {
+      name: 'runner terminated',
+      input: 'hi @fake:error=runner_terminated',
+      lines: ['Error: 500 Internal Server Error: llama-server process has terminated: exit status 2'],
+    },
+    {
+      name: 'runner stopped',
+      input: 'hi @fake:error=runner_stopped',
+      lines: [
+        'Error: 500 Internal Server Error: model runner has unexpectedly stopped, this may be due to resource limitations or an internal error, check ollama server logs for details',
+      ],
+    },
+    {
+      name: 'out of memory while loading',
+      input: 'hi @fake:error=oom',
+      lines: [
+        'Error: 500 Internal Server Error: llama-server reported out-of-memory during startup: cudaMalloc failed: out of memory',
+      ],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async ({ expect }) => {
+      const r = await run(c.args ?? ['run', 'llama3.2', ...NO_WRAP], { input: c.input, env: c.env });
+      expect(r.exitCode).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(errorLines(r.stderr)).toEqual(c.lines);
+      expect(lastErrLine(r.stderr)).toBe(c.lines.at(-1));
+    });
+  }
+
+  it('a missing model whose :cloud variant exists: a multi-line error with the hint', async ({ expect }) => {
+    const r = await run(['run', 'glm-5'], { input: 'hi', env: { FAKE_OLLAMA_CLOUD_AVAILABLE: 'glm-5' } });
+    expect(r.exitCode).toBe(1);
+    expect(
+      r.stderr.endsWith(
+        'Error: pull model manifest: file does not exist\n\n"glm-5:cloud" is available as a cloud model. Try:\n  ollama run glm-5:cloud\n',
+      ),
+    ).toBe(true);
+  });
+
+  it('an embedding model answers with a JSON vector on stdout and exit 0', async ({ expect }) => {
+    const env = { FAKE_OLLAMA_MODELS: 'nomic-embed-text:latest' };
+    const r = await run(['run', 'nomic-embed-text', ...NO_WRAP], { input: 'hello', env });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/^\[-?0\.\d+(,-?0\.\d+)*\]\n$/);
+    expect(JSON.parse(r.stdout)).toHaveLength(768);
+    const small = await run(['run', 'nomic-embed-text', '--dimensions', '4'], { input: 'hello', env });
+    expect(JSON.parse(small.stdout)).toHaveLength(4);
+  });
+
+  it('sign-in wording: "If your browser did not open" from v0.16, "To sign in" before', async ({ expect }) => {
+    const now = await run(['run', 'gpt-oss:120b-cloud', ...NO_WRAP], { input: 'hi', env: { FAKE_OLLAMA_VERSION: '0.33.0' } });
+    expect(now.exitCode).toBe(0);
+    expect(now.stdout).toMatch(
+      /^You need to be signed in to Ollama to run Cloud models\.\n\nIf your browser did not open, navigate to:\n {4}https:\/\/ollama\.com\/connect\?\S+\n\n$/,
+    );
+    const old = await run(['run', 'gpt-oss:120b-cloud', ...NO_WRAP], { input: 'hi', env: { FAKE_OLLAMA_VERSION: '0.14.0' } });
+    expect(old.stdout).toMatch(
+      /^You need to be signed in to Ollama to run Cloud models\.\n\nTo sign in, navigate to:\n {4}\S+\n\n$/,
+    );
+  });
+
+  it('--version: the server version first, then the client version when it differs', async ({ expect }) => {
+    const env = { FAKE_OLLAMA_VERSION: '0.33.0', FAKE_OLLAMA_CLIENT_VERSION: '0.13.1' };
+    expect((await run(['--version'], { env })).stdout).toBe('ollama version is 0.33.0\nWarning: client version is 0.13.1\n');
+    const down = await run(['--version'], { env: { ...env, FAKE_OLLAMA_SERVER: 'down' } });
+    expect(down.exitCode).toBe(0);
+    expect(down.stdout).toBe('Warning: could not connect to a running Ollama instance\nWarning: client version is 0.13.1\n');
+  });
+
+  it('list: registry hosts with ports, hf.co names and a leading _, case kept, cloud size "-", padded cells', async ({
+    expect,
+  }) => {
+    const env = { FAKE_OLLAMA_MODELS: 'localhost:5000/team/Model:v1,hf.co/Org/Repo:Q4_K_M,_private,gpt-oss:120b-cloud' };
+    const r = await run(['list'], { env });
+    const lines = r.stdout.split('\n');
+    expect(lines.at(-1)).toBe('');
+    expect(lines[0]).toBe(`${'NAME'.padEnd(32)}${'ID'.padEnd(16)}${'SIZE'.padEnd(10)}${'MODIFIED'.padEnd(18)} `);
+    expect(lines.slice(1, -1).map((l) => l.split(/\s+/)[0])).toEqual([
+      'localhost:5000/team/Model:v1',
+      'hf.co/Org/Repo:Q4_K_M',
+      '_private:latest',
+      'gpt-oss:120b-cloud',
+    ]);
+    // each column is as wide as its longest cell plus 4 spaces, trailing spaces included
+    for (const row of lines.slice(1, -1)) expect(row).toHaveLength(lines[1]!.length);
+    expect(lines[1]).toMatch(/^localhost:5000\/team\/Model:v1 {4}[0-9a-f]{12} {4}\S+ GB {4}2 weeks ago {4}\s+$/);
+    expect(lines[4]).toMatch(/^gpt-oss:120b-cloud {14}[0-9a-f]{12} {4}- {9}About a minute ago {4}$/);
+  });
+});
+
+describe.concurrent('files named in the prompt (multimodal models)', () => {
+  const env = { FAKE_OLLAMA_MODELS: 'llava:7b,llama3.2' };
+  const PNG = Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'), Buffer.alloc(64, 1)]);
+
+  it('a vision model reads an image the prompt names: "Added image" on stderr, the path leaves the prompt', async ({
+    expect,
+  }) => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'cat.png');
+    fs.writeFileSync(file, PNG);
+    const r = await run(['run', 'llava:7b', ...NO_WRAP], { input: `what is in ${file} ?`, env });
+    expect(r.exitCode).toBe(0);
+    expect(strip(r.stderr)).toContain(`Added image '${file}'\n`);
+    expect(r.stdout).toBe('fake answer from llava:7b: what is in  ?\n\n');
+    const wav = path.join(dir, 'note.wav');
+    fs.writeFileSync(wav, Buffer.concat([Buffer.from('RIFF\0\0\0\0WAVEfmt ', 'latin1'), Buffer.alloc(32, 1)]));
+    expect(strip((await run(['run', 'llava:7b'], { input: `hear ${wav}`, env })).stderr)).toContain(`Added audio '${wav}'\n`);
+  });
+
+  it('a text model does not read it; a path that does not exist is left alone', async ({ expect }) => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'cat.png');
+    fs.writeFileSync(file, 'not an image');
+    const text = await run(['run', 'llama3.2', ...NO_WRAP], { input: `see ${file}`, env });
+    expect(text.exitCode).toBe(0);
+    expect(text.stdout).toBe(`fake answer from llama3.2: see ${file}\n\n`);
+    const missing = await run(['run', 'llava:7b', ...NO_WRAP], { input: `see ${dir}/none.jpg`, env });
+    expect(missing.exitCode).toBe(0);
+    expect(missing.stdout).toBe(`fake answer from llava:7b: see ${dir}/none.jpg\n\n`);
+  });
+
+  it('a file that is not an image fails with "invalid file type", after a "Couldn\'t process file" line', async ({ expect }) => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'notes.jpg');
+    fs.writeFileSync(file, 'just text\n');
+    const r = await run(['run', 'llava:7b', ...NO_WRAP], { input: `look at ${file}`, env });
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(strip(r.stderr)).toContain('Couldn\'t process file: "invalid file type: text/plain; charset=utf-8"\n');
+    expect(lastErrLine(r.stderr)).toBe('Error: invalid file type: text/plain; charset=utf-8');
+  });
+
+  it("a directory named like an image fails with Go's read error", async ({ expect }) => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'album.png');
+    fs.mkdirSync(file);
+    const r = await run(['run', 'llava:7b'], { input: `open ${file}`, env });
+    expect(r.exitCode).toBe(1);
+    expect(lastErrLine(r.stderr)).toBe(`Error: read ${file}: is a directory`);
+  });
+
+  // root opens any file, so EACCES cannot be produced here as root
+  it.skipIf(process.getuid?.() === 0)('an unreadable file fails with "permission denied"', async ({ expect }) => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'secret.png');
+    fs.writeFileSync(file, PNG);
+    fs.chmodSync(file, 0o000);
+    const r = await run(['run', 'llava:7b'], { input: `open ${file}`, env });
+    expect(r.exitCode).toBe(1);
+    expect(lastErrLine(r.stderr)).toBe(`Error: open ${file}: permission denied`);
   });
 });

@@ -28,10 +28,14 @@ export const healthReportSchema = z.object({
   cli: z.object({
     bin: z.string().describe('OLLAMA_BIN'),
     found: z.boolean(),
-    version: z.string().nullable(),
+    version: z
+      .string()
+      .nullable()
+      .describe("the CLI's own version (`ollama --version`: the `client version is` line, else the same as the server's)"),
   }),
   server: z.object({
     reachable: z.boolean().nullable().describe('null when it could not be told (the CLI is missing or hung)'),
+    version: z.string().nullable().describe("the server's version (`ollama version is X`); null when it did not answer"),
     host: z.string().describe('OLLAMA_HOST, or the CLI default'),
   }),
   models: z.object({
@@ -119,6 +123,7 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       (): CliProbe => ({
         found: true,
         version: null,
+        serverVersion: null,
         serverReachable: null,
         warnings: [],
         error: `\`${bin}\` did not answer within ${deadline} ms`,
@@ -174,6 +179,12 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
   for (const warning of cli.warnings) {
     // With the server down the CLI says so and prints its own version: both are in the problem already.
     if (cli.serverReachable === false && /could not connect|client version is/i.test(warning)) continue;
+    if (/client version is/i.test(warning) && cli.version !== null && cli.serverVersion !== null) {
+      warnings.push(
+        `the ollama CLI (${cli.version}) and the Ollama server (${cli.serverVersion}) are different versions: update the older one (a CLI older than its server may lack flags and print errors this server does not know).`,
+      );
+      continue;
+    }
     warnings.push(`the CLI warns: ${warning}`);
   }
 
@@ -209,7 +220,11 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     problems,
     warnings,
     cli: { bin, found: cli.found, version: cli.version },
-    server: { reachable: cli.found ? cli.serverReachable : null, host: redactUserInfo(host) },
+    server: {
+      reachable: cli.found ? cli.serverReachable : null,
+      version: cli.found ? cli.serverVersion : null,
+      host: redactUserInfo(host),
+    },
     models: { installed },
     circuits: circuits.circuits,
     runs: {

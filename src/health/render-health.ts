@@ -27,7 +27,7 @@ export function renderHealth(report: HealthReport): string {
   );
   lines.push(
     server.reachable === true
-      ? `${PASS} Ollama server: reachable at ${server.host}`
+      ? `${PASS} Ollama server: reachable at ${server.host}${server.version ? ` (version ${server.version})` : ''}`
       : server.reachable === false
         ? `${FAIL} Ollama server: not reachable at ${server.host}`
         : `${FAIL} Ollama server: unknown (${server.host}; the CLI did not tell)`,

@@ -24,8 +24,10 @@ export interface CliProbeOptions {
 export interface CliProbe {
   /** The CLI could be started (a CLI that hangs was found too). */
   readonly found: boolean;
-  /** From `ollama version is X.Y.Z` (or the client version when the server is down). */
+  /** The CLI's own version (`Warning: client version is Y`, or the server's when no such line: they match). */
   readonly version: string | null;
+  /** The server's version, from `ollama version is X`; `null` when the server did not answer. */
+  readonly serverVersion: string | null;
   /** `true`: `BIN list` worked; `false`: the CLI says it cannot connect; `null`: cannot tell. */
   readonly serverReachable: boolean | null;
   /** `Warning: ...` lines the CLI printed (client/server version mismatch, server not running). */
@@ -40,12 +42,27 @@ export interface CliProbe {
   readonly latencyMs: number;
 }
 
-/** `ollama version is 0.12.0`, or `Warning: client version is 0.12.0` when the server is down. */
+export interface VersionOutput {
+  /** `ollama version is X`: the version of the **server** the CLI asked. */
+  readonly server: string | null;
+  /** The CLI's own version: `Warning: client version is Y` (printed when it differs, or when the server is down), else the server's. */
+  readonly client: string | null;
+}
+
+/**
+ * `ollama --version`: `ollama version is X` is the server's version; `Warning: client version is Y`
+ * follows when the CLI's own differs, and stands alone (after `Warning: could not connect to a
+ * running Ollama instance`) when there is no server.
+ */
+export function parseVersions(output: string): VersionOutput {
+  const server = /ollama version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
+  const client = /client version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
+  return { server, client: client ?? server };
+}
+
+/** The CLI's own version from `ollama --version` output. */
 export function parseVersion(output: string): string | null {
-  const own = /ollama version is\s+v?([0-9][^\s]*)/i.exec(output);
-  if (own) return own[1]!;
-  const client = /client version is\s+v?([0-9][^\s]*)/i.exec(output);
-  return client ? client[1]! : null;
+  return parseVersions(output).client;
 }
 
 function warningLines(...outputs: string[]): string[] {
@@ -100,9 +117,11 @@ export async function probeCli(options: CliProbeOptions): Promise<CliProbe> {
       error = versionFailure.reason;
       errorCause = versionFailure.cause;
     }
+    const versions = parseVersions(`${version.stdout}\n${version.stderr}`);
     return {
       found,
-      version: parseVersion(`${version.stdout}\n${version.stderr}`),
+      version: versions.client,
+      serverVersion: versions.server,
       serverReachable,
       warnings,
       error,
@@ -114,6 +133,7 @@ export async function probeCli(options: CliProbeOptions): Promise<CliProbe> {
     return {
       found: false,
       version: null,
+      serverVersion: null,
       serverReachable: null,
       warnings: [],
       error: `probing \`${options.bin}\` failed: ${(error as Error).message}`,

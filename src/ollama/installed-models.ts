@@ -138,9 +138,15 @@ export function lastErrorLine(text: string): string | null {
   return errorLine === undefined ? null : errorLine.replace(/^Error:\s*/, '');
 }
 
-/** The server-down message of every CLI version (`could not connect to ollama ...`), or a refused connection. */
+/**
+ * The server-down message of every CLI version (`could not connect to ollama ...`), a refused
+ * connection, or the raw error of a remote OLLAMA_HOST that cannot be reached
+ * (`Head "http://gpu-box:11434/": dial tcp: lookup gpu-box on 127.0.0.53:53: no such host`).
+ */
 export function isUnreachableMessage(text: string): boolean {
-  return /could not connect to (?:ollama|a running ollama)|connection refused/i.test(text);
+  return /could not connect to (?:ollama|a running ollama)|connection refused|(?:Head|Get|Post) "https?:\/\/[^"]*": dial tcp/i.test(
+    text,
+  );
 }
 
 /** Why a failed command failed, and a sentence for a human. */
@@ -170,7 +176,9 @@ export function describeCliFailure(
 
 /**
  * The model names of an `ollama list` table, as printed (`NAME  ID  SIZE  MODIFIED`, header first;
- * the name is the first column). Lines that do not start with a model name are skipped.
+ * each column padded to its longest cell plus 4 spaces, trailing spaces included; the name is the
+ * first column). Names may carry a registry host and port (`localhost:5000/team/model:v1`) or start
+ * with `_`. Lines that do not start with a model name are skipped.
  */
 export function parseModelList(stdout: string): string[] {
   const lines = stdout.split(/\r?\n/).map((line) => line.trim());

@@ -21,7 +21,8 @@ const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
 /**
  * Should the caller stop retrying and hand the task upwards?
  *
- * - Outcomes no retry can fix (model missing, Ollama down, sign-in needed, circuit open) escalate at once.
+ * - Outcomes no retry can fix without a human (model missing, Ollama down, sign-in needed, cloud access
+ *   denied, circuit open) escalate at once.
  * - Any other failure escalates once the task had already failed `maxRetries` times
  *   (so with `maxRetries: 3` the 4th failed attempt escalates). `maxRetries: 0` never escalates for count.
  * - A failure that opened the model's circuit escalates with `circuit_open`: the next calls would be refused.

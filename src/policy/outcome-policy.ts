@@ -26,8 +26,47 @@ export const OUTCOME_POLICY: Readonly<Record<RunStatus, OutcomePolicy>> = {
   timeout: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
   empty_output: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
   output_limit: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
+  // Includes the model failing to load or dying (`llama-server process has terminated`, `model runner has
+  // unexpectedly stopped`, out of memory): that is the model's health on this machine, so it counts.
   crashed: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
   server_busy: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
+  // The registry could not be reached while pulling: the network's fault, not the model's, and it
+  // passes. Retry later; it still spends the task's budget, so an offline machine ends in max_retries_exceeded.
+  pull_failed: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
+  // 429 usage limit: the account's quota, not the model's health. It lifts by itself (hourly/weekly),
+  // so retry later; like server_busy it counts toward max_retries instead of escalating at once.
+  rate_limited: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
+  // 403 (no subscription / cloud disabled): only a human can change the account or the server's
+  // setting, so escalate on the first attempt; the model itself is healthy.
+  cloud_access_denied: policy({
+    ok: false,
+    breaker: 'neutral',
+    countsAsTaskFailure: true,
+    retryable: false,
+    escalateAtOnce: 'cloud_access_denied',
+  }),
+  // The caller's input does not fit this model: the same call fails the same way (not retryable as is),
+  // the model is fine. It counts as a failed attempt so a caller that resends it anyway still reaches
+  // max_retries_exceeded; a shortened prompt that succeeds clears the streak.
+  prompt_too_long: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: false, escalateAtOnce: null }),
+  // Embedding / image-generation / non-generating models: the choice of model is wrong, no retry fixes
+  // it and no human is needed (pick a text model). Counted for the same reason as prompt_too_long.
+  model_unsupported: policy({
+    ok: false,
+    breaker: 'neutral',
+    countsAsTaskFailure: true,
+    retryable: false,
+    escalateAtOnce: null,
+  }),
+  // A file the prompt names (read by a multimodal model) is not an image, unreadable or too big:
+  // the prompt must change; the model is fine. Counted like prompt_too_long.
+  input_file_error: policy({
+    ok: false,
+    breaker: 'neutral',
+    countsAsTaskFailure: true,
+    retryable: false,
+    escalateAtOnce: null,
+  }),
   model_not_found: policy({
     ok: false,
     breaker: 'neutral',
@@ -35,6 +74,7 @@ export const OUTCOME_POLICY: Readonly<Record<RunStatus, OutcomePolicy>> = {
     retryable: false,
     escalateAtOnce: 'model_not_found',
   }),
+  // Also a remote OLLAMA_HOST that cannot be reached (`Head ...: dial tcp ...`): the server's fault, never the model's.
   ollama_unreachable: policy({
     ok: false,
     breaker: 'neutral',

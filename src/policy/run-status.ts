@@ -9,12 +9,42 @@ export const RUN_STATUSES = [
   'timeout',
   /** The model is not installed and could not be pulled (`pull model manifest: file does not exist`). */
   'model_not_found',
-  /** The CLI could not reach the Ollama server (`could not connect to ollama`, `connection refused`). */
+  /**
+   * The CLI could not reach the Ollama server: `could not connect to ollama`, `connection refused`, or a
+   * remote `OLLAMA_HOST` that fails (`Head "http://host:11434/": dial tcp ...: no route to host`, `no such host`, ...).
+   */
   'ollama_unreachable',
-  /** The Ollama server refused the request because its queue is full (`server busy`). */
+  /** The Ollama server refused the request because its queue is full (`503 Service Unavailable: server busy`). */
   'server_busy',
-  /** A cloud model needs `ollama signin`; the CLI printed that on stdout and exited 0. */
+  /**
+   * The model had to be pulled and the registry could not be reached
+   * (`pull model manifest: Get "https://registry.ollama.ai/v2/...": <network error>`). Temporary.
+   */
+  'pull_failed',
+  /** A cloud model needs `ollama signin`; the CLI printed that (and only that) on stdout and exited 0. */
   'signin_required',
+  /**
+   * The ollama.com account may not run this cloud model (`403 Forbidden: this model requires a subscription`),
+   * or cloud models are switched off on this server (`403 Forbidden: ollama cloud is disabled`).
+   */
+  'cloud_access_denied',
+  /** The cloud usage limit was reached (`429 Too Many Requests: you've reached your hourly usage limit`). */
+  'rate_limited',
+  /**
+   * The prompt does not fit the model's context window and the model refuses it (`400 Bad Request: the prompt is
+   * longer than the context length ...`, MLX: `... exceeds the model's maximum context length ...`).
+   */
+  'prompt_too_long',
+  /**
+   * The model cannot produce text: it does not support generation (`does not support generate`), it generates
+   * images, or it is an embedding model (it answered with a JSON vector).
+   */
+  'model_unsupported',
+  /**
+   * The prompt names an image or audio file a multimodal model had to read, and the CLI could not
+   * (`invalid file type: ...`, `open ...: permission denied`, `read ...: is a directory`).
+   */
+  'input_file_error',
   /** The CLI exited 0 but the answer was empty or only whitespace. */
   'empty_output',
   /** The model printed more than the output cap; it was stopped and the output truncated. */
@@ -51,6 +81,8 @@ export const ESCALATION_REASONS = [
   'ollama_unreachable',
   /** A cloud model needs a human to run `ollama signin`. */
   'signin_required',
+  /** A cloud model needs a human: a subscription for this model, or cloud models enabled on the server. */
+  'cloud_access_denied',
   /** The `ollama` CLI is missing or not executable on the server's machine. */
   'cli_not_found',
 ] as const;

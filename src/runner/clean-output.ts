@@ -29,20 +29,71 @@ export function cleanStdout(raw: string): CleanedOutput {
   };
 }
 
+/**
+ * The CLI's sign-in notice for a cloud model, and nothing else: it is printed to stdout from byte 0
+ * (with exit 0) instead of an answer. `If your browser did not open` since v0.16, `To sign in` in
+ * v0.13-v0.15; the URL line is missing when the server sent none. An answer that merely quotes the
+ * sentence does not match.
+ */
+const SIGNIN_NOTICE =
+  /^You need to be signed in to Ollama to run Cloud models\.\n+(?:(?:If your browser did not open|To sign in), navigate to:\n[ \t]*\S+\n*)?$/;
+
+export function isSigninNotice(rawStdout: string): boolean {
+  return SIGNIN_NOTICE.test(stripVTControlCharacters(rawStdout).replace(/\r\n/g, '\n'));
+}
+
+/** The sign-in URL of the notice (a human opens it to connect this machine), or `null`. */
+export function signinUrl(rawStdout: string): string | null {
+  return /navigate to:\r?\n[ \t]*(\S+)/.exec(stripVTControlCharacters(rawStdout))?.[1] ?? null;
+}
+
+/**
+ * An embedding model's answer to `ollama run`: one JSON array of numbers, as Go's json.Marshal
+ * prints it, and a single newline. A generating model's answer always ends with two newlines, so a
+ * model asked for a list of numbers does not match.
+ */
+const EMBEDDING_VECTOR = /^\[-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?:,-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)*\]\n$/;
+
+export function isEmbeddingVector(rawStdout: string): boolean {
+  return EMBEDDING_VECTOR.test(rawStdout.replace(/\r\n/g, '\n'));
+}
+
 /** Braille spinner frames the CLI draws on stderr. */
 const SPINNER_FRAMES = /[\u2800-\u28ff]/g;
 
-/**
- * The CLI's error line from its stderr (`Error: <message>`, after the spinner escapes), or the last
- * non-empty line when there is none. `null` when stderr says nothing readable.
- */
-export function errorFromStderr(raw: string): string | null {
-  const lines = stripVTControlCharacters(raw)
+function readableLines(raw: string): string[] {
+  return stripVTControlCharacters(raw)
     .replace(SPINNER_FRAMES, '')
     .split(/\r?\n|\r/)
     .map((line) => line.trim())
     .filter((line) => line !== '');
-  const errorLine = lines.findLast((line) => line.startsWith('Error: '));
-  if (errorLine) return errorLine.slice('Error: '.length);
+}
+
+/**
+ * The CLI's error from its stderr (`Error: <message>`, after the spinner escapes), or the last
+ * non-empty line when there is none. A message can span several lines (a cloud hint follows some):
+ * the lines after the last `Error:` line are kept, joined by newlines. `null` when stderr says
+ * nothing readable.
+ */
+export function errorFromStderr(raw: string): string | null {
+  const lines = readableLines(raw);
+  const at = lines.findLastIndex((line) => line.startsWith('Error: '));
+  if (at !== -1) return [lines[at]!.slice('Error: '.length), ...lines.slice(at + 1)].join('\n');
   return lines.at(-1) ?? null;
+}
+
+/**
+ * What the CLI said about a file it tried to attach for a multimodal model (`Couldn't process file:
+ * "invalid file type: text/plain; charset=utf-8"`), or `null`. Printed on stderr just before the error.
+ */
+export function fileProblemFromStderr(raw: string): string | null {
+  const line = readableLines(raw).findLast((l) => l.includes("Couldn't process file: "));
+  if (line === undefined) return null;
+  const quoted = line.slice(line.indexOf("Couldn't process file: ") + "Couldn't process file: ".length);
+  try {
+    const text: unknown = JSON.parse(quoted);
+    return typeof text === 'string' ? text : quoted;
+  } catch {
+    return quoted;
+  }
 }

@@ -21,6 +21,11 @@ export interface RunRecord {
   readonly tool: string;
   /** The model name as given (cut to 200 characters when the input was invalid). */
   readonly model: string;
+  /**
+   * The model's canonical name (`llama3.2` -> `llama3.2:latest`): its circuit's key and the report's
+   * row. Group by this, not by `model`. Missing from lines written before it existed.
+   */
+  readonly model_key: string;
   readonly task_id: string | null;
   readonly status: RunStatus;
   readonly exit_code: number | null;

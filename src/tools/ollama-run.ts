@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../run-result.js';
+import { ESCALATION_REASONS } from '../policy/run-status.js';
 import { newLiveRun, type LiveRun, type RunRequest, type RunService } from '../run-service.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 
@@ -97,7 +98,7 @@ export function ollamaRunTool(service: RunService, config: Config): AnyToolDefin
       `Runs are bounded: at most ${config.concurrency} at once (more wait in line), each killed after timeout_ms (default ${config.timeoutMs} ms).`,
       'Always pass the same task_id for retries of the same work. Read metadata.escalate on every result:',
       'when it is true, STOP calling ollama_run for that task and hand it upwards (to a human or a stronger model);',
-      'escalation_reason says why (max_retries_exceeded, circuit_open, model_not_found, ollama_unreachable, signin_required, cli_not_found).',
+      `escalation_reason says why (${ESCALATION_REASONS.join(', ')}).`,
       'When metadata.circuit.retry_after_seconds is set, the model refuses runs until then.',
     ].join(' '),
     inputSchema: ollamaRunInputSchema,
@@ -184,6 +185,8 @@ function escalationAdvice(reason: string | null, retryCount: number, maxRetries:
       return 'The Ollama server is not running or not reachable; someone has to start it (`ollama serve`).';
     case 'signin_required':
       return 'This cloud model needs `ollama signin` on the server machine.';
+    case 'cloud_access_denied':
+      return 'The ollama.com account may not run this cloud model (a subscription is needed), or cloud models are disabled on the server; a human has to change that, or pick a local model.';
     case 'cli_not_found':
       return 'The ollama CLI is missing on the server machine (or OLLAMA_BIN is wrong).';
     default:

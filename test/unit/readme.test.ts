@@ -26,4 +26,38 @@ describe('README stays true to the code', () => {
     const { RUN_STATUSES } = await import('../../src/policy/run-status.js');
     for (const status of RUN_STATUSES) expect(readme, status).toContain(`| \`${status}\` |`);
   });
+
+  it('the failure table says what OUTCOME_POLICY does, status by status', async () => {
+    const { RUN_STATUSES } = await import('../../src/policy/run-status.js');
+    const { OUTCOME_POLICY } = await import('../../src/policy/outcome-policy.js');
+    const section = readme.slice(readme.indexOf('### Outcomes: the failure table'), readme.indexOf('### Escalation:'));
+    const rows = new Map(
+      section
+        .split('\n')
+        .filter((line) => line.startsWith('| `') && !line.startsWith('| `status` |'))
+        .map((line) => {
+          const cells = line
+            .slice(1, -1)
+            .split(' | ')
+            .map((cell) => cell.trim());
+          return [cells[0]!.replaceAll('`', ''), cells] as const;
+        }),
+    );
+    expect([...rows.keys()].sort()).toEqual([...RUN_STATUSES].sort());
+    for (const status of RUN_STATUSES) {
+      const [, , circuit, taskFailure, retryable, escalates] = rows.get(status)!;
+      const policy = OUTCOME_POLICY[status];
+      expect(circuit, `${status}: circuit`).toMatch({ success: /^success/, failure: /^yes/, neutral: /^no/ }[policy.breaker]);
+      expect(taskFailure, `${status}: task failure`).toMatch(policy.countsAsTaskFailure ? /^yes/ : /^no/);
+      if (!policy.ok) expect(retryable, `${status}: retryable`).toMatch(policy.retryable ? /^(yes|after)/ : /^no/);
+      if (policy.escalateAtOnce) expect(escalates, `${status}: escalates`).toBe(`\`${policy.escalateAtOnce}\``);
+      else expect(escalates, `${status}: escalates`).toMatch(/^(no|repeats)/);
+    }
+  });
+
+  it('the escalation table lists every escalation reason', async () => {
+    const { ESCALATION_REASONS } = await import('../../src/policy/run-status.js');
+    const section = readme.slice(readme.indexOf('### Escalation:'), readme.indexOf('### The circuit breaker'));
+    for (const reason of ESCALATION_REASONS) expect(section, reason).toContain(`| \`${reason}\` |`);
+  });
 });

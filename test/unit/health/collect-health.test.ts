@@ -44,7 +44,7 @@ describe('collectHealth', () => {
       ok: true,
       problems: [],
       cli: { bin: FAKE_OLLAMA, found: true, version: '0.12.0' },
-      server: { reachable: true, host: '127.0.0.1:11500' },
+      server: { reachable: true, version: '0.12.0', host: '127.0.0.1:11500' },
       models: { installed: ['llama3.2:latest', 'qwen2.5-coder:7b', 'qwen3:8b', 'deepseek-r1:7b'] },
       circuits: [],
       runs: { in_flight: 2, running: 1, queued: 1, concurrency: 3 },
@@ -78,7 +78,7 @@ describe('collectHealth', () => {
   it('server down: not ok, with a problem naming OLLAMA_HOST and `ollama serve`', async () => {
     const report = await collectHealth(deps({ env: { FAKE_OLLAMA_SERVER: 'down' } }));
     expect(report.ok).toBe(false);
-    expect(report.server).toEqual({ reachable: false, host: 'http://127.0.0.1:11434' });
+    expect(report.server).toEqual({ reachable: false, version: null, host: 'http://127.0.0.1:11434' });
     expect(report.cli.version).toBe('0.12.0');
     expect(report.models.installed).toEqual([]);
     expect(report.problems).toHaveLength(1);
@@ -90,8 +90,30 @@ describe('collectHealth', () => {
     const remote = await collectHealth(
       deps({ env: { FAKE_OLLAMA_SERVER: 'down' }, configEnv: { OLLAMA_HOST: 'gpu-box:11434' } }),
     );
-    expect(remote.server).toEqual({ reachable: false, host: 'gpu-box:11434' });
+    expect(remote.server).toEqual({ reachable: false, version: null, host: 'gpu-box:11434' });
     expect(remote.problems[0]).toMatch(/not reachable at OLLAMA_HOST=gpu-box:11434: start it with `ollama serve`/);
+  });
+
+  it('a CLI older than its server: both versions, and a warning that names them', async () => {
+    const report = await collectHealth(deps({ env: { FAKE_OLLAMA_VERSION: '0.33.0', FAKE_OLLAMA_CLIENT_VERSION: '0.13.1' } }));
+    expect(report.ok).toBe(true);
+    expect(report.cli.version).toBe('0.13.1');
+    expect(report.server).toMatchObject({ reachable: true, version: '0.33.0' });
+    expect(report.warnings).toEqual([
+      expect.stringMatching(/the ollama CLI \(0\.13\.1\) and the Ollama server \(0\.33\.0\) are different versions/),
+    ]);
+  });
+
+  it('a remote OLLAMA_HOST that cannot be reached is "not reachable", with the dial error', async () => {
+    const report = await collectHealth(
+      deps({
+        // the CLI's environment carries the configured OLLAMA_HOST (server.ts and doctor.ts add it)
+        env: { FAKE_OLLAMA_SERVER: 'no_route', OLLAMA_HOST: 'http://10.0.0.5:11434' },
+        configEnv: { OLLAMA_HOST: 'http://10.0.0.5:11434' },
+      }),
+    );
+    expect(report.server).toEqual({ reachable: false, version: null, host: 'http://10.0.0.5:11434' });
+    expect(report.problems[0]).toContain('Head "http://10.0.0.5:11434/": dial tcp 10.0.0.5:11434: connect: no route to host');
   });
 
   it('CLI missing: not ok, with a problem naming OLLAMA_BIN', async () => {

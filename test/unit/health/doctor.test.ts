@@ -44,4 +44,14 @@ describe('runDoctor', () => {
     expect(code).toBe(1);
     expect(text).toContain('✗ ollama CLI: /nonexistent/ollama cannot be run');
   });
+
+  it('shows the CLI version and the server version apart, and warns when they differ', async () => {
+    vi.stubEnv('FAKE_OLLAMA_VERSION', '0.33.0');
+    vi.stubEnv('FAKE_OLLAMA_CLIENT_VERSION', '0.13.1');
+    const { code, text } = await doctor();
+    expect(code).toBe(0);
+    expect(text).toMatch(/✓ ollama CLI: \S+ \(version 0\.13\.1\)/);
+    expect(text).toMatch(/✓ Ollama server: reachable at \S+ \(version 0\.33\.0\)/);
+    expect(text).toMatch(/the ollama CLI \(0\.13\.1\) and the Ollama server \(0\.33\.0\) are different versions/);
+  });
 });

@@ -7,7 +7,7 @@ const healthy: HealthReport = {
   problems: [],
   warnings: [],
   cli: { bin: '/usr/local/bin/ollama', found: true, version: '0.12.0' },
-  server: { reachable: true, host: 'http://127.0.0.1:11434' },
+  server: { reachable: true, version: '0.12.0', host: 'http://127.0.0.1:11434' },
   models: { installed: ['llama3.2:latest', 'qwen2.5-coder:7b'] },
   circuits: [{ model: 'llama3.2:latest', state: 'closed', consecutive_failures: 0, retry_after_seconds: null }],
   runs: { in_flight: 0, running: 0, queued: 0, concurrency: 3 },
@@ -22,7 +22,7 @@ describe('renderHealth', () => {
     const text = renderHealth(healthy);
     expect(text.split('\n')[0]).toMatch(/OK/);
     expect(text).toContain('✓ ollama CLI: /usr/local/bin/ollama (version 0.12.0)');
-    expect(text).toContain('✓ Ollama server: reachable at http://127.0.0.1:11434');
+    expect(text).toContain('✓ Ollama server: reachable at http://127.0.0.1:11434 (version 0.12.0)');
     expect(text).toContain('✓ models: 2 installed: llama3.2:latest, qwen2.5-coder:7b');
     expect(text).toContain('✓ circuits: all 1 closed');
     expect(text).toContain('✓ runs: 0 in flight, 0 running, 0 queued, concurrency 3');
@@ -39,7 +39,7 @@ describe('renderHealth', () => {
       ok: false,
       problems: ['the Ollama server is not reachable at http://127.0.0.1:11434: start it with `ollama serve`'],
       warnings: ['model llama3.2:latest: circuit open'],
-      server: { reachable: false, host: 'http://127.0.0.1:11434' },
+      server: { reachable: false, version: null, host: 'http://127.0.0.1:11434' },
       models: { installed: [] },
       circuits: [{ model: 'llama3.2:latest', state: 'open', consecutive_failures: 5, retry_after_seconds: 42 }],
       telemetry: { dir: '/var/t', writable: false, runs_log: '/var/t/runs.jsonl' },
@@ -58,7 +58,7 @@ describe('renderHealth', () => {
       ...healthy,
       ok: false,
       cli: { bin: 'ollama', found: false, version: null },
-      server: { reachable: null, host: 'x' },
+      server: { reachable: null, version: null, host: 'x' },
     });
     expect(text).toContain('✗ ollama CLI: ollama cannot be run');
     expect(text).toContain('✗ Ollama server: unknown');
@@ -83,5 +83,15 @@ describe('renderHealth', () => {
       ledger: { ok: false, problems: [], last_write_failure: { at: '2025-06-01T11:59:00.000Z', message: 'EROFS' } },
     });
     expect(text).toContain('✗ ledger: not updated since 2025-06-01T11:59:00.000Z');
+  });
+
+  it('shows the CLI version and the server version apart', () => {
+    const text = renderHealth({
+      ...healthy,
+      cli: { ...healthy.cli, version: '0.13.1' },
+      server: { ...healthy.server, version: '0.33.0' },
+    });
+    expect(text).toContain('✓ ollama CLI: /usr/local/bin/ollama (version 0.13.1)');
+    expect(text).toContain('✓ Ollama server: reachable at http://127.0.0.1:11434 (version 0.33.0)');
   });
 });

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseVersion, probeCli } from '../../../src/ollama/cli-probe.js';
+import { parseVersion, parseVersions, probeCli } from '../../../src/ollama/cli-probe.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
 const baseEnv = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
@@ -17,7 +17,38 @@ describe('parseVersion', () => {
   });
 });
 
+describe('parseVersions', () => {
+  it('the first line is the server; the client line is the CLI itself', () => {
+    expect(parseVersions('ollama version is 0.33.0\nWarning: client version is 0.13.1\n')).toEqual({
+      server: '0.33.0',
+      client: '0.13.1',
+    });
+    expect(parseVersions('ollama version is 0.12.0\n')).toEqual({ server: '0.12.0', client: '0.12.0' });
+    expect(parseVersions('Warning: could not connect to a running Ollama instance\nWarning: client version is 0.9.3\n')).toEqual({
+      server: null,
+      client: '0.9.3',
+    });
+  });
+});
+
 describe('probeCli against the fake CLI', () => {
+  it('a CLI and a server of different versions: both versions, apart', async () => {
+    const probe = await probeCli({
+      bin: FAKE_OLLAMA,
+      env: { ...baseEnv(), FAKE_OLLAMA_VERSION: '0.33.0', FAKE_OLLAMA_CLIENT_VERSION: '0.13.1' },
+    });
+    expect(probe).toMatchObject({ found: true, version: '0.13.1', serverVersion: '0.33.0', serverReachable: true });
+  });
+
+  it('a remote host that cannot be reached: unreachable, the raw dial error kept', async () => {
+    const probe = await probeCli({
+      bin: FAKE_OLLAMA,
+      env: { ...baseEnv(), OLLAMA_HOST: 'http://10.0.0.5:11434', FAKE_OLLAMA_SERVER: 'no_route' },
+    });
+    expect(probe).toMatchObject({ found: true, serverReachable: false, serverVersion: null, errorCause: 'unreachable' });
+    expect(probe.error).toBe('Head "http://10.0.0.5:11434/": dial tcp 10.0.0.5:11434: connect: no route to host');
+  });
+
   it('finds the CLI, its version and a reachable server', async () => {
     const probe = await probeCli({ bin: FAKE_OLLAMA, env: { ...baseEnv(), FAKE_OLLAMA_VERSION: '0.16.2' } });
     expect(probe).toMatchObject({ found: true, version: '0.16.2', serverReachable: true, warnings: [], error: null });

@@ -32,6 +32,41 @@ describe('parseModelList', () => {
   });
 });
 
+describe("parseModelList on the fake CLI's real table", () => {
+  it('keeps names with a registry host and port, hf.co names, a leading _, and cloud models', async () => {
+    const models = new InstalledModels({
+      bin: FAKE_OLLAMA,
+      env: {
+        PATH: process.env.PATH,
+        FAKE_OLLAMA_MODELS: 'localhost:5000/team/model:v1,hf.co/org/repo:Q4_K_M,_private,gpt-oss:120b-cloud,llama3.2',
+      },
+      ttlMs: 0,
+    });
+    const list = await models.list();
+    expect(list.ok && list.models).toEqual([
+      'localhost:5000/team/model:v1',
+      'hf.co/org/repo:q4_k_m',
+      '_private:latest',
+      'gpt-oss:120b-cloud',
+      'llama3.2:latest',
+    ]);
+    expect(await models.check('localhost:5000/team/model:v1')).toEqual({ kind: 'installed' });
+    expect(await models.check('_private')).toEqual({ kind: 'installed' });
+    expect(await models.check('hf.co/org/repo:Q4_K_M')).toEqual({ kind: 'installed' });
+  });
+
+  it('a remote OLLAMA_HOST that cannot be reached is "unreachable", not an unknown error', async () => {
+    const models = new InstalledModels({
+      bin: FAKE_OLLAMA,
+      env: { PATH: process.env.PATH, OLLAMA_HOST: 'gpu-box', FAKE_OLLAMA_SERVER: 'no_such_host' },
+      ttlMs: 0,
+    });
+    const list = await models.list();
+    expect(list).toMatchObject({ ok: false, cause: 'unreachable' });
+    expect(!list.ok && list.reason).toBe('Head "http://gpu-box:11434/": dial tcp: lookup gpu-box on 127.0.0.53:53: no such host');
+  });
+});
+
 describe('lastErrorLine', () => {
   it('drops the spinner escapes and the Error: prefix (the spinner leaves no newline before the error)', () => {
     const stderr =

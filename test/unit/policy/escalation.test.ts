@@ -36,6 +36,27 @@ describe('escalation policy', () => {
     expect(decideEscalation({ ...base, status: 'circuit_open' })).toEqual({ escalate: true, reason: 'circuit_open' });
   });
 
+  it('cloud access denied escalates at once; the temporary cloud and registry failures do not', () => {
+    expect(decideEscalation({ ...base, status: 'cloud_access_denied' })).toEqual({
+      escalate: true,
+      reason: 'cloud_access_denied',
+    });
+    for (const status of ['rate_limited', 'pull_failed', 'server_busy'] as const) {
+      expect(decideEscalation({ ...base, status }), status).toEqual({ escalate: false, reason: null });
+      // ... but they spend the task's budget like any failure
+      expect(decideEscalation({ ...base, status, retryCount: 3 }).reason, status).toBe('max_retries_exceeded');
+      expect(OUTCOME_POLICY[status]).toMatchObject({ retryable: true, breaker: 'neutral', countsAsTaskFailure: true });
+    }
+  });
+
+  it("the caller's input and the wrong kind of model are not retryable as is and never touch the circuit", () => {
+    for (const status of ['prompt_too_long', 'model_unsupported', 'input_file_error'] as const) {
+      expect(OUTCOME_POLICY[status], status).toMatchObject({ retryable: false, breaker: 'neutral', escalateAtOnce: null });
+      expect(decideEscalation({ ...base, status }).escalate, status).toBe(false);
+      expect(decideEscalation({ ...base, status, retryCount: 3 }).reason, status).toBe('max_retries_exceeded');
+    }
+  });
+
   it('a failure that opened the circuit escalates with circuit_open unless retries ran out first', () => {
     expect(decideEscalation({ ...base, status: 'timeout', openedCircuit: true })).toEqual({
       escalate: true,

@@ -9,6 +9,7 @@ export function sampleRecord(overrides: Partial<RunRecord> = {}): RunRecord {
     batch_id: null,
     tool: 'ollama_run',
     model: 'qwen3:8b',
+    model_key: 'qwen3:8b',
     task_id: 'refactor-parser',
     status: 'ok',
     exit_code: 0,
