@@ -53,11 +53,13 @@ export function findExcessiveNesting(value: unknown, maxDepth: number): (string 
       for (let f: Frame | null = frame; f && f.key !== null; f = f.parent) path.unshift(f.key);
       return path;
     }
-    const entries: [string | number, unknown][] = Array.isArray(frame.value)
-      ? frame.value.map((child, index) => [index, child])
-      : Object.keys(frame.value).map((key) => [key, (frame.value as Record<string, unknown>)[key]]);
-    for (const [key, child] of entries) {
+    const push = (key: string | number, child: unknown) => {
       if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: frame.depth + 1, key, parent: frame });
+    };
+    if (Array.isArray(frame.value)) {
+      for (let index = 0; index < frame.value.length; index += 1) push(index, frame.value[index]);
+    } else {
+      for (const key of Object.keys(frame.value)) push(key, (frame.value as Record<string, unknown>)[key]);
     }
   }
   return null;
