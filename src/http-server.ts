@@ -20,6 +20,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { App } from './server.js';
+import { interpretMessage } from './transport/json-rpc-intake.js';
 import { describeByteLimit, MAX_MESSAGE_BYTES } from './transport/message-limits.js';
 
 /** The port the CLI should use when none is given (not used by `startHttpServer`, whose default is 0). */
@@ -216,6 +217,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       } catch {
         return sendError(res, 400, -32700, 'Parse error: the body is not valid JSON');
       }
+      // The SDK answers an invalid request with "Parse error" and a null id: say what is wrong, with its id.
+      const intake = Array.isArray(body) ? null : interpretMessage(body);
+      if (intake?.kind === 'refuse' && !Array.isArray(intake.reply)) {
+        return sendError(res, 400, intake.reply.error.code, intake.reply.error.message, {}, intake.reply.id);
+      }
+      if (Array.isArray(body) && body.length === 0) {
+        return sendError(res, 400, -32600, 'Invalid Request: an empty batch');
+      }
     }
 
     if (sessionId !== undefined) {
@@ -359,12 +368,13 @@ function sendError(
   code: number,
   message: string,
   headers: Record<string, string> = {},
+  id: string | number | null = null,
 ): void {
   if (res.headersSent) {
     res.end();
     return;
   }
-  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
+  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id });
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }

@@ -39,6 +39,11 @@ export function interpretLine(text: string): Intake {
     return { kind: 'refuse', reply: errorReply(null, PARSE_ERROR, problem), problem };
   }
   if (Array.isArray(value)) return refuseBatch(value);
+  return interpretMessage(value);
+}
+
+/** Check one parsed JSON-RPC message (not a batch): over stdio a line, over HTTP a body. */
+export function interpretMessage(value: unknown): Intake {
   // The message passed on is the parsed value itself, not the schema's copy: the copy drops an
   // own `__proto__` key, which the tool schemas must see to reject it as an unknown argument.
   const checked = JSONRPCMessageSchema.safeParse(value);

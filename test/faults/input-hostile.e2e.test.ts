@@ -180,6 +180,27 @@ describe('hostile arguments over HTTP', () => {
     return data;
   }
 
+  it.each([
+    [
+      'params that are not an object',
+      '{"jsonrpc":"2.0","id":3,"method":"ping","params":[1]}',
+      3,
+      -32600,
+      '"params" must be an object',
+    ],
+    ['an unexpected member', '{"jsonrpc":"2.0","id":"x","method":"ping","extra":1}', 'x', -32600, 'unexpected member "extra"'],
+    ['an object id', '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', null, -32600, '"id" must be a string or an integer'],
+    ['an empty batch', '[]', null, -32600, 'an empty batch'],
+    ['invalid JSON', '{nope', null, -32700, 'not valid JSON'],
+  ])('%s gets a 400 saying what is wrong, with the id when it can be read', async (_name, body, id, code, message) => {
+    const response = await post(body);
+    expect(response.status).toBe(400);
+    const reply = (await response.json()) as JsonRpcLine;
+    expect(reply.id).toBe(id);
+    expect(reply.error?.code).toBe(code);
+    expect(reply.error?.message).toContain(message);
+  });
+
   it.each(HOSTILE)('%s gets invalid_input and a runs.jsonl line', async (_name, tool, args, expected) => {
     const linesBefore = readRuns(sandbox).length;
     const reply = toolReply(await call(rawCall(7, tool, args).trim()));
