@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import path from 'node:path';
 import { DEFAULT_TELEMETRY_DIR, isConfigError, loadConfig, type Config } from './config.js';
 import { runReportCommand } from './report/command.js';
@@ -8,6 +7,7 @@ import { loadModelTiers } from './model-tiers.js';
 import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './http-server.js';
 import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION } from './server.js';
 import { isStateStoreError } from './store/state-store.js';
+import { LineStdioTransport } from './transport/stdio-transport.js';
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 
@@ -117,10 +117,15 @@ async function serveHttp(config: Config, host: string, port: number): Promise<vo
 async function serveStdio(config: Config): Promise<void> {
   const app = await createApp(config, warn);
   const server = createMcpServer(app);
-  const transport = new StdioServerTransport();
+  // Refuses oversized and invalid messages with a JSON-RPC error and keeps reading.
+  const transport = new LineStdioTransport({ log: warn });
+  // While serving, a stdout error is the transport's to report (not `report | head`'s quiet exit).
+  process.stdout.removeAllListeners('error');
 
   let closing: Promise<void> | null = null;
+  let stopping = false;
   const shutdown = (why: string): Promise<void> => {
+    stopping = true; // set before server.close(), whose onclose runs synchronously
     closing ??= (async () => {
       if (app.runs.inFlight > 0) warn(`${why}: stopping ${app.runs.inFlight} run(s) and exiting`);
       // Closing the connection aborts every in-flight request's signal: each run kills its
@@ -140,6 +145,12 @@ async function serveStdio(config: Config): Promise<void> {
   process.on('SIGTERM', exitAfter('SIGTERM', 0));
   process.on('SIGINT', exitAfter('SIGINT', 0));
   process.on('SIGHUP', exitAfter('SIGHUP', 0));
+  // Any other close (stdin or stdout failed) must not end the server silently.
+  server.onclose = () => {
+    if (stopping) return;
+    warn(`the stdio connection closed unexpectedly: ${transport.closeError?.message ?? 'no reason given'}; exiting`);
+    exitAfter('connection lost', 1)();
+  };
 
   await server.connect(transport);
   if (process.stdin.isTTY) {

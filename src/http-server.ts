@@ -20,13 +20,15 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { App } from './server.js';
+import { interpretMessage } from './transport/json-rpc-intake.js';
+import { describeByteLimit, MAX_MESSAGE_BYTES } from './transport/message-limits.js';
 
 /** The port the CLI should use when none is given (not used by `startHttpServer`, whose default is 0). */
 export const DEFAULT_HTTP_PORT = 3333;
 /** The only path served. */
 export const MCP_PATH = '/mcp';
-/** Request bodies above this are refused with 413: room for a 1,000,000-character prompt in UTF-8. */
-export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Request bodies above this are refused with 413: the same limit as a stdio message, so every valid call fits. */
+export const DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BYTES;
 /** Live sessions at most; one more `initialize` gets a 503. */
 export const DEFAULT_MAX_SESSIONS = 64;
 /** A session with no open request or stream for this long is closed. */
@@ -203,12 +205,25 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       const read = await readBody(req, maxBodyBytes);
       if (read.tooLarge) {
         res.setHeader('Connection', 'close');
-        return sendError(res, 413, -32000, `Payload too large: a request body must not exceed ${maxBodyBytes} bytes`);
+        return sendError(
+          res,
+          413,
+          -32000,
+          `Payload too large: a request body must not exceed ${describeByteLimit(maxBodyBytes)}`,
+        );
       }
       try {
         body = JSON.parse(read.text);
       } catch {
         return sendError(res, 400, -32700, 'Parse error: the body is not valid JSON');
+      }
+      // The SDK answers an invalid request with "Parse error" and a null id: say what is wrong, with its id.
+      const intake = Array.isArray(body) ? null : interpretMessage(body);
+      if (intake?.kind === 'refuse' && !Array.isArray(intake.reply)) {
+        return sendError(res, 400, intake.reply.error.code, intake.reply.error.message, {}, intake.reply.id);
+      }
+      if (Array.isArray(body) && body.length === 0) {
+        return sendError(res, 400, -32600, 'Invalid Request: an empty batch');
       }
     }
 
@@ -353,12 +368,13 @@ function sendError(
   code: number,
   message: string,
   headers: Record<string, string> = {},
+  id: string | number | null = null,
 ): void {
   if (res.headersSent) {
     res.end();
     return;
   }
-  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
+  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id });
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }

@@ -1,7 +1,6 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
-  CallToolRequestSchema,
   ListToolsRequestSchema,
   type CallToolResult,
   type ServerNotification,
@@ -9,6 +8,7 @@ import {
   type ToolAnnotations,
 } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
+import { findExcessiveNesting, MAX_ARGUMENT_DEPTH } from '../tools/shared-fields.js';
 
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -50,7 +50,10 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
     annotations: tool.annotations,
   }));
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+  // The SDK has already checked the request against CallToolRequestSchema; parsing it again with
+  // that schema would copy `arguments` and drop an own `__proto__` key, which must instead be
+  // refused like any other unknown argument. So `arguments` is taken as it came.
+  server.setRequestHandler(CallToolRequestAsSent, async (request, extra): Promise<CallToolResult> => {
     const tool = byName.get(request.params.name);
     if (!tool) {
       return {
@@ -61,11 +64,16 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
       };
     }
     const rawArguments = request.params.arguments ?? {};
-    const parsed = tool.inputSchema.safeParse(rawArguments);
     try {
-      const outcome = parsed.success
+      const tooDeep = findExcessiveNesting(rawArguments, MAX_ARGUMENT_DEPTH);
+      const parsed = tooDeep === null ? tool.inputSchema.safeParse(rawArguments) : null;
+      const outcome = parsed?.success
         ? await tool.handle(parsed.data, extra)
-        : await tool.onInvalidInput(describeIssues(parsed.error, rawArguments), rawArguments, extra);
+        : await tool.onInvalidInput(
+            parsed ? describeIssues(parsed.error, rawArguments) : describeTooDeep(tooDeep ?? []),
+            rawArguments,
+            extra,
+          );
       return {
         isError: outcome.isError,
         structuredContent: outcome.structured as Record<string, unknown>,
@@ -78,6 +86,17 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
   });
 }
 
+/** `tools/call` with `arguments` left as the client sent it (the SDK validated it as an object already). */
+const CallToolRequestAsSent = z.object({
+  method: z.literal('tools/call'),
+  params: z.looseObject({ name: z.string(), arguments: z.custom<Record<string, unknown>>().optional() }),
+});
+
+function describeTooDeep(path: readonly (string | number)[]): string {
+  const name = path.length > 0 ? `\`${path[0]}\`` : 'arguments';
+  return `Invalid arguments: ${name}: nested deeper than ${MAX_ARGUMENT_DEPTH} levels of objects and arrays.`;
+}
+
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output') {
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   return json as { type: 'object'; [key: string]: unknown };
@@ -88,18 +107,33 @@ export function describeIssues(error: z.ZodError, rawArguments: unknown): string
   const args = typeof rawArguments === 'object' && rawArguments !== null ? (rawArguments as Record<string, unknown>) : {};
   const lines = error.issues.map((issue) => {
     if (issue.code === 'unrecognized_keys') {
-      return `unknown argument${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `\`${key}\``).join(', ')}`;
+      // Inside a batch job the path says which job: `jobs.2.system`.
+      const prefix = issue.path.map((part) => `${String(part)}.`).join('');
+      return `unknown argument${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `\`${prefix}${key}\``).join(', ')}`;
     }
     const name = issue.path.map(String).join('.') || 'arguments';
-    const top = issue.path[0];
-    const given = typeof top === 'string' && top in args ? `, got ${preview(args[top])}` : '';
-    if (issue.code === 'invalid_type' && typeof top === 'string' && !(top in args)) return `\`${name}\` is required`;
+    const at = valueAt(args, issue.path);
+    if (issue.code === 'invalid_type' && issue.path.length > 0 && !at.found) return `\`${name}\` is required`;
+    const given = issue.path.length > 0 && at.found && !issue.message.includes(', got ') ? `, got ${preview(at.value)}` : '';
     return `\`${name}\`: ${issue.message}${given}`;
   });
   return `Invalid arguments: ${lines.join('; ')}.`;
 }
 
+/** The argument an issue is about (`jobs.3.model`), if the caller gave it. Own properties only. */
+function valueAt(args: unknown, path: readonly PropertyKey[]): { found: boolean; value?: unknown } {
+  let value = args;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null || typeof key === 'symbol' || !Object.hasOwn(value, key)) {
+      return { found: false };
+    }
+    value = (value as Record<string | number, unknown>)[key];
+  }
+  return { found: true, value };
+}
+
 function preview(value: unknown): string {
+  if (findExcessiveNesting(value, MAX_ARGUMENT_DEPTH) !== null) return 'a value nested too deep to show';
   const text = JSON.stringify(value) ?? String(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }

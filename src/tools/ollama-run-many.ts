@@ -6,6 +6,7 @@ import { runBatch, summarize, type BatchProgress, type BatchResult } from '../ru
 import { runResultSchema } from '../run-result.js';
 import type { RunService } from '../run-service.js';
 import { ollamaRunInputSchema, renderRunResult, toRunRequest } from './ollama-run.js';
+import { MAX_BATCH_PROMPT_CHARS } from './shared-fields.js';
 
 export const MAX_BATCH_JOBS = 100;
 const MAX_BATCH_CONCURRENCY = 8;
@@ -15,6 +16,11 @@ export const ollamaRunManyInputSchema = z.strictObject({
     .array(ollamaRunInputSchema)
     .min(1, 'must hold at least one job')
     .max(MAX_BATCH_JOBS, `must hold at most ${MAX_BATCH_JOBS} jobs`)
+    // Keeps every valid call within one message (MAX_MESSAGE_BYTES): a larger batch is refused here, clearly.
+    .refine((jobs) => totalPromptChars(jobs) <= MAX_BATCH_PROMPT_CHARS, {
+      error: (issue) =>
+        `the prompts of one call must total at most ${MAX_BATCH_PROMPT_CHARS} characters (split the jobs into several calls), got ${totalPromptChars(issue.input as { prompt: string }[])}`,
+    })
     .describe(
       'The jobs, each with the same fields as ollama_run (model, prompt, task_id, ...). Results come back in this order.',
     ),
@@ -50,6 +56,10 @@ export const batchResultSchema = z.object({
 });
 
 type Input = z.output<typeof ollamaRunManyInputSchema>;
+
+function totalPromptChars(jobs: readonly { prompt: string }[]): number {
+  return jobs.reduce((sum, job) => sum + job.prompt.length, 0);
+}
 
 export function ollamaRunManyTool(service: RunService, config: Config): AnyToolDefinition {
   return {

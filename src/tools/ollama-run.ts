@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import type { Config } from '../config.js';
-import { MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
+import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../run-result.js';
 import { ESCALATION_REASONS } from '../policy/run-status.js';
@@ -9,7 +9,7 @@ import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
-const MAX_FORMAT_SCHEMA_CHARS = 32_768;
+export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
 /** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
 const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
 
@@ -48,7 +48,7 @@ export const ollamaRunInputSchema = z.strictObject({
     .union([z.literal('json'), z.record(z.string(), z.unknown())], {
       error: 'must be "json" or a JSON schema object',
     })
-    .refine((value) => typeof value === 'string' || JSON.stringify(value).length <= MAX_FORMAT_SCHEMA_CHARS, {
+    .refine((value) => typeof value === 'string' || jsonFitsWithin(value, MAX_FORMAT_SCHEMA_CHARS), {
       message: `schema must be at most ${MAX_FORMAT_SCHEMA_CHARS} characters as JSON`,
     })
     .optional()
@@ -59,6 +59,7 @@ export const ollamaRunInputSchema = z.strictObject({
     .describe('Thinking for models that support it (Ollama 0.9+): false turns it off. Thinking text is never mixed into output.'),
   keepalive: z
     .string()
+    .max(32, 'must be at most 32 characters')
     .regex(GO_DURATION, 'must be a duration with a unit, such as "5m", "30s" or "1h30m"')
     .optional()
     .describe('How long Ollama keeps the model loaded afterwards, e.g. "10m".'),

@@ -22,3 +22,55 @@ export const TASK_ID_FIELD = z
   .describe(
     'Your stable id for this piece of work. Give the same id on every retry: the server counts failures per id and tells you when to escalate.',
   );
+
+/**
+ * The prompts of one `ollama_run_many` call together: at 6 bytes a character (the worst JSON
+ * encoding), 100 jobs with the largest `format` still fit in one message (MAX_MESSAGE_BYTES).
+ */
+export const MAX_BATCH_PROMPT_CHARS = 3_000_000;
+
+/** Arguments nested deeper than this are refused before any schema walks them (no stack overflow). */
+export const MAX_ARGUMENT_DEPTH = 100;
+
+/**
+ * Where `value` nests deeper than `maxDepth` objects/arrays (the path to the first such place),
+ * or null. Iterative, so a 100,000-deep value cannot overflow the stack while being measured.
+ */
+export function findExcessiveNesting(value: unknown, maxDepth: number): (string | number)[] | null {
+  interface Frame {
+    readonly value: object;
+    readonly depth: number;
+    readonly key: string | number | null;
+    readonly parent: Frame | null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  // Only objects are pushed, each with a link to its parent: memory stays linear in the input.
+  const stack: Frame[] = [{ value, depth: 1, key: null, parent: null }];
+  while (stack.length > 0) {
+    const frame = stack.pop()!;
+    if (frame.depth > maxDepth) {
+      const path: (string | number)[] = [];
+      for (let f: Frame | null = frame; f && f.key !== null; f = f.parent) path.unshift(f.key);
+      return path;
+    }
+    const push = (key: string | number, child: unknown) => {
+      if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: frame.depth + 1, key, parent: frame });
+    };
+    if (Array.isArray(frame.value)) {
+      for (let index = 0; index < frame.value.length; index += 1) push(index, frame.value[index]);
+    } else {
+      for (const key of Object.keys(frame.value)) push(key, (frame.value as Record<string, unknown>)[key]);
+    }
+  }
+  return null;
+}
+
+/** `JSON.stringify(value).length <= max`, false (not a RangeError) for a value too deep to serialise. */
+export function jsonFitsWithin(value: unknown, max: number): boolean {
+  if (findExcessiveNesting(value, MAX_ARGUMENT_DEPTH) !== null) return false;
+  try {
+    return (JSON.stringify(value) ?? '').length <= max;
+  } catch {
+    return false;
+  }
+}

@@ -239,7 +239,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
       expect(jsonRpcError(badJson.body).code).toBe(-32700);
     });
 
-    it('refuses a body declared larger than 4 MB with 413 without reading it', async () => {
+    it('refuses a body declared larger than the limit (32 MiB) with 413 without reading it', async () => {
       const target = new URL(server.url);
       const status = await new Promise<number>((resolve, reject) => {
         const req = httpRequest({
@@ -247,7 +247,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
           port: target.port,
           path: target.pathname,
           method: 'POST',
-          headers: initHeaders(server.url, { 'Content-Length': String(5 * 1024 * 1024) }),
+          headers: initHeaders(server.url, { 'Content-Length': String(33 * 1024 * 1024) }),
         });
         req.on('response', (res) => {
           resolve(res.statusCode ?? 0);

@@ -1,0 +1,62 @@
+/**
+ * Issue 8, "to keep true": 2,000 sequential runs through one server leak nothing: memory levels
+ * off, the open file descriptors stay put, and calls do not get slower. A leak check, not a speed
+ * test: the bounds are loose and compare the server with itself.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { makeSandbox, readRuns, startServer } from '../e2e/harness.js';
+import { writeQuickOllama } from './quick-ollama.js';
+
+const RUNS = 2_000;
+const MiB = 1024 * 1024;
+
+function residentBytes(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match![1]) * 1024;
+}
+
+const openFds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+describe('2,000 sequential runs', () => {
+  it('memory levels off, no descriptor is leaked, latency does not drift', async () => {
+    const sandbox = makeSandbox();
+    // A 32 KiB answer per run: a result kept by mistake would cost 50+ MiB over 1,000 runs.
+    const bin = writeQuickOllama(sandbox.fakeStateDir, 32 * 1024);
+    const server = await startServer(sandbox, { OLLAMA_BIN: bin, OLLAMA_MCP_PREFLIGHT: '0', FAKE_OLLAMA_TRACE_DIR: '' });
+    const pid = server.transport.pid!;
+    const latencies: number[] = [];
+    const rss = new Map<number, number>();
+    let fdsAfterWarmUp = 0;
+    try {
+      for (let i = 1; i <= RUNS; i += 1) {
+        const started = performance.now();
+        // Every 5th run goes through the ledger (lock, read, write): leak-prone, but the slowest path.
+        const task = i % 5 === 0 ? { task_id: `endurance-${i % 50}` } : {};
+        const result = await server.run({ model: 'llama3.2', prompt: `run ${i}`, ...task });
+        latencies.push(performance.now() - started);
+        if (result.metadata.status !== 'ok') throw new Error(`run ${i}: ${result.text}`);
+        if (i === 100) fdsAfterWarmUp = openFds(pid);
+        if (i % 500 === 0) rss.set(i, residentBytes(pid));
+      }
+      const fdsAtEnd = openFds(pid);
+      const first = median(latencies.slice(100, 400));
+      const last = median(latencies.slice(-300));
+      // For the report: `npx vitest run test/faults/keep-endurance.e2e.test.ts` prints these.
+      console.log(
+        `endurance: rss MiB ${[...rss].map(([i, bytes]) => `${i}:${(bytes / MiB).toFixed(1)}`).join(' ')}; fds ${fdsAfterWarmUp} -> ${fdsAtEnd}; median ms ${first.toFixed(1)} -> ${last.toFixed(1)}`,
+      );
+      expect(fdsAtEnd).toBeLessThanOrEqual(fdsAfterWarmUp + 3);
+      expect(rss.get(2_000)! - rss.get(1_000)!).toBeLessThan(16 * MiB);
+      expect(last).toBeLessThan(first * 2 + 10);
+      expect(readRuns(sandbox)).toHaveLength(RUNS);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
+});

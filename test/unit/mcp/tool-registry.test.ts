@@ -1,0 +1,87 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { describeIssues, registerTools, type AnyToolDefinition } from '../../../src/mcp/tool-registry.js';
+import { ollamaRunManyInputSchema } from '../../../src/tools/ollama-run-many.js';
+
+/** A tool that records how it was called. */
+function probeTool() {
+  const calls: { kind: 'handle' | 'invalid'; value: unknown }[] = [];
+  const tool: AnyToolDefinition = {
+    name: 'probe',
+    title: 'probe',
+    description: 'probe',
+    inputSchema: z.strictObject({ a: z.unknown().optional() }),
+    outputSchema: z.object({ ok: z.boolean() }),
+    annotations: {},
+    async handle(input) {
+      calls.push({ kind: 'handle', value: input });
+      return { structured: { ok: true }, text: 'ran', isError: false };
+    },
+    async onInvalidInput(problem) {
+      calls.push({ kind: 'invalid', value: problem });
+      return { structured: { ok: false }, text: problem, isError: true };
+    },
+  };
+  return { tool, calls };
+}
+
+async function connected(tool: AnyToolDefinition): Promise<Client> {
+  const server = new Server({ name: 's', version: '1' }, { capabilities: { tools: {} } });
+  registerTools(server, [tool]);
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: 'c', version: '1' });
+  await client.connect(clientSide);
+  return client;
+}
+
+function nested(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i += 1) value = { a: value };
+  return value;
+}
+
+describe('registerTools', () => {
+  it('refuses arguments nested too deep before the schema walks them', async () => {
+    const { tool, calls } = probeTool();
+    const client = await connected(tool);
+    const result = await client.callTool({ name: 'probe', arguments: { a: nested(100_000) } });
+    expect(result.isError).toBe(true);
+    expect(calls).toEqual([
+      { kind: 'invalid', value: 'Invalid arguments: `a`: nested deeper than 100 levels of objects and arrays.' },
+    ]);
+  });
+
+  it('accepts arguments nested up to the limit', async () => {
+    const { tool, calls } = probeTool();
+    const client = await connected(tool);
+    await client.callTool({ name: 'probe', arguments: { a: nested(98) } });
+    expect(calls[0]!.kind).toBe('handle');
+  });
+
+  it('lets the schema see an own __proto__ argument, so a strict schema refuses it', async () => {
+    const { tool, calls } = probeTool();
+    const client = await connected(tool);
+    const result = await client.callTool({
+      name: 'probe',
+      arguments: JSON.parse('{"__proto__":{"a":1}}') as Record<string, unknown>,
+    });
+    expect(result.isError).toBe(true);
+    expect(calls).toEqual([{ kind: 'invalid', value: 'Invalid arguments: unknown argument `__proto__`.' }]);
+  });
+});
+
+describe('describeIssues', () => {
+  it('names a nested argument and shows the value given there', () => {
+    const args = { jobs: [{ model: 'llama3.2', prompt: 'x' }, { model: 'bad model', prompt: 'x', extra: 1 }, { prompt: 'y' }] };
+    const parsed = ollamaRunManyInputSchema.safeParse(args);
+    const text = describeIssues(parsed.error!, args);
+    expect(text).toContain('`jobs.1.model`: must be an Ollama model name');
+    expect(text).toContain(', got "bad model"');
+    expect(text).toContain('unknown argument `jobs.1.extra`');
+    expect(text).toContain('`jobs.2.model` is required');
+  });
+});
