@@ -1,0 +1,291 @@
+/**
+ * The server as a user meets it outside the repo: started in a pipe, with a telemetry dir it cannot
+ * write, and installed from the packed tarball (as `npm i -g` lays it out) by a user who is not root.
+ * As root, the processes run as `nobody` (permissions mean nothing to root).
+ */
+import { spawn, type SpawnOptions } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAKE_OLLAMA, makeSandbox, ROOT, SERVER_ENTRY, serverEnv, waitFor } from './harness.js';
+
+const packageJson = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+const AS_ROOT = process.getuid?.() === 0;
+/** Run the server as an unprivileged user: `nobody` when the tests run as root, else the user itself. */
+const USER: Pick<SpawnOptions, 'uid' | 'gid'> = AS_ROOT ? { uid: 65534, gid: 65534 } : {};
+
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
+
+/** A process with piped stdio whose output the test reads as it comes. */
+function start(command: string, args: string[], options: SpawnOptions) {
+  const child = spawn(command, args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('exit', (code) => resolve(code));
+    child.on('error', reject);
+  });
+  const send = (message: object) => child.stdin!.write(`${JSON.stringify(message)}\n`);
+  const responses = () =>
+    stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { id?: number; result?: { structuredContent?: Record<string, unknown> } });
+  return { child, send, exited, responses, stdout: () => stdout, stderr: () => stderr };
+}
+
+/** A temp dir the unprivileged user owns (and can reach: mkdtemp makes 0700 dirs). */
+function ownedTempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  chmodSync(dir, 0o755);
+  if (AS_ROOT) chownSync(dir, 65534, 65534);
+  return dir;
+}
+
+const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+
+describe('starting in a pipe, as an MCP client starts it', () => {
+  it('says on stderr, in one line, that it waits for a client and where the data goes; stdout stays the protocol', async () => {
+    const sandbox = makeSandbox();
+    const server = start(process.execPath, [SERVER_ENTRY], { env: serverEnv(sandbox) });
+    try {
+      await waitFor(() => server.stderr().includes('\n'), 10_000, 'the start-up line');
+      expect(server.stderr()).toBe(
+        `${packageJson.name}: ${packageJson.version} waiting for an MCP client on stdin/stdout; ` +
+          `telemetry: ${sandbox.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR is set)\n`,
+      );
+      expect(server.stdout()).toBe('');
+      server.send(INIT); // and then it serves
+      await waitFor(() => server.responses().length === 1, 10_000, 'the initialize response');
+      expect(server.responses()[0]).toMatchObject({ id: 1, result: { serverInfo: { name: packageJson.name } } });
+    } finally {
+      server.child.stdin!.end();
+      expect(await server.exited).toBe(0);
+    }
+  });
+
+  it.each([
+    ['--help', `${packageJson.name} ${packageJson.version}: an MCP server`],
+    ['--version', `${packageJson.version}\n`],
+  ])('%s prints to stdout and exits 0', async (flag, expected) => {
+    const result = await execa(process.execPath, [SERVER_ENTRY, flag], { reject: false, env: { PATH: process.env.PATH ?? '' } });
+    expect(result.exitCode).toBe(0);
+    expect(`${result.stdout}\n`).toContain(expected);
+    expect(result.stderr).toBe('');
+  });
+});
+
+describe('a telemetry dir that cannot be used stops start-up with one line', () => {
+  const root = ownedTempDir('telemetry-fatal-');
+  // A root-owned dir the unprivileged user may read but not write.
+  const locked = path.join(root, 'locked');
+  mkdirSync(locked);
+  chmodSync(locked, 0o555);
+  if (AS_ROOT) chownSync(locked, 0, 0);
+  writeFileSync(path.join(root, 'a-file'), '');
+
+  it.each([
+    ['a dir it may not write (EACCES)', path.join(locked, 'telemetry'), 'EACCES'],
+    ['a path under a file (ENOTDIR)', path.join(root, 'a-file', 'telemetry'), 'ENOTDIR'],
+  ])('%s: exit 2, the path and the variable named, no stack trace, nothing on stdout', async (_what, dir, code) => {
+    const sandbox = makeSandbox();
+    const server = start(process.execPath, [SERVER_ENTRY], {
+      ...USER,
+      cwd: root,
+      env: serverEnv(sandbox, { OLLAMA_MCP_TELEMETRY_DIR: dir, HOME: root }),
+    });
+    expect(await server.exited).toBe(2);
+    const lines = server.stderr().split('\n').filter(Boolean);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^${packageJson.name}: cannot use the telemetry dir ${dir} \\(${code}: `));
+    expect(lines[0]).toContain('set OLLAMA_MCP_TELEMETRY_DIR to a writable folder');
+    expect(server.stderr()).not.toMatch(/^\s+at /m);
+    expect(server.stdout()).toBe('');
+    expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('installed from the packed tarball, run by a user who is not root', () => {
+  let work: string;
+  let home: string;
+  let prefix: string;
+  let tarball: string;
+  let packedFiles: string[];
+
+  /** Lay the tarball out as `npm i -g --prefix` does: lib/node_modules/NAME and a bin link. */
+  async function install(): Promise<string> {
+    const packageDir = path.join(prefix, 'lib', 'node_modules', packageJson.name);
+    rmSync(packageDir, { recursive: true, force: true }); // an upgrade replaces the folder whole
+    mkdirSync(packageDir, { recursive: true });
+    await execa('tar', ['-xzf', tarball, '-C', packageDir, '--strip-components=1']);
+    // The dependencies, which npm would install beside it: the repo's, so that no network is needed.
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(packageDir, 'node_modules'));
+    const bin = path.join(prefix, 'bin', packageJson.name);
+    rmSync(bin, { force: true });
+    mkdirSync(path.dirname(bin), { recursive: true });
+    symlinkSync(path.join('..', 'lib', 'node_modules', packageJson.name, 'dist', 'cli.js'), bin);
+    chmodSync(bin, 0o755); // npm makes a bin's target executable when it links it
+    return bin;
+  }
+
+  /** Start the installed bin as the user, with a bare environment (no telemetry setting), run one prompt, stop. */
+  async function serveOneRun(bin: string, taskId: string): Promise<string> {
+    const fake = ownedTempDir('install-fake-');
+    const server = start(bin, [], {
+      ...USER,
+      cwd: home,
+      env: {
+        PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
+        HOME: home,
+        OLLAMA_BIN: FAKE_OLLAMA,
+        FAKE_OLLAMA_TRACE_DIR: fake,
+        FAKE_OLLAMA_STATE_DIR: fake,
+      },
+    });
+    try {
+      await waitFor(() => server.stderr().includes('\n') || server.child.exitCode !== null, 10_000, 'the start-up line');
+      server.send(INIT);
+      server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      server.send({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'hello', task_id: taskId } },
+      });
+      await waitFor(
+        () => server.responses().some((r) => r.id === 2),
+        20_000,
+        `the ollama_run response (stderr: ${server.stderr()})`,
+      );
+      expect(server.responses().find((r) => r.id === 2)?.result?.structuredContent).toMatchObject({
+        metadata: { ok: true, task_id: taskId },
+      });
+    } finally {
+      server.child.stdin!.end();
+    }
+    expect(await server.exited).toBe(0);
+    return server.stderr();
+  }
+
+  beforeAll(async () => {
+    if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+    work = mkdtempSync(path.join(tmpdir(), 'install-'));
+    chmodSync(work, 0o755);
+    home = ownedTempDir('install-home-');
+    prefix = path.join(work, 'prefix');
+    // dist/ is fresh (npm test builds first); --ignore-scripts skips the prepack rebuild.
+    const packed = await execa('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT });
+    const [info] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }];
+    tarball = path.join(work, info.filename);
+    packedFiles = info.files.map((f) => f.path).sort();
+  }, 60_000);
+
+  afterAll(() => {
+    for (const dir of [work, home]) if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the tarball holds the built server, the licence and the docs, and no source or tests', () => {
+    expect(packedFiles).toEqual(
+      expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'telemetry/README.md', 'dist/cli.js']),
+    );
+    expect(packedFiles.filter((f) => !f.startsWith('dist/'))).toEqual([
+      'LICENSE',
+      'README.md',
+      'package.json',
+      'telemetry/README.md',
+    ]);
+    expect(packedFiles.filter((f) => f.startsWith('dist/') && f.endsWith('.js')).length).toBeGreaterThan(30);
+  });
+
+  it('keeps its data in ~/.local/state/ollama-runner-mcp (0700, runs.jsonl 0600), and an upgrade keeps it', async () => {
+    const dataDir = path.join(home, '.local', 'state', packageJson.name);
+    const bin = await install();
+    const stderr = await serveOneRun(bin, 'first');
+    expect(stderr).toContain(
+      `telemetry: ${dataDir} (installed package: the per-user state dir (~/.local/state: XDG_STATE_HOME is unset)`,
+    );
+    // Nothing was written inside the package.
+    expect(existsSync(path.join(prefix, 'lib', 'node_modules', packageJson.name, 'telemetry', 'runs.jsonl'))).toBe(false);
+    expect(mode(dataDir)).toBe('700');
+    expect(mode(path.join(home, '.local', 'state'))).toBe('700'); // created by the server, so the XDG mode
+    expect(mode(path.join(dataDir, 'runs.jsonl'))).toBe('600');
+    if (AS_ROOT) expect(statSync(path.join(dataDir, 'runs.jsonl')).uid).toBe(65534);
+
+    await install(); // the upgrade: the package folder is deleted and unpacked again
+    await serveOneRun(bin, 'second');
+    const runs = readFileSync(path.join(dataDir, 'runs.jsonl'), 'utf8')
+      .split('\n')
+      .filter((line) => line.includes('"task_id"'))
+      .map((line) => (JSON.parse(line) as { task_id: string }).task_id);
+    expect(runs).toEqual(['first', 'second']);
+
+    // `report`, run the same way, reads the same dir.
+    const report = await execa(bin, ['report', '--json'], {
+      ...USER,
+      reject: false,
+      cwd: home,
+      env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: home },
+    });
+    expect(report.exitCode).toBe(0);
+    expect(JSON.parse(report.stdout)).toMatchObject({ total_runs: 2 });
+  });
+
+  it('XDG_STATE_HOME moves the data; OLLAMA_MCP_TELEMETRY_DIR=~/... wins over it', async () => {
+    const bin = await install();
+    const doctor = (env: Record<string, string>) =>
+      execa(bin, ['doctor'], {
+        ...USER,
+        reject: false,
+        cwd: home,
+        env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, OLLAMA_BIN: FAKE_OLLAMA, ...env },
+      });
+    const xdg = path.join(home, 'xdg-state');
+    const withXdg = await doctor({ XDG_STATE_HOME: xdg });
+    expect(withXdg.stdout).toContain(`telemetry: ${path.join(xdg, packageJson.name)} is writable`);
+    expect(withXdg.stdout).toContain('telemetry dir chosen because: installed package: the per-user state dir ($XDG_STATE_HOME)');
+    expect(mode(path.join(xdg, packageJson.name))).toBe('700');
+
+    const withVariable = await doctor({ XDG_STATE_HOME: xdg, OLLAMA_MCP_TELEMETRY_DIR: '~/runner-data' });
+    expect(withVariable.stdout).toContain(`telemetry: ${path.join(home, 'runner-data')} is writable`);
+    expect(withVariable.stdout).toContain('telemetry dir chosen because: OLLAMA_MCP_TELEMETRY_DIR is set');
+  });
+
+  it('a home it cannot write is one line naming the dir and the variable, not a stack trace', async () => {
+    const bin = await install();
+    const lockedHome = path.join(work, 'locked-home'); // root-owned 0755 under root: nobody cannot write
+    mkdirSync(lockedHome, { mode: 0o555 });
+    chmodSync(lockedHome, 0o555);
+    const server = start(bin, [], {
+      ...USER,
+      cwd: work,
+      env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: lockedHome },
+    });
+    expect(await server.exited).toBe(2);
+    expect(server.stderr()).toMatch(
+      new RegExp(
+        `^${packageJson.name}: cannot use the telemetry dir ${lockedHome}/\\.local/state/${packageJson.name} \\(EACCES: [^\\n]*OLLAMA_MCP_TELEMETRY_DIR[^\\n]*\\n$`,
+      ),
+    );
+    expect(server.stdout()).toBe('');
+  });
+});
