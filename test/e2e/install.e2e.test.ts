@@ -1,12 +1,16 @@
 /**
  * The server as a user meets it outside the repo: started in a pipe, with a telemetry dir it cannot
  * write, and installed from the packed tarball (as `npm i -g` lays it out) by a user who is not root.
- * As root, the processes run as `nobody` (permissions mean nothing to root).
+ * As root, the processes run as `nobody` (permissions mean nothing to root). The installed copy,
+ * its production dependencies and the fake CLI sit in a world-readable temp dir: the clone itself
+ * may be where `nobody` cannot read (a 0700 temp dir).
  */
 import { spawn, type SpawnOptions } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
+  copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -95,24 +99,80 @@ describe('starting in a pipe, as an MCP client starts it', () => {
   });
 });
 
-describe('a telemetry dir that cannot be used stops start-up with one line', () => {
-  const root = ownedTempDir('telemetry-fatal-');
-  // A root-owned dir the unprivileged user may read but not write.
-  const locked = path.join(root, 'locked');
-  mkdirSync(locked);
-  chmodSync(locked, 0o555);
-  if (AS_ROOT) chownSync(locked, 0, 0);
-  writeFileSync(path.join(root, 'a-file'), '');
+/**
+ * The packed package, as `npm i -g --prefix` lays it out: lib/node_modules/NAME with its production
+ * dependencies beside it (copied from the repo's node_modules, as listed in the lock file, so that no
+ * network is needed), and bin/NAME linking to dist/cli.js.
+ */
+const installation = {
+  work: '',
+  prefix: '',
+  tarball: '',
+  packedFiles: [] as string[],
+  /** The fake CLI, where the unprivileged user can run it. */
+  fake: '',
+  /** A clean PATH with node on it. */
+  path: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
+};
 
+/** Unpack the tarball into the prefix, replacing the package folder whole as an upgrade does. */
+async function install(): Promise<string> {
+  const packageDir = path.join(installation.prefix, 'lib', 'node_modules', packageJson.name);
+  rmSync(packageDir, { recursive: true, force: true });
+  mkdirSync(packageDir, { recursive: true });
+  await execa('tar', ['-xzf', installation.tarball, '-C', packageDir, '--strip-components=1']);
+  symlinkSync(path.join(installation.work, 'deps', 'node_modules'), path.join(packageDir, 'node_modules'));
+  const bin = path.join(installation.prefix, 'bin', packageJson.name);
+  rmSync(bin, { force: true });
+  mkdirSync(path.dirname(bin), { recursive: true });
+  symlinkSync(path.join('..', 'lib', 'node_modules', packageJson.name, 'dist', 'cli.js'), bin);
+  chmodSync(bin, 0o755); // npm makes a bin's target executable when it links it
+  return bin;
+}
+
+beforeAll(async () => {
+  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+  const work = mkdtempSync(path.join(tmpdir(), 'install-'));
+  chmodSync(work, 0o755);
+  installation.work = work;
+  installation.prefix = path.join(work, 'prefix');
+  // dist/ is fresh (npm test builds first); --ignore-scripts skips the prepack rebuild.
+  const packed = await execa('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT });
+  const [info] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }];
+  installation.tarball = path.join(work, info.filename);
+  installation.packedFiles = info.files.map((f) => f.path).sort();
+  const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean }>;
+  };
+  for (const [where, entry] of Object.entries(lock.packages)) {
+    const topLevel = where.startsWith('node_modules/') && !where.slice('node_modules/'.length).includes('/node_modules/');
+    if (!topLevel || entry.dev === true || !existsSync(path.join(ROOT, where))) continue;
+    cpSync(path.join(ROOT, where), path.join(work, 'deps', where), { recursive: true, dereference: true });
+  }
+  installation.fake = path.join(work, 'fake-ollama.mjs');
+  copyFileSync(FAKE_OLLAMA, installation.fake);
+  chmodSync(installation.fake, 0o755);
+}, 60_000);
+
+afterAll(() => {
+  if (installation.work) rmSync(installation.work, { recursive: true, force: true });
+});
+
+describe('a telemetry dir that cannot be used stops start-up with one line', () => {
   it.each([
-    ['a dir it may not write (EACCES)', path.join(locked, 'telemetry'), 'EACCES'],
-    ['a path under a file (ENOTDIR)', path.join(root, 'a-file', 'telemetry'), 'ENOTDIR'],
-  ])('%s: exit 2, the path and the variable named, no stack trace, nothing on stdout', async (_what, dir, code) => {
-    const sandbox = makeSandbox();
-    const server = start(process.execPath, [SERVER_ENTRY], {
+    ['a dir it may not write (EACCES)', 'locked/telemetry', 'EACCES'],
+    ['a path under a file (ENOTDIR)', 'a-file/telemetry', 'ENOTDIR'],
+  ])('%s: exit 2, the path and the variable named, no stack trace, nothing on stdout', async (_what, under, code) => {
+    const root = ownedTempDir('telemetry-fatal-');
+    // A root-owned dir the unprivileged user may read but not write, and a file.
+    mkdirSync(path.join(root, 'locked'), { mode: 0o555 });
+    if (AS_ROOT) chownSync(path.join(root, 'locked'), 0, 0);
+    writeFileSync(path.join(root, 'a-file'), '');
+    const dir = path.join(root, under);
+    const server = start(await install(), [], {
       ...USER,
       cwd: root,
-      env: serverEnv(sandbox, { OLLAMA_MCP_TELEMETRY_DIR: dir, HOME: root }),
+      env: { PATH: installation.path, HOME: root, OLLAMA_MCP_TELEMETRY_DIR: dir },
     });
     expect(await server.exited).toBe(2);
     const lines = server.stderr().split('\n').filter(Boolean);
@@ -122,31 +182,12 @@ describe('a telemetry dir that cannot be used stops start-up with one line', () 
     expect(server.stderr()).not.toMatch(/^\s+at /m);
     expect(server.stdout()).toBe('');
     expect(existsSync(dir)).toBe(false);
+    rmSync(root, { recursive: true, force: true });
   });
 });
 
 describe('installed from the packed tarball, run by a user who is not root', () => {
-  let work: string;
   let home: string;
-  let prefix: string;
-  let tarball: string;
-  let packedFiles: string[];
-
-  /** Lay the tarball out as `npm i -g --prefix` does: lib/node_modules/NAME and a bin link. */
-  async function install(): Promise<string> {
-    const packageDir = path.join(prefix, 'lib', 'node_modules', packageJson.name);
-    rmSync(packageDir, { recursive: true, force: true }); // an upgrade replaces the folder whole
-    mkdirSync(packageDir, { recursive: true });
-    await execa('tar', ['-xzf', tarball, '-C', packageDir, '--strip-components=1']);
-    // The dependencies, which npm would install beside it: the repo's, so that no network is needed.
-    symlinkSync(path.join(ROOT, 'node_modules'), path.join(packageDir, 'node_modules'));
-    const bin = path.join(prefix, 'bin', packageJson.name);
-    rmSync(bin, { force: true });
-    mkdirSync(path.dirname(bin), { recursive: true });
-    symlinkSync(path.join('..', 'lib', 'node_modules', packageJson.name, 'dist', 'cli.js'), bin);
-    chmodSync(bin, 0o755); // npm makes a bin's target executable when it links it
-    return bin;
-  }
 
   /** Start the installed bin as the user, with a bare environment (no telemetry setting), run one prompt, stop. */
   async function serveOneRun(bin: string, taskId: string): Promise<string> {
@@ -155,9 +196,9 @@ describe('installed from the packed tarball, run by a user who is not root', () 
       ...USER,
       cwd: home,
       env: {
-        PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
+        PATH: installation.path,
         HOME: home,
-        OLLAMA_BIN: FAKE_OLLAMA,
+        OLLAMA_BIN: installation.fake,
         FAKE_OLLAMA_TRACE_DIR: fake,
         FAKE_OLLAMA_STATE_DIR: fake,
       },
@@ -182,39 +223,25 @@ describe('installed from the packed tarball, run by a user who is not root', () 
       });
     } finally {
       server.child.stdin!.end();
+      rmSync(fake, { recursive: true, force: true });
     }
     expect(await server.exited).toBe(0);
     return server.stderr();
   }
 
-  beforeAll(async () => {
-    if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
-    work = mkdtempSync(path.join(tmpdir(), 'install-'));
-    chmodSync(work, 0o755);
+  beforeAll(() => {
     home = ownedTempDir('install-home-');
-    prefix = path.join(work, 'prefix');
-    // dist/ is fresh (npm test builds first); --ignore-scripts skips the prepack rebuild.
-    const packed = await execa('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT });
-    const [info] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }];
-    tarball = path.join(work, info.filename);
-    packedFiles = info.files.map((f) => f.path).sort();
-  }, 60_000);
+  });
 
   afterAll(() => {
-    for (const dir of [work, home]) if (dir) rmSync(dir, { recursive: true, force: true });
+    if (home) rmSync(home, { recursive: true, force: true });
   });
 
   it('the tarball holds the built server, the licence and the docs, and no source or tests', () => {
-    expect(packedFiles).toEqual(
-      expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'telemetry/README.md', 'dist/cli.js']),
-    );
-    expect(packedFiles.filter((f) => !f.startsWith('dist/'))).toEqual([
-      'LICENSE',
-      'README.md',
-      'package.json',
-      'telemetry/README.md',
-    ]);
-    expect(packedFiles.filter((f) => f.startsWith('dist/') && f.endsWith('.js')).length).toBeGreaterThan(30);
+    const files = installation.packedFiles;
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'telemetry/README.md', 'dist/cli.js']));
+    expect(files.filter((f) => !f.startsWith('dist/'))).toEqual(['LICENSE', 'README.md', 'package.json', 'telemetry/README.md']);
+    expect(files.filter((f) => f.startsWith('dist/') && f.endsWith('.js')).length).toBeGreaterThan(30);
   });
 
   it('keeps its data in ~/.local/state/ollama-runner-mcp (0700, runs.jsonl 0600), and an upgrade keeps it', async () => {
@@ -225,7 +252,9 @@ describe('installed from the packed tarball, run by a user who is not root', () 
       `telemetry: ${dataDir} (installed package: the per-user state dir (~/.local/state: XDG_STATE_HOME is unset)`,
     );
     // Nothing was written inside the package.
-    expect(existsSync(path.join(prefix, 'lib', 'node_modules', packageJson.name, 'telemetry', 'runs.jsonl'))).toBe(false);
+    expect(existsSync(path.join(installation.prefix, 'lib', 'node_modules', packageJson.name, 'telemetry', 'runs.jsonl'))).toBe(
+      false,
+    );
     expect(mode(dataDir)).toBe('700');
     expect(mode(path.join(home, '.local', 'state'))).toBe('700'); // created by the server, so the XDG mode
     expect(mode(path.join(dataDir, 'runs.jsonl'))).toBe('600');
@@ -244,7 +273,7 @@ describe('installed from the packed tarball, run by a user who is not root', () 
       ...USER,
       reject: false,
       cwd: home,
-      env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: home },
+      env: { PATH: installation.path, HOME: home },
     });
     expect(report.exitCode).toBe(0);
     expect(JSON.parse(report.stdout)).toMatchObject({ total_runs: 2 });
@@ -257,7 +286,7 @@ describe('installed from the packed tarball, run by a user who is not root', () 
         ...USER,
         reject: false,
         cwd: home,
-        env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, OLLAMA_BIN: FAKE_OLLAMA, ...env },
+        env: { PATH: installation.path, HOME: home, OLLAMA_BIN: installation.fake, ...env },
       });
     const xdg = path.join(home, 'xdg-state');
     const withXdg = await doctor({ XDG_STATE_HOME: xdg });
@@ -272,14 +301,9 @@ describe('installed from the packed tarball, run by a user who is not root', () 
 
   it('a home it cannot write is one line naming the dir and the variable, not a stack trace', async () => {
     const bin = await install();
-    const lockedHome = path.join(work, 'locked-home'); // root-owned 0755 under root: nobody cannot write
+    const lockedHome = path.join(installation.work, 'locked-home'); // root-owned 0555 (as root); the user's own 0555 otherwise
     mkdirSync(lockedHome, { mode: 0o555 });
-    chmodSync(lockedHome, 0o555);
-    const server = start(bin, [], {
-      ...USER,
-      cwd: work,
-      env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: lockedHome },
-    });
+    const server = start(bin, [], { ...USER, cwd: installation.work, env: { PATH: installation.path, HOME: lockedHome } });
     expect(await server.exited).toBe(2);
     expect(server.stderr()).toMatch(
       new RegExp(
