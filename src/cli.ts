@@ -156,7 +156,7 @@ async function serveStdio(config: Config): Promise<void> {
     process.stderr.write(
       [
         `${SERVER_NAME} ${SERVER_VERSION} is running on stdio.`,
-        `Telemetry: ${config.telemetryDir} (${config.telemetryDirReason}).`,
+        `Telemetry: ${config.telemetryDir} (${config.telemetryDirReason}); set OLLAMA_MCP_TELEMETRY_DIR to keep it elsewhere.`,
         'It is meant to be launched by an MCP client, which talks to it over stdin/stdout. To connect one:',
         `  claude mcp add ollama-runner -- node ${process.argv[1] ?? 'dist/cli.js'}`,
         'See README.md for Claude Desktop and the settings. Press Ctrl+C to stop.',
@@ -166,8 +166,8 @@ async function serveStdio(config: Config): Promise<void> {
   } else {
     // One line, on stderr (stdout is the protocol): a person who ran it in a pipe, or an MCP client's
     // log, sees that it started, and where the data goes.
-    warn(
-      `${SERVER_VERSION} waiting for an MCP client on stdin/stdout; telemetry: ${config.telemetryDir} (${config.telemetryDirReason})`,
+    process.stderr.write(
+      `${SERVER_NAME} ${SERVER_VERSION}: waiting for an MCP client on stdin/stdout. Telemetry: ${config.telemetryDir} (${config.telemetryDirReason})\n`,
     );
   }
 }

@@ -85,14 +85,14 @@ export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirC
     return {
       dir: paths.join(context.packageRoot, 'telemetry'),
       source: 'source_checkout',
-      why: `running from a source checkout (${context.sourceCheckout}): the repo's telemetry/`,
+      why: `running from a source checkout: ${context.sourceCheckout}`,
     };
   }
 
   const installed = (dir: string, where: string): TelemetryDirChoice => ({
     dir: paths.join(dir, APP_DIR_NAME),
     source: 'user_state',
-    why: `installed package: the per-user state dir (${where}); set ${TELEMETRY_DIR_VARIABLE} to choose another`,
+    why: `installed package: the per-user state dir ${where}`,
   });
   const noHome = problem(
     TELEMETRY_DIR_VARIABLE,
@@ -100,18 +100,24 @@ export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirC
   );
   if (context.platform === 'win32') {
     const localAppData = context.env.LOCALAPPDATA?.trim();
-    if (localAppData && paths.isAbsolute(localAppData)) return installed(localAppData, '%LOCALAPPDATA%');
-    return context.home === '' ? noHome : installed(paths.join(context.home, 'AppData', 'Local'), '%LOCALAPPDATA% is unset');
+    if (localAppData && paths.isAbsolute(localAppData)) return installed(localAppData, 'under %LOCALAPPDATA%');
+    return context.home === ''
+      ? noHome
+      : installed(paths.join(context.home, 'AppData', 'Local'), 'in AppData\\Local, as %LOCALAPPDATA% is unset');
   }
   if (context.platform === 'darwin') {
-    return context.home === '' ? noHome : installed(paths.join(context.home, 'Library', 'Application Support'), 'macOS');
+    return context.home === ''
+      ? noHome
+      : installed(paths.join(context.home, 'Library', 'Application Support'), 'of macOS, in ~/Library/Application Support');
   }
   const xdgStateHome = context.env.XDG_STATE_HOME?.trim();
-  if (xdgStateHome && paths.isAbsolute(xdgStateHome)) return installed(xdgStateHome, '$XDG_STATE_HOME');
+  if (xdgStateHome && paths.isAbsolute(xdgStateHome)) return installed(xdgStateHome, 'under $XDG_STATE_HOME');
   if (context.home === '') return noHome;
   return installed(
     paths.join(context.home, '.local', 'state'),
-    xdgStateHome ? 'XDG_STATE_HOME is not an absolute path, so ~/.local/state' : '~/.local/state: XDG_STATE_HOME is unset',
+    xdgStateHome
+      ? 'in ~/.local/state, as XDG_STATE_HOME is not an absolute path'
+      : 'in ~/.local/state, as XDG_STATE_HOME is unset',
   );
 }
 

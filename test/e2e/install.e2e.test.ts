@@ -75,8 +75,8 @@ describe('starting in a pipe, as an MCP client starts it', () => {
     try {
       await waitFor(() => server.stderr().includes('\n'), 10_000, 'the start-up line');
       expect(server.stderr()).toBe(
-        `${packageJson.name}: ${packageJson.version} waiting for an MCP client on stdin/stdout; ` +
-          `telemetry: ${sandbox.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR is set)\n`,
+        `${packageJson.name} ${packageJson.version}: waiting for an MCP client on stdin/stdout. ` +
+          `Telemetry: ${sandbox.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR is set)\n`,
       );
       expect(server.stdout()).toBe('');
       server.send(INIT); // and then it serves
@@ -249,7 +249,7 @@ describe('installed from the packed tarball, run by a user who is not root', () 
     const bin = await install();
     const stderr = await serveOneRun(bin, 'first');
     expect(stderr).toContain(
-      `telemetry: ${dataDir} (installed package: the per-user state dir (~/.local/state: XDG_STATE_HOME is unset)`,
+      `Telemetry: ${dataDir} (installed package: the per-user state dir in ~/.local/state, as XDG_STATE_HOME is unset)\n`,
     );
     // Nothing was written inside the package.
     expect(existsSync(path.join(installation.prefix, 'lib', 'node_modules', packageJson.name, 'telemetry', 'runs.jsonl'))).toBe(
@@ -291,7 +291,9 @@ describe('installed from the packed tarball, run by a user who is not root', () 
     const xdg = path.join(home, 'xdg-state');
     const withXdg = await doctor({ XDG_STATE_HOME: xdg });
     expect(withXdg.stdout).toContain(`telemetry: ${path.join(xdg, packageJson.name)} is writable`);
-    expect(withXdg.stdout).toContain('telemetry dir chosen because: installed package: the per-user state dir ($XDG_STATE_HOME)');
+    expect(withXdg.stdout).toContain(
+      'telemetry dir chosen because: installed package: the per-user state dir under $XDG_STATE_HOME',
+    );
     expect(mode(path.join(xdg, packageJson.name))).toBe('700');
 
     const withVariable = await doctor({ XDG_STATE_HOME: xdg, OLLAMA_MCP_TELEMETRY_DIR: '~/runner-data' });

@@ -34,18 +34,18 @@ describe('resolveTelemetryDir: which dir, and why', () => {
     expect(resolve({})).toEqual({
       dir: '/home/ana/.local/state/ollama-runner-mcp',
       source: 'user_state',
-      why: 'installed package: the per-user state dir (~/.local/state: XDG_STATE_HOME is unset); set OLLAMA_MCP_TELEMETRY_DIR to choose another',
+      why: 'installed package: the per-user state dir in ~/.local/state, as XDG_STATE_HOME is unset',
     });
   });
 
   it('honours an absolute XDG_STATE_HOME and ignores a relative one (as the XDG spec says)', () => {
     expect(resolve({ env: { XDG_STATE_HOME: '/data/state' } })).toMatchObject({
       dir: '/data/state/ollama-runner-mcp',
-      why: expect.stringContaining('($XDG_STATE_HOME)'),
+      why: 'installed package: the per-user state dir under $XDG_STATE_HOME',
     });
     expect(resolve({ env: { XDG_STATE_HOME: 'state' } })).toMatchObject({
       dir: '/home/ana/.local/state/ollama-runner-mcp',
-      why: expect.stringContaining('XDG_STATE_HOME is not an absolute path'),
+      why: 'installed package: the per-user state dir in ~/.local/state, as XDG_STATE_HOME is not an absolute path',
     });
     expect(dirOf({ env: { XDG_STATE_HOME: '  ' } })).toBe('/home/ana/.local/state/ollama-runner-mcp');
   });
@@ -56,7 +56,11 @@ describe('resolveTelemetryDir: which dir, and why', () => {
       home: '/Users/ana',
       packageRoot: '/opt/homebrew/lib/node_modules/ollama-runner-mcp',
     };
-    expect(resolve(mac)).toMatchObject({ dir: '/Users/ana/Library/Application Support/ollama-runner-mcp', source: 'user_state' });
+    expect(resolve(mac)).toEqual({
+      dir: '/Users/ana/Library/Application Support/ollama-runner-mcp',
+      source: 'user_state',
+      why: 'installed package: the per-user state dir of macOS, in ~/Library/Application Support',
+    });
     expect(dirOf({ ...mac, env: { XDG_STATE_HOME: '/Users/ana/.state' } })).toBe(
       '/Users/ana/Library/Application Support/ollama-runner-mcp',
     );
@@ -66,9 +70,12 @@ describe('resolveTelemetryDir: which dir, and why', () => {
     const win = { platform: 'win32' as const, home: 'C:\\Users\\ana', cwd: 'C:\\work' };
     expect(resolve({ ...win, env: { LOCALAPPDATA: 'D:\\Local' } })).toMatchObject({
       dir: 'D:\\Local\\ollama-runner-mcp',
-      why: expect.stringContaining('%LOCALAPPDATA%'),
+      why: 'installed package: the per-user state dir under %LOCALAPPDATA%',
     });
-    expect(dirOf(win)).toBe('C:\\Users\\ana\\AppData\\Local\\ollama-runner-mcp');
+    expect(resolve(win)).toMatchObject({
+      dir: 'C:\\Users\\ana\\AppData\\Local\\ollama-runner-mcp',
+      why: 'installed package: the per-user state dir in AppData\\Local, as %LOCALAPPDATA% is unset',
+    });
     expect(dirOf({ ...win, env: { OLLAMA_MCP_TELEMETRY_DIR: '~\\runner' } })).toBe('C:\\Users\\ana\\runner');
   });
 
@@ -76,7 +83,7 @@ describe('resolveTelemetryDir: which dir, and why', () => {
     expect(resolve({ packageRoot: '/src/ollama-runner-mcp', sourceCheckout: '/src/ollama-runner-mcp has .git' })).toEqual({
       dir: '/src/ollama-runner-mcp/telemetry',
       source: 'source_checkout',
-      why: "running from a source checkout (/src/ollama-runner-mcp has .git): the repo's telemetry/",
+      why: 'running from a source checkout: /src/ollama-runner-mcp has .git',
     });
   });
 
