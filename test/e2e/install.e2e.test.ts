@@ -160,7 +160,8 @@ afterAll(() => {
 
 describe('a telemetry dir that cannot be used stops start-up with one line', () => {
   it.each([
-    ['a dir it may not write (EACCES)', 'locked/telemetry', 'EACCES'],
+    ['a dir it may not create (EACCES)', 'locked/telemetry', 'EACCES'],
+    ['an existing dir it may not write (EACCES, caught by the write probe)', 'locked', 'EACCES'],
     ['a path under a file (ENOTDIR)', 'a-file/telemetry', 'ENOTDIR'],
   ])('%s: exit 2, the path and the variable named, no stack trace, nothing on stdout', async (_what, under, code) => {
     const root = ownedTempDir('telemetry-fatal-');
@@ -181,7 +182,8 @@ describe('a telemetry dir that cannot be used stops start-up with one line', () 
     expect(lines[0]).toContain('set OLLAMA_MCP_TELEMETRY_DIR to a writable folder');
     expect(server.stderr()).not.toMatch(/^\s+at /m);
     expect(server.stdout()).toBe('');
-    expect(existsSync(dir)).toBe(false);
+    expect(existsSync(path.join(root, 'locked/telemetry'))).toBe(false);
+    expect(existsSync(path.join(root, 'a-file'))).toBe(true);
     rmSync(root, { recursive: true, force: true });
   });
 });
