@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-import path from 'node:path';
-import { DEFAULT_TELEMETRY_DIR, isConfigError, loadConfig, type Config } from './config.js';
+import { isConfigError, loadConfig, telemetryDirFor, type Config } from './config.js';
 import { runReportCommand } from './report/command.js';
 import { runDoctor } from './doctor.js';
 import { loadModelTiers } from './model-tiers.js';
 import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './http-server.js';
 import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION } from './server.js';
 import { isStateStoreError } from './store/state-store.js';
+import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './telemetry-dir.js';
 import { LineStdioTransport } from './transport/stdio-transport.js';
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
@@ -24,6 +24,9 @@ Usage:
   ${SERVER_NAME} --version  the version
 
 Configuration is read from the environment (OLLAMA_BIN, OLLAMA_HOST, OLLAMA_MCP_*); see the README.
+Data (runs.jsonl, the retry ledger, the circuits) goes to OLLAMA_MCP_TELEMETRY_DIR, by default
+~/.local/state/${SERVER_NAME} (\$XDG_STATE_HOME when set; ~/Library/Application Support on macOS,
+%LOCALAPPDATA% on Windows), or the repo's telemetry/ when run from a source checkout.
 Logs go to stderr; stdout carries only the MCP protocol.`;
 
 function warn(message: string): void {
@@ -32,16 +35,25 @@ function warn(message: string): void {
 
 async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'report') {
-    // Reads the log only: an unrelated bad setting must not stop a developer reviewing runs.
-    const telemetryDir = path.resolve(process.env.OLLAMA_MCP_TELEMETRY_DIR?.trim() || DEFAULT_TELEMETRY_DIR);
+    // Reads the log only: an unrelated bad setting must not stop a developer reviewing runs. The
+    // dir is chosen exactly as the server chooses it, so `report` reads what the server wrote.
+    let telemetryDir: string;
+    try {
+      telemetryDir = telemetryDirFor(currentTelemetryDirContext()).dir;
+    } catch (error) {
+      if (!isConfigError(error)) throw error;
+      warn(`configuration error: ${error.message}`);
+      return 2;
+    }
     return runReportCommand(argv.slice(1), { telemetryDir, out: process.stdout, err: process.stderr });
   }
+  // Asked for, so the answer is the output (stdout), not a diagnostic: `--version | cut`, `--help | less`.
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stderr.write(`${HELP}\n`);
+    process.stdout.write(`${HELP}\n`);
     return 0;
   }
   if (argv.includes('--version') || argv.includes('-v')) {
-    process.stderr.write(`${SERVER_VERSION}\n`);
+    process.stdout.write(`${SERVER_VERSION}\n`);
     return 0;
   }
   const [command, ...rest] = argv;
@@ -64,11 +76,14 @@ async function main(argv: readonly string[]): Promise<number> {
       await loadModelTiers(config); // a bad tier file stops the server: say so here too (exit 2)
       return await runDoctor(config);
     }
+    // Before anything opens a file there: a dir that cannot be written stops start-up with one
+    // line naming it, instead of a stack trace the client shows as "Connection closed".
+    await prepareTelemetryDir(config.telemetryDir);
     if (http) await serveHttp(config, http.host, http.port);
     else await serveStdio(config);
     return 0;
   } catch (error) {
-    if (isConfigError(error) || error instanceof HttpServerError) {
+    if (isConfigError(error) || error instanceof HttpServerError || isTelemetryDirError(error)) {
       warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
       return 2;
     }
@@ -156,12 +171,19 @@ async function serveStdio(config: Config): Promise<void> {
   if (process.stdin.isTTY) {
     process.stderr.write(
       [
-        `${SERVER_NAME} ${SERVER_VERSION} is running on stdio (telemetry: ${config.telemetryDir}).`,
+        `${SERVER_NAME} ${SERVER_VERSION} is running on stdio.`,
+        `Telemetry: ${config.telemetryDir} (${config.telemetryDirReason}); set OLLAMA_MCP_TELEMETRY_DIR to keep it elsewhere.`,
         'It is meant to be launched by an MCP client, which talks to it over stdin/stdout. To connect one:',
         `  claude mcp add ollama-runner -- node ${process.argv[1] ?? 'dist/cli.js'}`,
         'See README.md for Claude Desktop and the settings. Press Ctrl+C to stop.',
         '',
       ].join('\n'),
+    );
+  } else {
+    // One line, on stderr (stdout is the protocol): a person who ran it in a pipe, or an MCP client's
+    // log, sees that it started, and where the data goes.
+    process.stderr.write(
+      `${SERVER_NAME} ${SERVER_VERSION}: waiting for an MCP client on stdin/stdout. Telemetry: ${config.telemetryDir} (${config.telemetryDirReason})\n`,
     );
   }
 }

@@ -1,5 +1,10 @@
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import {
+  currentTelemetryDirContext,
+  isTelemetryDirProblem,
+  resolveTelemetryDir,
+  type TelemetryDirContext,
+} from './telemetry-dir.js';
 
 /** Everything the server can be told, validated once at start-up. Each field names its variable. */
 export interface Config {
@@ -7,8 +12,13 @@ export interface Config {
   readonly ollamaBin: string;
   /** `OLLAMA_HOST`: passed through to the CLI when set. */
   readonly ollamaHost: string | undefined;
-  /** `OLLAMA_MCP_TELEMETRY_DIR`: holds runs.jsonl and state.json. @default the package's telemetry/ */
+  /**
+   * `OLLAMA_MCP_TELEMETRY_DIR`: holds runs.jsonl and the state files. @default the repo's telemetry/ in a
+   * source checkout, else the per-user state dir (see resolveTelemetryDir in telemetry-dir.ts)
+   */
   readonly telemetryDir: string;
+  /** Why telemetryDir is where it is (the variable, a source checkout, or the per-user state dir). */
+  readonly telemetryDirReason: string;
   /** `OLLAMA_MCP_CONCURRENCY`: model processes at once in this server (1-32). @default 3 */
   readonly concurrency: number;
   /** `OLLAMA_MCP_TIMEOUT_MS`: default per-run timeout (100-3600000). @default 120000 */
@@ -64,13 +74,20 @@ export function isConfigError(error: unknown): error is ConfigError {
   return typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'config_error';
 }
 
-/** The package's own telemetry/ folder (next to dist/ and src/). */
-export const DEFAULT_TELEMETRY_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'telemetry');
-
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** Read and validate the configuration from an environment. Throws ConfigError naming the first bad variable. */
-export function loadConfig(env: Env): Config {
+/** The telemetry dir and why, as the server, `doctor` and `report` choose it. Throws ConfigError. */
+export function telemetryDirFor(context: TelemetryDirContext): { dir: string; why: string } {
+  const choice = resolveTelemetryDir(context);
+  if (isTelemetryDirProblem(choice)) throw new ConfigError(choice.variable, choice.message);
+  return { dir: choice.dir, why: choice.why };
+}
+
+/**
+ * Read and validate the configuration from an environment. Throws ConfigError naming the first bad
+ * variable. `where` says where this process runs from (for the default telemetry dir).
+ */
+export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemetryDirContext(env)): Config {
   const int = (name: string, fallback: number, min: number, max: number): number => {
     const raw = env[name];
     if (raw === undefined || raw.trim() === '') return fallback;
@@ -112,10 +129,12 @@ export function loadConfig(env: Env): Config {
   if (ollamaHost !== undefined && /\s/.test(ollamaHost)) {
     throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${ollamaHost}\``);
   }
+  const telemetry = telemetryDirFor({ ...where, env });
   return {
     ollamaBin: text('OLLAMA_BIN', 'ollama'),
     ollamaHost,
-    telemetryDir: path.resolve(text('OLLAMA_MCP_TELEMETRY_DIR', DEFAULT_TELEMETRY_DIR)),
+    telemetryDir: telemetry.dir,
+    telemetryDirReason: telemetry.why,
     concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, 1, 32),
     timeoutMs: int('OLLAMA_MCP_TIMEOUT_MS', 120_000, 100, 3_600_000),
     maxRetries: int('OLLAMA_MCP_MAX_RETRIES', 3, 0, 100),

@@ -4,14 +4,19 @@ import { collectHealth, type HealthStateSource } from './health/collect-health.j
 import { renderHealth } from './health/render-health.js';
 import { InstalledModels } from './ollama/installed-models.js';
 import { StateStore } from './store/state-store.js';
+import { prepareTelemetryDir } from './telemetry-dir.js';
 
 /**
  * `ollama-runner-mcp doctor`: check the setup the way the server sees it, print the report to
  * `out`, and return the exit code (0 when everything needed to run works, 1 otherwise).
- * Runs no model and writes nothing but a temporary file in the telemetry dir (removed at once).
+ * Runs no model and writes nothing but a temporary file in the telemetry dir (removed at once),
+ * creating that dir (0700) when it is missing.
  */
 export async function runDoctor(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const storeWarnings: string[] = [];
+  // Create the dir as the server would (0700) before the store creates it with default modes; a
+  // failure is not fatal here: the writability check below reports it with the fix.
+  await prepareTelemetryDir(config.telemetryDir).catch(() => {});
   let store: HealthStateSource;
   try {
     store = new StateStore(path.join(config.telemetryDir, 'state.json'), { onWarning: (message) => storeWarnings.push(message) });
@@ -31,7 +36,7 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
       installedModels,
     });
     const withStore = storeWarnings.length > 0 ? { ...report, warnings: [...report.warnings, ...storeWarnings] } : report;
-    text = renderHealth(withStore);
+    text = withTelemetryReason(renderHealth(withStore), config.telemetryDirReason);
     code = withStore.ok ? 0 : 1;
   } catch (error) {
     text = `doctor: the check itself failed: ${(error as Error).message}`;
@@ -41,4 +46,12 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
     out.write(`${text}\n`, () => resolve());
   });
   return code;
+}
+
+/** Say why the telemetry dir is where it is, under the report's telemetry line. */
+function withTelemetryReason(text: string, reason: string): string {
+  const lines = text.split('\n');
+  const at = lines.findIndex((line) => /^\S+ telemetry: /.test(line));
+  lines.splice(at === -1 ? lines.length : at + 1, 0, `  telemetry dir chosen because: ${reason}`);
+  return lines.join('\n');
 }

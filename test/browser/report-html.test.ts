@@ -1,13 +1,13 @@
 /**
- * `report --html` in a real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core,
- * which downloads no browser). The page is loaded from a file:// URL with every other request
- * aborted; the test fails if any is attempted.
+ * `report --html` in a real headless Chromium driven by playwright-core (which downloads no browser):
+ * CHROMIUM_PATH, else the system's /usr/bin/chromium, else the headless Chromium that the dev
+ * dependency @sparticuz/chromium ships (see chromium.ts), so a fresh clone runs these tests after
+ * `npm install` with no browser installed and no network. The page is loaded from a file:// URL with
+ * every other request aborted; the test fails if any is attempted.
  *
- * Needs Chromium: `apt-get install -y chromium` (CI's .ci/run installs it). Set CHROMIUM_PATH to use
- * another binary, or SKIP_BROWSER_TESTS=1 to skip these tests on a machine without one.
- * Leaves screenshots in test-artifacts/ (git-ignored): report.png and report-empty.png.
+ * SKIP_BROWSER_TESTS=1 skips them. Leaves screenshots in test-artifacts/ (git-ignored): report.png
+ * and report-empty.png.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -19,23 +19,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../src/report/command.js';
 import { runsSummarySchema, type RunsSummary } from '../../src/report/summary-schema.js';
 import { STATUS_COLORS } from '../../src/report/render-html.js';
+import { chooseChromium } from './chromium.js';
 
 const ROOT = resolve(__dirname, '../..');
 const FIXTURE_DIR = join(ROOT, 'test/fixtures/runs/html');
 const ARTIFACTS = join(ROOT, 'test-artifacts');
-const CHROMIUM = process.env.CHROMIUM_PATH?.trim() || '/usr/bin/chromium';
 const SKIP = process.env.SKIP_BROWSER_TESTS === '1';
-/** The flags this machine's Chromium needs (no sandbox as root; no background calls to a closed network). */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 interface DrawnChart {
   series: number;
@@ -146,19 +135,15 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
   let summary: RunsSummary;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `Chromium not found at ${CHROMIUM}: the browser tests need it. Install it with \`apt-get install -y chromium\` (Debian), ` +
-          'set CHROMIUM_PATH to another Chromium binary, or set SKIP_BROWSER_TESTS=1 to skip these tests.',
-      );
-    }
+    const browser = await chooseChromium();
     await mkdir(ARTIFACTS, { recursive: true });
     work = await mkdtemp(join(tmpdir(), 'report-html-'));
     profile = join(work, 'profile'); // a fresh --user-data-dir
     context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
+      executablePath: browser.executablePath,
       headless: true,
-      args: CHROMIUM_ARGS,
+      args: [...browser.args],
+      env: { ...process.env, ...browser.env },
       viewport: { width: 1280, height: 900 },
       offline: true,
     });
@@ -169,7 +154,7 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
     summary = runsSummarySchema.parse(JSON.parse((await report(['--json'])).out));
     fixture = await load(file);
     await fixture.page.screenshot({ path: join(ARTIFACTS, 'report.png'), fullPage: true });
-  });
+  }, 120_000); // the first run on a machine unpacks the bundled Chromium (about 190 MB)
 
   afterAll(async () => {
     await context?.close();

@@ -55,6 +55,16 @@ export function sandboxAt(telemetryDir: string, { create = true } = {}): Sandbox
   return sandbox;
 }
 
+/**
+ * Make `dir` read-only under a running server: a read-only bind mount over it (a remount of the
+ * whole tmpfs fails with EBUSY while the server holds a file open). Returns the undo.
+ */
+export function bindReadOnly(dir: string): () => void {
+  execFileSync('mount', ['--bind', dir, dir], { stdio: 'pipe' });
+  execFileSync('mount', ['-o', 'remount,bind,ro', dir], { stdio: 'pipe' });
+  return () => execFileSync('umount', [dir], { stdio: 'pipe' });
+}
+
 /** Fill the filesystem holding `dir` until a write fails with ENOSPC. */
 export function fillDisk(dir: string): void {
   try {

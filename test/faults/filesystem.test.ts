@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SERVER_ENTRY, serverEnv, startServer, type RunningServer, type Sandbox } from '../e2e/harness.js';
-import { fillDisk, isMounted, mountTmpfs, sandboxAt, type Tmpfs } from './fault-env.js';
+import { bindReadOnly, fillDisk, isMounted, mountTmpfs, sandboxAt, type Tmpfs } from './fault-env.js';
 
 const probe = mountTmpfs('64k');
 if (!isMounted(probe)) console.warn(probe.skip);
@@ -34,38 +34,52 @@ describe.skipIf(!canMount)('read-only and full filesystems (a small tmpfs)', () 
   });
   afterAll(() => fs?.unmount());
 
-  it('a read-only telemetry dir: counting goes on from the saved ledger, at once, and every result says the ledger was not updated', async () => {
+  it('a telemetry dir that turns read-only under a running server: counting goes on from the saved ledger, at once, and every result says the ledger was not updated', async () => {
     fs.writable();
     sandbox = sandboxAt(path.join(fs.dir, 'ro'));
     server = await startServer(sandbox);
     for (let i = 0; i < 2; i += 1) await server.run({ ...FAIL, task_id: 'ro-task', max_retries: 2 });
-    await server.close();
-    fs.readOnly();
+    const undo = bindReadOnly(sandbox.telemetryDir);
+    try {
+      const started = performance.now();
+      const third = await server.run({ ...FAIL, task_id: 'ro-task', max_retries: 2 });
+      // Not a speed target: before the fix each call with a task_id waited 25 s in lock retries.
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(third.metadata.retry_count).toBe(2);
+      expect(third.metadata.escalate).toBe(true);
+      expect(third.metadata.escalation_reason).toBe('max_retries_exceeded');
+      expect(third.metadata.warnings).toEqual([expect.objectContaining({ kind: 'ledger_not_updated' })]);
+      expect(third.metadata.warnings[0]!.message).toMatch(/EROFS/);
+      expect(third.text).toMatch(/WARNING \(ledger_not_updated\): .*not counted/);
+      expect(server.stderr()).toMatch(/ledger not updated for run .*EROFS/);
 
-    server = await startServer(sandbox);
-    const started = performance.now();
-    const third = await server.run({ ...FAIL, task_id: 'ro-task', max_retries: 2 });
-    // Not a speed target: before the fix each call with a task_id waited 25 s in lock retries.
-    expect(performance.now() - started).toBeLessThan(5_000);
-    expect(third.metadata.retry_count).toBe(2);
-    expect(third.metadata.escalate).toBe(true);
-    expect(third.metadata.escalation_reason).toBe('max_retries_exceeded');
-    expect(third.metadata.warnings).toEqual([expect.objectContaining({ kind: 'ledger_not_updated' })]);
-    expect(third.metadata.warnings[0]!.message).toMatch(/EROFS/);
-    expect(third.text).toMatch(/WARNING \(ledger_not_updated\): .*not counted/);
-    expect(server.stderr()).toMatch(/ledger not updated for run .*EROFS/);
-    // runs.jsonl cannot take the line either: stderr says so, nothing silent.
-    expect(server.stderr()).toMatch(/could not append to .*runs\.jsonl.*EROFS/);
+      const health = await call(server, 'ollama_health', {});
+      expect(health.structured.ok).toBe(false);
+      expect(health.structured.ledger.last_write_failure.message).toMatch(/EROFS/);
+      expect(health.text).toMatch(/✗ ledger: not updated since/);
 
-    const health = await call(server, 'ollama_health', {});
-    expect(health.structured.ok).toBe(false);
-    expect(health.structured.ledger.last_write_failure.message).toMatch(/EROFS/);
-    expect(health.text).toMatch(/✗ ledger: not updated since/);
+      const reset = await call(server, 'ollama_reset', { task_id: 'ro-task' });
+      expect(reset.isError).toBe(true);
+      expect(reset.structured.done).toBe(false);
+      expect(reset.text).toMatch(/Nothing was cleared.*EROFS/);
+      await server.close();
+      server = undefined;
 
-    const reset = await call(server, 'ollama_reset', { task_id: 'ro-task' });
-    expect(reset.isError).toBe(true);
-    expect(reset.structured.done).toBe(false);
-    expect(reset.text).toMatch(/Nothing was cleared.*EROFS/);
+      // A server started on it now stops at once, in one line naming the dir, the cause and the variable.
+      const { stderr, exitCode } = await execa(process.execPath, [SERVER_ENTRY], {
+        env: serverEnv(sandbox),
+        input: '',
+        reject: false,
+      });
+      expect(exitCode).not.toBe(0);
+      expect(stderr.trim().split('\n')).toHaveLength(1);
+      expect(stderr).toMatch(/EROFS/);
+      expect(stderr).toContain(sandbox.telemetryDir);
+      expect(stderr).toContain('OLLAMA_MCP_TELEMETRY_DIR');
+    } finally {
+      undo();
+    }
+    fs.readOnly(); // for the doctor test below
   });
 
   it('doctor on a read-only dir names the problem and never claims the ledger works', async () => {

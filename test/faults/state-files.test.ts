@@ -130,8 +130,10 @@ describe('corrupt, empty and locked state files, through the built server', () =
       // Only the telemetry dir is closed to nobody; the fake's trace and state dirs stay open.
       chmodSync(sandbox.traceDir, 0o777);
       chmodSync(sandbox.fakeStateDir, 0o777);
+      // The dir itself is open to nobody (a dir nobody cannot write stops start-up, tested elsewhere);
+      // the state files in it are root's 0600 and the ledger's dir root's 0700.
       chmodSync(path.dirname(sandbox.telemetryDir), 0o755);
-      chmodSync(sandbox.telemetryDir, 0o755);
+      chmodSync(sandbox.telemetryDir, 0o777);
       const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, SERVER_ENTRY];
 
       const doctor = await execa('setpriv', [...asNobody, 'doctor'], { env: serverEnv(sandbox), reject: false });

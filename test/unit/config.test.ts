@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_TELEMETRY_DIR, loadConfig } from '../../src/config.js';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { PACKAGE_ROOT } from '../../src/telemetry-dir.js';
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
     expect(loadConfig({})).toMatchObject({
       ollamaBin: 'ollama',
       ollamaHost: undefined,
-      telemetryDir: DEFAULT_TELEMETRY_DIR,
+      telemetryDir: path.join(PACKAGE_ROOT, 'telemetry'), // tests run from a source checkout
       concurrency: 3,
       timeoutMs: 120_000,
       maxRetries: 3,
@@ -14,7 +16,7 @@ describe('loadConfig', () => {
       breakerCooldownMs: 60_000,
       logContent: false,
     });
-    expect(DEFAULT_TELEMETRY_DIR).toMatch(/[/\\]telemetry$/);
+    expect(loadConfig({}).telemetryDirReason).toMatch(/^running from a source checkout/);
   });
 
   it('reads every variable', () => {
