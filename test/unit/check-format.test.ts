@@ -13,8 +13,8 @@ let project: string;
 /** A copy of the format check in a throwaway project, with the repo's node_modules (prettier). */
 function makeProject(): string {
   project = mkdtempSync(path.join(tmpdir(), 'check-format-'));
-  mkdirSync(path.join(project, 'scripts'));
-  copyFileSync(path.join(ROOT, 'scripts/check-format.mjs'), path.join(project, 'scripts/check-format.mjs'));
+  mkdirSync(path.join(project, '.ci'));
+  copyFileSync(path.join(ROOT, '.ci/check-format.mjs'), path.join(project, '.ci/check-format.mjs'));
   copyFileSync(path.join(ROOT, '.prettierrc.json'), path.join(project, '.prettierrc.json'));
   writeFileSync(path.join(project, '.prettierignore'), 'node_modules/\n');
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'));
@@ -22,16 +22,16 @@ function makeProject(): string {
   return project;
 }
 
-const check = () => execa(process.execPath, ['scripts/check-format.mjs'], { cwd: project, reject: false });
+const check = () => execa(process.execPath, ['.ci/check-format.mjs'], { cwd: project, reject: false });
 const git = (...args: string[]) => execa('git', args, { cwd: project });
 
 afterEach(() => rmSync(project, { recursive: true, force: true }));
 
-describe('npm run lint (scripts/check-format.mjs)', () => {
+describe('npm run lint (.ci/check-format.mjs)', () => {
   it('in a git work tree checks the tracked files only: an untracked scratch file does not fail it', async () => {
     makeProject();
     await git('init', '-q');
-    await git('add', 'tracked.ts', 'scripts/check-format.mjs', '.prettierrc.json', '.prettierignore');
+    await git('add', 'tracked.ts', '.ci/check-format.mjs', '.prettierrc.json', '.prettierignore');
     writeFileSync(path.join(project, 'scratch.ts'), BADLY_FORMATTED);
     const clean = await check();
     expect(clean.exitCode, clean.stdout + clean.stderr).toBe(0);
