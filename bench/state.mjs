@@ -48,18 +48,22 @@ export async function measureState({ tasks, transactions, warmup }) {
     const mainFiles = existsSync(file) ? [file] : [];
     const ledgerBytes = [...mainFiles, ...shardFiles].reduce((sum, f) => sum + statSync(f).size, 0);
 
-    // Warm: the server's own long-lived store (its caches hold what it last wrote).
-    for (let i = 0; i < warmup; i += 1) await tx(store, randomTask());
+    // Warm: the server's own long-lived store (its caches hold what it last wrote), each
+    // transaction followed by one of the floor's, so both meet the same machine state.
+    const floor = makeFloor(dir, shardFiles.length > 0 ? shardFiles : mainFiles);
+    for (let i = 0; i < warmup; i += 1) {
+      await tx(store, randomTask());
+      floor.step();
+    }
     const warmSamples = [];
+    const floorSamples = [];
     for (let i = 0; i < transactions; i += 1) {
       const taskId = randomTask();
       const t0 = performance.now();
       await tx(store, taskId);
       warmSamples.push(performance.now() - t0);
+      floorSamples.push(floor.step());
     }
-
-    // The floor right after the warm loop, on the same machine state.
-    const floor = measureFloor(dir, shardFiles.length > 0 ? shardFiles : mainFiles, transactions);
 
     // Cold: a fresh instance per transaction, so nothing is cached (another process's view after
     // someone else wrote): state.json and the task's shard are read, validated and parsed.
@@ -118,7 +122,7 @@ export async function measureState({ tasks, transactions, warmup }) {
       seedMs,
       ledgerBytes,
       shards: shardFiles.length,
-      floor,
+      floor: { ...summarize(floorSamples), shardBytes: floor.shardBytes },
       warm: summarize(warmSamples),
       cold: summarize(coldSamples),
       construct: summarize(constructSamples),
@@ -141,9 +145,10 @@ export async function measureState({ tasks, transactions, warmup }) {
  * state.json is rewritten only when a circuit changes) serialised and written temp-then-rename,
  * then unlock. No reads (a warm store has them cached) and no policy work: what an exact,
  * tear-free, cross-process store has to pay at least. Done on copies, so the store's own files and
- * caches are untouched.
+ * caches are untouched. Returns one step (one timed transaction) at a time, so the caller can
+ * interleave it with the store's own transactions.
  */
-function measureFloor(dir, files, count) {
+function makeFloor(dir, files) {
   const floorDir = path.join(dir, 'floor');
   mkdirSync(floorDir);
   const docs = files.map((f, i) => {
@@ -152,16 +157,16 @@ function measureFloor(dir, files, count) {
     return { file: copy, data: JSON.parse(readFileSync(copy, 'utf8')) };
   });
   const lock = path.join(floorDir, 'state.json.lock');
-  const samples = [];
-  for (let i = 0; i < count; i += 1) {
-    const doc = docs[Math.floor(Math.random() * docs.length)];
-    const t0 = performance.now();
-    mkdirSync(lock);
-    writeFileSync(`${doc.file}.tmp`, JSON.stringify(doc.data));
-    renameSync(`${doc.file}.tmp`, doc.file);
-    rmdirSync(lock);
-    samples.push(performance.now() - t0);
-  }
-  const bytes = docs.reduce((sum, d) => sum + statSync(d.file).size, 0);
-  return { ...summarize(samples), shardBytes: bytes / (docs.length || 1) };
+  return {
+    shardBytes: docs.reduce((sum, d) => sum + statSync(d.file).size, 0) / (docs.length || 1),
+    step() {
+      const doc = docs[Math.floor(Math.random() * docs.length)];
+      const t0 = performance.now();
+      mkdirSync(lock);
+      writeFileSync(`${doc.file}.tmp`, JSON.stringify(doc.data));
+      renameSync(`${doc.file}.tmp`, doc.file);
+      rmdirSync(lock);
+      return performance.now() - t0;
+    },
+  };
 }
