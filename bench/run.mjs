@@ -74,7 +74,7 @@ const PLAN = QUICK
       rounds: 600,
       warmup: 30,
       runs: 200,
-      reps: 3,
+      reps: 5,
       tasks: 10_000,
       transactions: 500,
       stateWarmup: 50,
