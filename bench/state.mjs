@@ -48,8 +48,9 @@ export async function measureState({ tasks, transactions, warmup }) {
     const mainFiles = existsSync(file) ? [file] : [];
     const ledgerBytes = [...mainFiles, ...shardFiles].reduce((sum, f) => sum + statSync(f).size, 0);
 
-    // Warm: the server's own long-lived store (its caches hold what it last wrote), each
-    // transaction followed by one of the floor's, so both meet the same machine state.
+    // Warm: the server's own long-lived store (its caches hold what it last wrote). The floor runs
+    // in blocks alternating with the warm ones, so slow drifts of the machine hit both alike; not
+    // step by step, because each floor rename sets off writeback that the next store write would meet.
     const floor = makeFloor(dir, shardFiles.length > 0 ? shardFiles : mainFiles);
     for (let i = 0; i < warmup; i += 1) {
       await tx(store, randomTask());
@@ -57,12 +58,16 @@ export async function measureState({ tasks, transactions, warmup }) {
     }
     const warmSamples = [];
     const floorSamples = [];
-    for (let i = 0; i < transactions; i += 1) {
-      const taskId = randomTask();
-      const t0 = performance.now();
-      await tx(store, taskId);
-      warmSamples.push(performance.now() - t0);
-      floorSamples.push(floor.step());
+    const BLOCK = 25;
+    for (let done = 0; done < transactions; done += BLOCK) {
+      const count = Math.min(BLOCK, transactions - done);
+      for (let i = 0; i < count; i += 1) {
+        const taskId = randomTask();
+        const t0 = performance.now();
+        await tx(store, taskId);
+        warmSamples.push(performance.now() - t0);
+      }
+      for (let i = 0; i < count; i += 1) floorSamples.push(floor.step());
     }
 
     // Cold: a fresh instance per transaction, so nothing is cached (another process's view after
@@ -146,7 +151,7 @@ export async function measureState({ tasks, transactions, warmup }) {
  * then unlock. No reads (a warm store has them cached) and no policy work: what an exact,
  * tear-free, cross-process store has to pay at least. Done on copies, so the store's own files and
  * caches are untouched. Returns one step (one timed transaction) at a time, so the caller can
- * interleave it with the store's own transactions.
+ * alternate it with the store's own transactions.
  */
 function makeFloor(dir, files) {
   const floorDir = path.join(dir, 'floor');
