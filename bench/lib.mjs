@@ -1,11 +1,13 @@
 // Shared helpers for the benchmarks: statistics, machine description, temp dirs, the MCP client.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { execa } from 'execa';
 
 export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(BENCH_DIR, '..');
@@ -13,8 +15,6 @@ export const SERVER_ENTRY = path.join(ROOT, 'dist/cli.js');
 export const NODE_FAKE = path.join(ROOT, 'test/fixtures/fake-ollama.mjs');
 export const SH_FAKE = path.join(BENCH_DIR, 'fake-min.sh');
 export const SH_FAKE_100MS = path.join(BENCH_DIR, 'fake-100ms.sh');
-/** Exactly what the server passes to `ollama` (src/runner/cli-args.ts buildRunArgs with no options). */
-export const RUN_ARGS = ['run', 'llama3.2', '--nowordwrap'];
 export const MODEL = 'llama3.2';
 
 // ------------------------------------------------------------------------------------------ stats
@@ -220,18 +220,159 @@ export async function closeAllServers() {
 }
 
 /**
- * The 100 ms fake for the throughput benchmark: bench/fake-100ms.c compiled with the system C
- * compiler into bench/.out/ (git-ignored), or the sh version when no compiler is found.
- * @returns {{ bin: string, label: string }}
+ * Compile bench/<source> with the system C compiler into bench/.out/<name> (git-ignored).
+ * @returns {{ bin: string, cc: string } | { bin: null, why: string }}
  */
-export function fake100ms() {
-  const source = path.join(BENCH_DIR, 'fake-100ms.c');
-  const out = path.join(BENCH_DIR, '.out', 'fake-100ms');
+export function compileC(source, name, defines = []) {
+  const out = path.join(BENCH_DIR, '.out', name);
   mkdirSync(path.dirname(out), { recursive: true });
   for (const cc of ['cc', 'gcc', 'clang']) {
-    const result = spawnSync(cc, ['-O2', '-o', out, source], { stdio: 'ignore' });
-    if (result.status === 0) return { bin: out, label: `compiled C fake (bench/fake-100ms.c, ${cc})` };
-    if (result.error === undefined) break; // the compiler exists but failed: do not hide it behind another
+    const result = spawnSync(cc, ['-O2', ...defines.map((d) => `-D${d}`), '-o', out, path.join(BENCH_DIR, source)], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+    });
+    if (result.error !== undefined) continue; // not installed: try the next name
+    if (result.status === 0) return { bin: out, cc };
+    // The compiler exists but failed: say so rather than hide it behind another one.
+    return { bin: null, why: `${cc} failed on bench/${source}: ${result.stderr.trim().slice(-300)}` };
   }
-  return { bin: SH_FAKE_100MS, label: 'sh fake (bench/fake-100ms.sh; no C compiler found)' };
+  return { bin: null, why: 'no C compiler (cc, gcc, clang) found' };
+}
+
+/**
+ * The fake `ollama` for a model that takes `modelMs`: bench/fake.c compiled, or the sh version
+ * (fake-min.sh for 0 ms, fake-100ms.sh for 100 ms) when there is no compiler.
+ * @returns {{ bin: string, label: string }}
+ */
+export function fakeBinary(modelMs) {
+  const compiled = compileC('fake.c', `fake-${modelMs}ms`, [`MODEL_MS=${modelMs}`]);
+  if (compiled.bin) return { bin: compiled.bin, label: `compiled C fake (bench/fake.c, ${modelMs} ms, ${compiled.cc})` };
+  const sh = modelMs === 0 ? SH_FAKE : SH_FAKE_100MS;
+  return { bin: sh, label: `sh fake (bench/${path.basename(sh)}; ${compiled.why})` };
+}
+
+/** Where the fakes record the argv of their first run (see bench/fake.c). */
+export const ARGV_FILE_ENV = 'BENCH_FAKE_ARGV';
+
+/**
+ * The argv the server gave the fake, as recorded through BENCH_FAKE_ARGV; when nothing was
+ * recorded (a server that does not pass its environment on), the build's own buildRunArgs.
+ * @returns {Promise<{ args: string[], source: string }>}
+ */
+export async function serverRunArgs(argvFile) {
+  if (existsSync(argvFile)) {
+    const parts = readFileSync(argvFile, 'utf8').split('\0');
+    parts.pop(); // after the last NUL
+    if (parts[0] === 'run') return { args: parts, source: "recorded from the server's own spawn" };
+  }
+  const { buildRunArgs } = await import('../dist/runner/cli-args.js');
+  return { args: buildRunArgs(MODEL, {}), source: 'buildRunArgs from dist/ (the server did not pass BENCH_FAKE_ARGV on)' };
+}
+
+/**
+ * A direct `child_process.spawn` run of the fake, done the way the server does it (prompt on
+ * stdin, stdout and stderr read to the end, wait for the exit): the baseline the server's figures
+ * are compared with.
+ */
+export function spawnDirect(bin, args, input, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out = [];
+    const err = [];
+    child.stdout.on('data', (chunk) => out.push(chunk));
+    child.stderr.on('data', (chunk) => err.push(chunk));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      const stdout = Buffer.concat(out).toString('utf8');
+      if (code !== 0 || !stdout.trim()) {
+        reject(
+          new Error(
+            `direct spawn of ${bin} failed: exit ${code} ${signal ?? ''} ${Buffer.concat(err).toString('utf8').slice(-300)}`,
+          ),
+        );
+      } else resolve(stdout);
+    });
+    child.stdin.on('error', () => {}); // a fake that exits early: the exit code says it
+    child.stdin.end(input);
+  });
+}
+
+/** The same run with execa's defaults (what a plain `execa(bin, args, { input })` costs). */
+export async function execaDirect(bin, args, input, env) {
+  const result = await execa(bin, args, { input, reject: false, env, extendEnv: false });
+  if (result.exitCode !== 0 || !result.stdout.trim())
+    throw new Error(`direct execa of ${bin} failed: exit ${result.exitCode} ${result.signal ?? ''} ${result.stderr.slice(-300)}`);
+  return result.stdout;
+}
+
+// ------------------------------------------------------------------------------ one process, measured
+
+let timeVerbose; // does /usr/bin/time -v work here? (checked once)
+
+function peakRssSource() {
+  // BENCH_PEAK_RSS=proc|wrapper forces a fallback (to check it on a machine that has /usr/bin/time).
+  if (process.env.BENCH_PEAK_RSS === 'proc') return '/proc/<pid>/status VmHWM, polled';
+  if (process.env.BENCH_PEAK_RSS === 'wrapper') return 'process.resourceUsage().maxRSS in a wrapper';
+  if (timeVerbose === undefined) {
+    const probe = existsSync('/usr/bin/time') ? spawnSync('/usr/bin/time', ['-v', 'true'], { encoding: 'utf8' }) : null;
+    timeVerbose = probe?.status === 0 && /Maximum resident set size/.test(probe.stderr);
+  }
+  if (timeVerbose) return '/usr/bin/time -v';
+  if (existsSync('/proc/self/status')) return '/proc/<pid>/status VmHWM, polled';
+  return 'process.resourceUsage().maxRSS in a wrapper';
+}
+
+/**
+ * Runs `node script ...args` to completion and measures its wall time (from spawn to exit, node's
+ * start-up included) and peak RSS: with /usr/bin/time -v when it works, else by polling VmHWM (the
+ * kernel's own high-water mark, so a poll only has to come late enough) in /proc, else with
+ * bench/maxrss-wrapper.mjs, which runs the script in-process and reports its maxRSS at exit.
+ * Rejects when the process fails.
+ * @returns {Promise<{ stdout: string, wallMs: number, rssMb: number, rssSource: string }>}
+ */
+export function measureNodeProcess(script, args, { env = process.env, cwd = ROOT } = {}) {
+  const source = peakRssSource();
+  let file = process.execPath;
+  let argv = [script, ...args];
+  if (source.startsWith('/usr/bin/time')) [file, argv] = ['/usr/bin/time', ['-v', process.execPath, ...argv]];
+  else if (source.includes('wrapper')) argv = [path.join(BENCH_DIR, 'maxrss-wrapper.mjs'), ...argv];
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(file, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = [];
+    const err = [];
+    let hwmKb = 0;
+    const poll = source.startsWith('/proc')
+      ? setInterval(() => {
+          try {
+            const kb = Number(/^VmHWM:\s*(\d+)/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
+            hwmKb = Math.max(hwmKb, kb);
+          } catch {
+            // exited between two polls
+          }
+        }, 5)
+      : null;
+    child.stdout.on('data', (b) => out.push(b));
+    child.stderr.on('data', (b) => err.push(b));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      const wallMs = performance.now() - started;
+      if (poll) clearInterval(poll);
+      const stderr = Buffer.concat(err).toString('utf8');
+      if (code !== 0) {
+        reject(
+          new Error(
+            `node ${path.relative(ROOT, script)} ${args.join(' ')} exited with ${code ?? signal}: ${stderr.slice(-1500)}`,
+          ),
+        );
+        return;
+      }
+      const kb = source.startsWith('/usr/bin/time')
+        ? Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(stderr)?.[1])
+        : source.startsWith('/proc')
+          ? hwmKb
+          : Number(/^maxrss_kb=(\d+)$/m.exec(stderr)?.[1]);
+      resolve({ stdout: Buffer.concat(out).toString('utf8'), wallMs, rssMb: kb / 1024, rssSource: source });
+    });
+  });
 }

@@ -1,13 +1,14 @@
-// `npm run bench`: the three benchmarks in one run, figures to stdout and to bench/RESULTS.md.
-// Exit code 0 when every benchmark ran (a missed target is reported as FAIL, not as an error),
-// non-zero when something actually went wrong.
+// `npm run bench`: every benchmark in one run, each issue-11 / issue-9 target printed with its
+// baseline from the same run. Exit code 0 when every benchmark ran (a missed target is reported as
+// FAIL, not as an error), non-zero when something actually went wrong (1), or the watchdog fired (3).
 //
-// Options (environment):
-//   BENCH_QUICK=1          tiny sample counts, for checking the harness itself (figures meaningless)
-//   BENCH_CPU_PROF=<dir>   run the overhead servers under `node --cpu-prof`, profiles written to <dir>
-//   BENCH_NO_WRITE=1       do not rewrite bench/RESULTS.md
-//   BENCH_RESULTS_FILE=<f> write the Markdown there instead (also in QUICK mode)
-//   BENCH_WAIT_IDLE=<s>    first wait up to <s> seconds for the CPUs to be idle (a shared machine)
+// Options (see bench/README.md):
+//   --write | BENCH_WRITE=1  also write bench/RESULTS.md (never on a plain run)
+//   BENCH_RESULTS_FILE=<f>   write the Markdown to <f> instead (implies writing)
+//   BENCH_QUICK=1            tiny sample counts, for checking the harness itself (figures meaningless)
+//   BENCH_JQ=1               add the jq comparison to the report benchmark (~40 s here)
+//   BENCH_CPU_PROF=<dir>     run the added-latency server under `node --cpu-prof`, profile written to <dir>
+//   BENCH_WAIT_IDLE=<s>      first wait up to <s> seconds for the CPUs to be idle (a shared machine)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,37 +18,76 @@ import {
   NODE_FAKE,
   SH_FAKE,
   SH_FAKE_100MS,
-  fake100ms,
   closeAllServers,
+  compileC,
   cpuBusyPercent,
   cpuTicks,
   ensureExecutable,
+  fakeBinary,
   machineInfo,
   ms,
   removeAllTempDirs,
 } from './lib.mjs';
 import { measureOverhead } from './overhead.mjs';
+import { measureReportCli } from './report-cli.mjs';
+import { measureStartup } from './startup.mjs';
 import { measureState } from './state.mjs';
 import { measureThroughput } from './throughput.mjs';
-import { measureReportVsJq } from './report-vs-jq.mjs';
 
 const QUICK = process.env.BENCH_QUICK === '1';
+const RESULTS_FILE = process.env.BENCH_RESULTS_FILE
+  ? path.resolve(process.env.BENCH_RESULTS_FILE)
+  : process.argv.includes('--write') || process.env.BENCH_WRITE === '1'
+    ? path.join(BENCH_DIR, 'RESULTS.md')
+    : null;
 const CPU_PROF = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
-const WATCHDOG_MS = 6 * 60 * 1000;
+const WATCHDOG_MS = 9 * 60 * 1000;
 const IDLE_BUSY_PCT = 15;
 
+/** The targets of issue 11 and issue 9 §3. */
 const TARGETS = {
-  overheadP50: 5, // ms added at p50, task_id path
-  overheadStretch: 3,
-  efficiency: 0.9,
-  stateP50: 5,
+  addedTask: 1.5, // ms, paired median over a direct child_process.spawn, with task_id
+  addedTaskStretch: 1.0,
+  addedNone: 1.0, // ms, without task_id
+  ledgerP50: 0.8, // ms, at 10k tasks, warm and while a second process hammers
+  ledgerP95: 2,
+  throughput: 0.97, // server runs/s relative to direct child_process.spawn at the same concurrency
+  startup: 1.3, // time to the first initialize reply, relative to a minimal SDK server
+  reportRatio: 0.8, // report --json wall relative to the bare JSON.parse loop
+  reportRssMb: 150, // peak RSS of report --json
 };
 
 const PLAN = QUICK
-  ? { nodeRounds: 10, shRounds: 20, warmup: 3, runs: 40, reps: 1, tasks: 10_000, transactions: 50, stateWarmup: 5 }
-  : { nodeRounds: 200, shRounds: 400, warmup: 20, runs: 200, reps: 3, tasks: 10_000, transactions: 500, stateWarmup: 50 };
+  ? {
+      rounds: 30,
+      warmup: 5,
+      runs: 40,
+      reps: 1,
+      tasks: 10_000,
+      transactions: 50,
+      stateWarmup: 5,
+      startups: 2,
+      reportLines: 50_000,
+      reportReps: 1,
+    }
+  : {
+      rounds: 600,
+      warmup: 30,
+      runs: 200,
+      reps: 5,
+      tasks: 10_000,
+      transactions: 500,
+      stateWarmup: 50,
+      startups: 12,
+      reportLines: 1_000_000,
+      reportReps: 3,
+    };
 
-const say = (line = '') => process.stdout.write(`${line}\n`);
+const output = [];
+const say = (line = '') => {
+  output.push(line);
+  process.stdout.write(`${line}\n`);
+};
 
 /** Share of the machine's CPU that other processes used while `fn` ran (its children are reaped by then). */
 async function withNoise(fn) {
@@ -61,15 +101,13 @@ async function withNoise(fn) {
     const other = after.machineBusy - before.machineBusy - (after.ours - before.ours);
     otherCpuPct = Math.max(0, (100 * other) / (seconds * 100 * os.availableParallelism()));
   }
-  return Object.assign(result, { otherCpuPct });
+  return Object.assign(result, { otherCpuPct, seconds });
 }
 const noise = (x) => (x.otherCpuPct === null ? 'n/a' : `${x.otherCpuPct.toFixed(0)}%`);
-const pass = (ok) => (ok ? 'PASS' : 'FAIL');
+const secs = (msValue, digits = 2) => `${(msValue / 1000).toFixed(digits)} s`;
 
 async function main() {
-  ensureExecutable(SH_FAKE);
-  ensureExecutable(SH_FAKE_100MS);
-  ensureExecutable(NODE_FAKE);
+  for (const file of [SH_FAKE, SH_FAKE_100MS, NODE_FAKE]) ensureExecutable(file);
 
   // The figures mean little if something else is using the CPUs: measure it and say so.
   const waitIdleS = Number(process.env.BENCH_WAIT_IDLE ?? 0);
@@ -96,62 +134,54 @@ async function main() {
   machine.busyBefore = busyBefore === null ? 'n/a' : `${busyBefore.toFixed(0)}%`;
   const started = performance.now();
   const ticksBefore = cpuTicks();
-  say(`ollama-runner-mcp benchmarks${QUICK ? ' (QUICK: figures meaningless)' : ''}`);
+  say(`ollama-runner-mcp benchmarks${QUICK ? ' (QUICK: sample counts too small, figures meaningless)' : ''}`);
   say(`machine: ${machine.nproc} cpu (${machine.cpuModel}), ${machine.memory}, node ${machine.node}, ${machine.os}`);
   say(`load average at start: ${machine.loadavg}; CPU busy in the 1.5 s before start: ${machine.busyBefore}`);
   if (busyBefore !== null && busyBefore > IDLE_BUSY_PCT)
     say(`WARNING: the machine is not idle (${machine.busyBefore} busy before start); figures will be noisy`);
   say();
 
-  // ---------------------------------------------------------------- 1. overhead
-  say(`[1/4] overhead: ${PLAN.nodeRounds} + ${PLAN.shRounds} interleaved rounds after ${PLAN.warmup} warm-up rounds ...`);
-  const overhead = [];
-  overhead.push(
-    await withNoise(() =>
-      measureOverhead({
-        label: 'node fake (test/fixtures/fake-ollama.mjs)',
-        bin: NODE_FAKE,
-        rounds: PLAN.nodeRounds,
-        warmup: PLAN.warmup,
-        cpuProfDir: CPU_PROF,
-      }),
-    ),
+  const fast = fakeBinary(0);
+  const slow = fakeBinary(100);
+  const floorDriver = compileC('spawn-floor.c', 'spawn-floor');
+  if (!floorDriver.bin) say(`posix_spawn floor skipped: ${floorDriver.why}`);
+
+  // ---------------------------------------------------------------- 1. spawn baselines, added latency
+  say(
+    `[1/5] spawn baselines and added latency: ${PLAN.rounds} interleaved rounds after ${PLAN.warmup} warm-up rounds, ${fast.label} ...`,
   );
-  printOverhead(overhead.at(-1));
-  overhead.push(
-    await withNoise(() =>
-      measureOverhead({
-        label: 'minimal sh fake (bench/fake-min.sh)',
-        bin: SH_FAKE,
-        rounds: PLAN.shRounds,
-        warmup: PLAN.warmup,
-        cpuProfDir: CPU_PROF,
-      }),
-    ),
+  const overhead = await withNoise(() =>
+    measureOverhead({ fake: fast, floorBin: floorDriver.bin, rounds: PLAN.rounds, warmup: PLAN.warmup, cpuProfDir: CPU_PROF }),
   );
-  printOverhead(overhead.at(-1));
+  printOverhead(overhead);
 
   // ---------------------------------------------------------------- 2. throughput
-  const fake = fake100ms();
-  say(`[2/4] throughput: ${PLAN.runs} runs of a 100 ms ${fake.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
+  say(`[2/5] throughput: ${PLAN.runs} runs of a 100 ms ${slow.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
   const throughput = await withNoise(() =>
-    measureThroughput({ bin: fake.bin, runs: PLAN.runs, concurrency: 8, modelMs: 100, reps: PLAN.reps }),
+    measureThroughput({ bin: slow.bin, runs: PLAN.runs, concurrency: 8, modelMs: 100, reps: PLAN.reps }),
   );
-  throughput.fakeLabel = fake.label;
   printThroughput(throughput);
 
-  // ---------------------------------------------------------------- 3. state
-  say(`[3/4] state: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
+  // ---------------------------------------------------------------- 3. ledger
+  say(`[3/5] ledger transaction: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
   const state = await withNoise(() =>
     measureState({ tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup }),
   );
   printState(state);
 
-  // ---------------------------------------------------------------- 4. report vs jq
-  const reportLines = QUICK ? 50_000 : 1_000_000;
-  say(`[4/4] report --json over a generated ${reportLines.toLocaleString('en-US')}-line runs.jsonl, side by side with jq ...`);
-  const report = await withNoise(() => measureReportVsJq({ lines: reportLines }));
-  say(describeReport(report));
+  // ---------------------------------------------------------------- 4. start-up
+  say(`[4/5] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);
+  const startup = await withNoise(() => measureStartup({ samples: PLAN.startups, fakeBin: fast.bin }));
+  printStartup(startup);
+
+  // ---------------------------------------------------------------- 5. report
+  say(
+    `[5/5] report --json through the CLI on a generated ${PLAN.reportLines.toLocaleString('en-US')}-line runs.jsonl, next to a bare JSON.parse loop, ${PLAN.reportReps} rep(s) each ...`,
+  );
+  const report = await withNoise(() =>
+    measureReportCli({ lines: PLAN.reportLines, reps: PLAN.reportReps, withJq: process.env.BENCH_JQ === '1' }),
+  );
+  printReport(report);
 
   const totalS = (performance.now() - started) / 1000;
   machine.loadavgEnd = machineInfo().loadavg;
@@ -165,23 +195,28 @@ async function main() {
   } else {
     machine.otherCpu = machine.ownCpu = 'n/a';
   }
-  const table = summaryTable(overhead, throughput, state, report);
-  say('Summary');
-  say(table);
+  const rows = targetRows({ overhead, throughput, state, startup, report });
+  say('Targets (value and baseline from this run)');
+  say(renderTable(rows));
+  const missed = rows.filter((r) => r.result === 'FAIL');
+  if (missed.length > 0) {
+    say();
+    say('Missed targets, why and the floor:');
+    for (const r of missed) say(`- ${r.measure}: ${r.why}`);
+  }
   say();
   say(
-    `total bench time: ${totalS.toFixed(1)} s; CPU used by the bench and its children: ${machine.ownCpu}, by other processes: ${machine.otherCpu}`,
+    `total bench time: ${totalS.toFixed(1)} s; load average at end: ${machine.loadavgEnd}; CPU used by the bench and its children: ${machine.ownCpu}, by other processes: ${machine.otherCpu}`,
   );
+  for (const [label, text] of [
+    ['added latency', overhead.serverStderr],
+    ['throughput', throughput.serverStderr],
+  ])
+    if (text.trim()) say(`note: server stderr (${label}): ${text.trim().slice(0, 500)}`);
 
-  for (const o of overhead)
-    if (o.serverStderr.trim()) say(`note: server stderr (${o.label}): ${o.serverStderr.trim().slice(0, 500)}`);
-  if (throughput.serverStderr.trim()) say(`note: server stderr (throughput): ${throughput.serverStderr.trim().slice(0, 500)}`);
-
-  const resultsFile = process.env.BENCH_RESULTS_FILE;
-  if (process.env.BENCH_NO_WRITE !== '1' && (!QUICK || resultsFile)) {
-    const file = resultsFile ? path.resolve(resultsFile) : path.join(BENCH_DIR, 'RESULTS.md');
-    writeFileSync(file, renderMarkdown({ machine, overhead, throughput, state, report, table, totalS }));
-    say(`wrote ${path.relative(process.cwd(), file)}`);
+  if (RESULTS_FILE) {
+    writeFileSync(RESULTS_FILE, renderMarkdown({ machine, rows, missed, totalS }));
+    say(`wrote ${path.relative(process.cwd(), RESULTS_FILE)}`);
   }
   clearTimeout(watchdog);
 }
@@ -189,172 +224,215 @@ async function main() {
 // ------------------------------------------------------------------------------------ printing
 
 function printOverhead(o) {
-  say(`  ${o.label}: ${o.rounds} rounds in ${o.elapsedS.toFixed(1)} s; other processes used ${noise(o)} of the CPUs meanwhile`);
-  say(`    direct execa spawn       p50 ${ms(o.direct.p50)}  p95 ${ms(o.direct.p95)} ms`);
+  say(`  ${o.rounds} rounds in ${o.elapsedS.toFixed(1)} s; other processes used ${noise(o)} of the CPUs meanwhile`);
+  say(`  argv: ${o.args.join(' ')} (${o.argsSource})`);
+  say('  one run of the fake (prompt on stdin, stdout and stderr read to the end, exit awaited):');
+  if (o.posix) say(`    posix_spawn from C (floor)   p50 ${ms(o.posix.p50, 3)}  p95 ${ms(o.posix.p95, 3)} ms  (n=${o.posix.n})`);
+  else say('    posix_spawn from C (floor)   skipped (no C compiler)');
+  say(`    node child_process.spawn     p50 ${ms(o.spawn.p50, 3)}  p95 ${ms(o.spawn.p95, 3)} ms`);
   say(
-    `    ollama_run + task_id     p50 ${ms(o.task.p50)}  p95 ${ms(o.task.p95)} ms   added p50 ${ms(o.added.task.p50)}  p95 ${ms(o.added.task.p95)} ms`,
+    `    execa (defaults)             p50 ${ms(o.execa.p50, 3)}  p95 ${ms(o.execa.p95, 3)} ms   paired median over spawn ${ms(o.paired.execa.p50, 3)} ms`,
+  );
+  say(`    ollama_run + task_id         p50 ${ms(o.task.p50, 3)}  p95 ${ms(o.task.p95, 3)} ms`);
+  say(`    ollama_run, no task_id       p50 ${ms(o.none.p50, 3)}  p95 ${ms(o.none.p95, 3)} ms`);
+  say(`    MCP ping round trip          p50 ${ms(o.ping.p50, 3)}  p95 ${ms(o.ping.p95, 3)} ms`);
+  say('  added latency, median of per-round differences (server call i - direct spawn i):');
+  say(
+    `    over child_process.spawn: task_id ${ms(o.paired.task.p50, 3)} ms, no task_id ${ms(o.paired.none.p50, 3)} ms (task_id over no task_id ${ms(o.paired.taskOverNone.p50, 3)} ms)`,
   );
   say(
-    `    ollama_run, no task_id   p50 ${ms(o.none.p50)}  p95 ${ms(o.none.p95)} ms   added p50 ${ms(o.added.none.p50)}  p95 ${ms(o.added.none.p95)} ms`,
+    `    over execa:               task_id ${ms(o.paired.taskOverExeca.p50, 3)} ms, no task_id ${ms(o.paired.noneOverExeca.p50, 3)} ms`,
   );
-  say(`    MCP ping round trip      p50 ${ms(o.ping.p50)}  p95 ${ms(o.ping.p95)} ms`);
   say(
-    `    paired (round by round) server - direct, median: task_id ${ms(o.paired.task.p50)}, no task_id ${ms(o.paired.none.p50)} ms`,
+    `  client wall minus the server's own duration_ms, p50: task_id ${ms(o.taskServerSide.p50, 3)} ms, no task_id ${ms(o.noneServerSide.p50, 3)} ms`,
   );
-  say(`    wall - server's duration_ms: task_id p50 ${ms(o.taskServerSide.p50)}, no task_id p50 ${ms(o.noneServerSide.p50)} ms`);
   say();
 }
 
 function printThroughput(t) {
+  say(`  argv: ${t.args.join(' ')} (${t.argsSource}); other processes used ${noise(t)} of the CPUs meanwhile`);
+  say(`  ideal ${t.runs}/${t.concurrency} x ${t.modelMs} ms = ${secs(t.idealMs)}`);
+  const row = (name, label) =>
+    say(
+      `  ${label.padEnd(34)} wall ${secs(t.wall[name], 3)} (reps: ${t.walls[name].map((w) => (w / 1000).toFixed(3)).join(', ')})  efficiency ${t.efficiency[name].toFixed(3)}  per-run p50 ${ms(t.spawnMs[name].p50, 1)} ms`,
+    );
+  row('server', `server, ${t.runs} calls at once`);
+  row('spawn', `child_process.spawn, ${t.concurrency} at a time`);
+  row('execa', `execa, ${t.concurrency} at a time`);
   say(
-    `  ideal ${t.runs}/${t.concurrency} x ${t.modelMs} ms = ${(t.idealMs / 1000).toFixed(2)} s; other processes used ${noise(t)} of the CPUs meanwhile`,
+    `  runs/s relative to child_process.spawn: server ${t.relative.toFixed(3)}, execa ${t.relativeExeca.toFixed(3)}; longest queue_ms ${t.maxQueueMs}`,
   );
-  say(
-    `  server  wall ${(t.serverWall / 1000).toFixed(3)} s (reps: ${t.serverWalls.map((w) => (w / 1000).toFixed(3)).join(', ')})  efficiency ${t.efficiency.toFixed(3)}`,
-  );
-  say(
-    `  direct  wall ${(t.directWall / 1000).toFixed(3)} s (reps: ${t.directWalls.map((w) => (w / 1000).toFixed(3)).join(', ')})  efficiency ${t.directEfficiency.toFixed(3)}`,
-  );
-  say(`  server relative to direct: ${t.relative.toFixed(3)}`);
-  say(
-    `  per-spawn time: server's duration_ms p50 ${ms(t.serverSpawn.p50, 0)} p95 ${ms(t.serverSpawn.p95, 0)}; direct p50 ${ms(t.directSpawn.p50, 1)} p95 ${ms(t.directSpawn.p95, 1)} ms; longest queue_ms ${t.maxQueueMs}`,
-  );
+  say('  (per-run for the server is its own duration_ms; for the direct ways the wall time of one run)');
   say();
 }
 
 function printState(s) {
   say(`  other processes used ${noise(s)} of the CPUs meanwhile`);
-  say(`  seeded ${s.tasks} tasks in ${ms(s.seedMs, 0)} ms (ledger ${(s.ledgerBytes / 1024).toFixed(0)} KiB in 64 shards)`);
-  say(`  warm       p50 ${ms(s.warm.p50, 3)}  p95 ${ms(s.warm.p95, 3)} ms`);
+  say(
+    `  seeded ${s.tasks} tasks in ${ms(s.seedMs, 0)} ms (${(s.ledgerBytes / 1024).toFixed(0)} KiB in state.json + ${s.shards} shards)`,
+  );
+  say(`  warm       p50 ${ms(s.warm.p50, 3)}  p95 ${ms(s.warm.p95, 3)}  max ${ms(s.warm.max, 3)} ms`);
   say(
     `  cold       p50 ${ms(s.cold.p50, 3)}  p95 ${ms(s.cold.p95, 3)} ms  (+ new StateStore() p50 ${ms(s.construct.p50, 3)} ms)`,
   );
   say(
-    `  contended  p50 ${ms(s.contended.p50, 3)}  p95 ${ms(s.contended.p95, 3)} ms  (${s.contendedTxPerS.toFixed(0)} tx/s here, ${s.hammerTxPerS.toFixed(0)} tx/s in the other process)`,
+    `  contended  p50 ${ms(s.contended.p50, 3)}  p95 ${ms(s.contended.p95, 3)}  max ${ms(s.contended.max, 3)} ms  (${s.contendedTxPerS.toFixed(0)} tx/s here, ${s.hammerTxPerS.toFixed(0)} tx/s in the other process)`,
+  );
+  say(
+    `  floor      p50 ${ms(s.floor.p50, 3)}  p95 ${ms(s.floor.p95, 3)} ms  (sync mkdir lock + serialise and write-temp-rename one ${(s.floor.shardBytes / 1024).toFixed(0)} KiB shard)`,
   );
   say();
 }
 
-function summaryTable(overhead, t, s, r) {
-  const [nodeFake, shFake] = overhead;
-  const rows = [
-    ['Figure', 'Measured', 'Target', 'Result'],
-    [
-      'Overhead, node fake, task_id: added p50 / p95',
-      `${ms(nodeFake.added.task.p50)} / ${ms(nodeFake.added.task.p95)} ms`,
-      `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`,
-      verdictOverhead(nodeFake.added.task.p50),
-    ],
-    [
-      'Overhead, node fake, no task_id: added p50 / p95',
-      `${ms(nodeFake.added.none.p50)} / ${ms(nodeFake.added.none.p95)} ms`,
-      `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`,
-      verdictOverhead(nodeFake.added.none.p50),
-    ],
-    [
-      'Overhead, minimal sh fake, task_id: added p50 / p95',
-      `${ms(shFake.added.task.p50)} / ${ms(shFake.added.task.p95)} ms`,
-      `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`,
-      verdictOverhead(shFake.added.task.p50),
-    ],
-    [
-      'Overhead, minimal sh fake, no task_id: added p50 / p95',
-      `${ms(shFake.added.none.p50)} / ${ms(shFake.added.none.p95)} ms`,
-      `p50 <= ${TARGETS.overheadP50} ms (stretch <= ${TARGETS.overheadStretch})`,
-      verdictOverhead(shFake.added.none.p50),
-    ],
-    [
-      'Overhead, paired median (server - direct, same round), task_id / no task_id: node fake',
-      `${ms(nodeFake.paired.task.p50)} / ${ms(nodeFake.paired.none.p50)} ms`,
-      'info (steadier estimate)',
-      'info',
-    ],
-    [
-      'Overhead, paired median (server - direct, same round), task_id / no task_id: sh fake',
-      `${ms(shFake.paired.task.p50)} / ${ms(shFake.paired.none.p50)} ms`,
-      'info (steadier estimate)',
-      'info',
-    ],
-    [
-      `Throughput, ${t.runs} x ${t.modelMs} ms fake at concurrency ${t.concurrency}: efficiency (ideal / wall)`,
-      `${t.efficiency.toFixed(3)} (wall ${(t.serverWall / 1000).toFixed(3)} s, ideal ${(t.idealMs / 1000).toFixed(2)} s)`,
-      `>= ${TARGETS.efficiency}`,
-      pass(t.efficiency >= TARGETS.efficiency),
-    ],
-    [
-      `Throughput reference: direct execa, ${t.concurrency} at a time (no server)`,
-      `${t.directEfficiency.toFixed(3)} (wall ${(t.directWall / 1000).toFixed(3)} s)`,
-      'info (practical ceiling)',
-      'info',
-    ],
-    ['Throughput: server relative to direct (direct wall / server wall)', t.relative.toFixed(3), 'info', 'info'],
-    [
-      `State, ${s.tasks} tasks: warm transaction p50 / p95`,
-      `${ms(s.warm.p50, 3)} / ${ms(s.warm.p95, 3)} ms`,
-      `p50 <= ${TARGETS.stateP50} ms`,
-      pass(s.warm.p50 <= TARGETS.stateP50),
-    ],
-    [
-      'State: cold transaction (fresh StateStore each) p50 / p95',
-      `${ms(s.cold.p50, 3)} / ${ms(s.cold.p95, 3)} ms`,
-      'info',
-      'info',
-    ],
-    [
-      'State: warm transaction while a 2nd process hammers, p50 / p95',
-      `${ms(s.contended.p50, 3)} / ${ms(s.contended.p95, 3)} ms`,
-      'info',
-      'info',
-    ],
-    [
-      `report --json, ${r.lines.toLocaleString('en-US')} lines: time / peak RSS`,
-      `${(r.report.wallMs / 1000).toFixed(2)} s / ${r.report.rssMb.toFixed(0)} MB`,
-      'RSS < 200 MB',
-      pass(r.report.rssMb < 200),
-    ],
-    [
-      'report vs jq (same per-model counts and p95): speed-up',
-      r.jq
-        ? `${(r.jq.wallMs / r.report.wallMs).toFixed(1)}x (jq ${(r.jq.wallMs / 1000).toFixed(2)} s, ${r.jq.rssMb.toFixed(0)} MB)`
-        : 'jq not installed',
-      '>= 3x',
-      r.jq ? pass(r.jq.wallMs / r.report.wallMs >= 3 && r.agree) : 'n/a',
-    ],
-  ];
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const line = (r) => `| ${r.map((cell, c) => cell.padEnd(widths[c])).join(' | ')} |`;
-  return [line(rows[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(line)].join('\n');
+function printStartup(u) {
+  say(`  other processes used ${noise(u)} of the CPUs meanwhile`);
+  const rss = (x) => (x.rss ? `${x.rss.p50.toFixed(1)} MB` : 'n/a (no /proc)');
+  say(
+    `  node dist/cli.js          first reply p50 ${ms(u.ours.reply.p50, 1)}  p95 ${ms(u.ours.reply.p95, 1)} ms; idle RSS ${rss(u.ours)}`,
+  );
+  say(
+    `  minimal SDK server        first reply p50 ${ms(u.minimal.reply.p50, 1)}  p95 ${ms(u.minimal.reply.p95, 1)} ms; idle RSS ${rss(u.minimal)}`,
+  );
+  say(`  ratio ${u.ratio.toFixed(2)}x (idle RSS read ${u.idleMs} ms after notifications/initialized)`);
+  say();
 }
 
-function verdictOverhead(added) {
-  if (added <= TARGETS.overheadStretch) return 'PASS (stretch met)';
-  return pass(added <= TARGETS.overheadP50);
+function printReport(r) {
+  say(`  other processes used ${noise(r)} of the CPUs meanwhile`);
+  say(
+    `  log: ${r.lines.toLocaleString('en-US')} lines, ${(r.bytes / 2 ** 20).toFixed(0)} MiB, generated in ${secs(r.genMs, 1)}; report counted ${r.counted === null ? 'n/a (no total_runs)' : r.counted.toLocaleString('en-US')} runs`,
+  );
+  const walls = (x) => x.walls.map((w) => (w / 1000).toFixed(2)).join(', ');
+  say(
+    `  node dist/cli.js report --json   wall p50 ${secs(r.cli.wall.p50)} (${walls(r.cli)})  peak RSS ${r.cli.peakRssMb.toFixed(0)} MB`,
+  );
+  say(
+    `  JSON.parse floor                 wall p50 ${secs(r.floor.wall.p50)} (${walls(r.floor)})  peak RSS ${r.floor.peakRssMb.toFixed(0)} MB`,
+  );
+  say(`  ratio ${r.ratio.toFixed(2)} (peak RSS from ${r.rssSource})`);
+  if (r.jq)
+    say(
+      `  ${r.jq.version}: ${secs(r.jq.wallMs)}; per-model figures ${r.jq.mismatches.length === 0 ? 'agree with the report' : `DIFFER: ${r.jq.mismatches.slice(0, 3).join('; ')}`}`,
+    );
+  else say(`  jq: skipped (${r.jqSkipped})`);
+  say();
 }
 
-function describeReport(r) {
-  const head = `report --json: ${(r.report.wallMs / 1000).toFixed(2)} s, peak RSS ${r.report.rssMb.toFixed(0)} MB (${r.report.rssSource}); ${(r.bytes / 1048576).toFixed(0)} MiB, generated in ${(r.gen.ms / 1000).toFixed(1)} s`;
-  if (!r.jq) return `${head}; jq not installed (apt-get install jq) so no comparison`;
-  const agree = r.agree
-    ? `per-model counts agree, p95 within ${(100 * r.maxP95Error).toFixed(2)}%`
-    : `MISMATCH: ${r.mismatches.slice(0, 3).join('; ')}`;
-  return `${head}\njq: ${(r.jq.wallMs / 1000).toFixed(2)} s, peak RSS ${r.jq.rssMb.toFixed(0)} MB; ${agree}`;
+// ------------------------------------------------------------------------------------ targets
+
+function targetRows({ overhead: o, throughput: t, state: s, startup: u, report: r }) {
+  const rows = [];
+  const add = (measure, value, baseline, target, result, why) => rows.push({ measure, value, baseline, target, result, why });
+  const pass = (ok) => (ok ? 'PASS' : 'FAIL');
+  const spawnBaseline = `spawn p50 ${ms(o.spawn.p50, 2)} ms (execa ${ms(o.execa.p50, 2)}, posix_spawn ${o.posix ? ms(o.posix.p50, 2) : 'n/a'})`;
+  const parts = `MCP round trip (ping) p50 ${ms(o.ping.p50, 2)} ms, execa over spawn ${ms(o.paired.execa.p50, 2)} ms (paired)`;
+
+  const task = o.paired.task.p50;
+  add(
+    'Added latency, ollama_run with task_id (paired median over child_process.spawn)',
+    `${ms(task, 2)} ms`,
+    spawnBaseline,
+    `<= ${TARGETS.addedTask} ms (stretch ${TARGETS.addedTaskStretch})`,
+    task <= TARGETS.addedTaskStretch ? 'PASS (stretch)' : pass(task <= TARGETS.addedTask),
+    `it holds ${parts}, the ledger transaction (warm p50 ${ms(s.warm.p50, 2)} ms, task_id over no task_id ${ms(o.paired.taskOverNone.p50, 2)} ms paired) and the run-log append; floor: ping + a sync transaction (${ms(s.floor.p50, 2)} ms measured) = ${ms(o.ping.p50 + s.floor.p50, 2)} ms.`,
+  );
+  const none = o.paired.none.p50;
+  add(
+    'Added latency, ollama_run without task_id (paired median over child_process.spawn)',
+    `${ms(none, 2)} ms`,
+    spawnBaseline,
+    `<= ${TARGETS.addedNone} ms`,
+    pass(none <= TARGETS.addedNone),
+    `it holds ${parts}, and the server's own work (validation, preflight, run-log append); floor: the ping round trip, ${ms(o.ping.p50, 2)} ms.`,
+  );
+  for (const [mode, x, label] of [
+    ['warm', s.warm, 'warm'],
+    ['contended', s.contended, 'while a 2nd process hammers'],
+  ]) {
+    add(
+      `Ledger transaction at ${s.tasks.toLocaleString('en-US')} tasks, ${label}: p50 / p95`,
+      `${ms(x.p50, 3)} / ${ms(x.p95, 3)} ms`,
+      `floor ${ms(s.floor.p50, 3)} / ${ms(s.floor.p95, 3)} ms`,
+      `p50 <= ${TARGETS.ledgerP50}, p95 <= ${TARGETS.ledgerP95} ms`,
+      pass(x.p50 <= TARGETS.ledgerP50 && x.p95 <= TARGETS.ledgerP95),
+      ledgerWhy(s, x, mode === 'contended'),
+    );
+  }
+  add(
+    `Throughput, ${t.runs} x ${t.modelMs} ms runs at concurrency ${t.concurrency}: runs/s relative to direct spawn`,
+    `${t.relative.toFixed(3)} (wall ${secs(t.wall.server, 3)})`,
+    `spawn wall ${secs(t.wall.spawn, 3)} (execa ${secs(t.wall.execa, 3)}, ideal ${secs(t.idealMs)})`,
+    `>= ${TARGETS.throughput}`,
+    pass(t.relative >= TARGETS.throughput),
+    `the server lost ${ms(((t.wall.server - t.wall.spawn) * t.concurrency) / t.runs, 2)} ms per run and slot over direct spawns; direct execa alone reaches ${t.relativeExeca.toFixed(3)}, so execa's share is ${ms(((t.wall.execa - t.wall.spawn) * t.concurrency) / t.runs, 2)} ms; floor: the direct spawn wall.`,
+  );
+  add(
+    'Start-up to the first initialize reply (stdio), relative to a minimal SDK server',
+    `${u.ratio.toFixed(2)}x (${ms(u.ours.reply.p50, 0)} ms)`,
+    `minimal server ${ms(u.minimal.reply.p50, 0)} ms`,
+    `<= ${TARGETS.startup}x`,
+    pass(u.ratio <= TARGETS.startup),
+    `cli.js takes ${ms(u.ours.reply.p50 - u.minimal.reply.p50, 0)} ms more to its first reply than a server that loads only the SDK and zod: that is what it loads and does before replying (issue 11: stdio should not load the HTTP server, report, doctor, or execa before the first spawn); floor: the minimal server.`,
+  );
+  add(
+    'Idle RSS after initialize',
+    u.ours.rss ? `${u.ours.rss.p50.toFixed(1)} MB` : 'n/a',
+    u.minimal.rss ? `minimal server ${u.minimal.rss.p50.toFixed(1)} MB` : 'n/a',
+    'reported',
+    'info',
+    '',
+  );
+  add(
+    `report --json through the CLI, ${r.lines.toLocaleString('en-US')} lines: wall relative to the JSON.parse floor`,
+    `${r.ratio.toFixed(2)} (${secs(r.cli.wall.p50)})`,
+    `bare JSON.parse loop ${secs(r.floor.wall.p50)}`,
+    `<= ${TARGETS.reportRatio}`,
+    pass(r.ratio <= TARGETS.reportRatio),
+    `the CLI takes ${secs(r.cli.wall.p50 - r.floor.wall.p50)} more than a loop that only reads and JSON.parses each line (${secs(r.floor.wall.p50)}, the floor); going under it needs a reader that does not JSON.parse the lines the server wrote itself (issue 9 §3 fast path).`,
+  );
+  add(
+    'report --json through the CLI: peak RSS',
+    `${r.cli.peakRssMb.toFixed(0)} MB`,
+    `JSON.parse floor ${r.floor.peakRssMb.toFixed(0)} MB`,
+    `< ${TARGETS.reportRssMb} MB`,
+    pass(r.cli.peakRssMb < TARGETS.reportRssMb),
+    `the floor (node reading 1 MiB chunks and parsing each line, keeping nothing) peaks at ${r.floor.peakRssMb.toFixed(0)} MB; the ${(r.cli.peakRssMb - r.floor.peakRssMb).toFixed(0)} MB above it is what the report keeps while reading (per-run figures for percentiles, per-task maps) and the garbage it leaves.`,
+  );
+  return rows;
 }
 
-function renderMarkdown({ machine, overhead, throughput: t, state: s, report: r, table, totalS }) {
-  const o = overhead;
-  const overheadRows = o
-    .map((x) =>
-      [
-        `| ${x.label} | direct execa | ${ms(x.direct.p50)} | ${ms(x.direct.p95)} | | |`,
-        `| | ollama_run + task_id | ${ms(x.task.p50)} | ${ms(x.task.p95)} | ${ms(x.added.task.p50)} | ${ms(x.added.task.p95)} |`,
-        `| | ollama_run, no task_id | ${ms(x.none.p50)} | ${ms(x.none.p95)} | ${ms(x.added.none.p50)} | ${ms(x.added.none.p95)} |`,
-        `| | MCP ping (stdio round trip only) | ${ms(x.ping.p50)} | ${ms(x.ping.p95)} | | |`,
-      ].join('\n'),
-    )
-    .join('\n');
+function ledgerWhy(s, x, contended) {
+  const floor = `the floor (sync mkdir lock + write-temp-then-rename of one task shard of the same size) is ${ms(s.floor.p50, 3)} / ${ms(s.floor.p95, 3)} ms p50 / p95 here`;
+  const wait = contended ? `; part of it is waiting for the other process's lock (it ran ${s.hammerTxPerS.toFixed(0)} tx/s)` : '';
+  if (s.floor.p50 >= x.p50)
+    return `${floor}, at or above the store's own p50: this run's disk or CPU contention dominates (see "other processes"), rerun on an idle machine${wait}.`;
+  return `${floor}; the ${ms(x.p50 - s.floor.p50, 3)} ms above it at p50 is the store's own cost (its lock, reads and writes on the thread pool, validation)${wait}.`;
+}
+
+function renderTable(rows) {
+  const head = ['Measure', 'Value', 'Baseline (same run)', 'Target', 'Result'];
+  const cells = [head, ...rows.map((r) => [r.measure, r.value, r.baseline, r.target, r.result])];
+  const widths = head.map((_, c) => Math.max(...cells.map((row) => row[c].length)));
+  const line = (row) => `| ${row.map((cell, c) => cell.padEnd(widths[c])).join(' | ')} |`;
+  return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...cells.slice(1).map(line)].join('\n');
+}
+
+/** How this run was started, for the record: the BENCH_* settings and the arguments. */
+function invocation() {
+  const settings = Object.entries(process.env)
+    .filter(([key]) => key.startsWith('BENCH_'))
+    .map(([key, value]) => `${key}=${value} `)
+    .join('');
+  return `${settings}node bench/run.mjs${process.argv
+    .slice(2)
+    .map((a) => ` ${a}`)
+    .join('')}`;
+}
+
+function renderMarkdown({ machine, rows, missed, totalS }) {
   return `# Benchmark results
 
-Generated by \`npm run bench\` (\`npm run build && node bench/run.mjs\`) on ${machine.date}. Do not edit by hand: every run rewrites this file.
+Generated by \`${invocation()}\` (after \`npm run build\`) on ${machine.date}${QUICK ? ' (BENCH_QUICK=1: sample counts too small, figures meaningless)' : ''}. Do not edit by hand; see [README.md](README.md) for what each figure means.
 
 ## Machine
 
@@ -368,61 +446,17 @@ Generated by \`npm run bench\` (\`npm run build && node bench/run.mjs\`) on ${ma
 | Load average at start / end | ${machine.loadavg} / ${machine.loadavgEnd} |
 | CPU busy in the 1.5 s before start | ${machine.busyBefore} |
 | CPU used during the run by the bench (and its children) / by other processes | ${machine.ownCpu} / ${machine.otherCpu} |
-| Date | ${machine.date} |
-| Command | \`npm run bench\` |
 | Total bench time | ${totalS.toFixed(1)} s |
 
-## Summary
+## Targets
 
-${table}
+${renderTable(rows)}
+${missed.length > 0 ? `\nMissed targets, why and the floor:\n\n${missed.map((r) => `- ${r.measure}: ${r.why}`).join('\n')}\n` : ''}
+## Full output
 
-## 1. Overhead of \`ollama_run\` over a direct spawn (ms)
-
-| Fake | Path | p50 | p95 | added p50 | added p95 |
-|---|---|---|---|---|---|
-${overheadRows}
-
-Samples: ${o[0].rounds} rounds with the node fake, ${o[1].rounds} with the sh fake, after ${o[0].warmup} warm-up rounds each. Other processes used ${noise(o[0])} / ${noise(o[1])} of the CPUs meanwhile.
-"added" is the server path's percentile minus the direct spawn's percentile (a difference of percentiles, not a percentile of differences).
-Median of the paired differences (each round's server call minus the same round's direct spawn, which cancels the machine's drifts): node fake ${ms(o[0].paired.task.p50)} ms with task_id, ${ms(o[0].paired.none.p50)} ms without; sh fake ${ms(o[1].paired.task.p50)} / ${ms(o[1].paired.none.p50)} ms.
-Wall time minus the server's own \`duration_ms\` for the spawn (p50): node fake ${ms(o[0].taskServerSide.p50)} ms with task_id, ${ms(o[0].noneServerSide.p50)} ms without; sh fake ${ms(o[1].taskServerSide.p50)} / ${ms(o[1].noneServerSide.p50)} ms.
-
-## 2. Throughput: ${t.runs} runs of a ${t.modelMs} ms model at OLLAMA_MCP_CONCURRENCY=${t.concurrency}
-
-| | wall (median of ${t.reps}) | each rep | efficiency (ideal / wall) |
-|---|---|---|---|
-| ideal (${t.runs}/${t.concurrency} x ${t.modelMs} ms) | ${(t.idealMs / 1000).toFixed(3)} s | | 1 |
-| server, ${t.runs} calls issued at once by one client | ${(t.serverWall / 1000).toFixed(3)} s | ${t.serverWalls.map((w) => (w / 1000).toFixed(3)).join(', ')} | ${t.efficiency.toFixed(3)} |
-| direct execa, ${t.concurrency} at a time (no server) | ${(t.directWall / 1000).toFixed(3)} s | ${t.directWalls.map((w) => (w / 1000).toFixed(3)).join(', ')} | ${t.directEfficiency.toFixed(3)} |
-
-Server relative to direct: ${t.relative.toFixed(3)}. Per-spawn time: server's \`duration_ms\` p50 ${ms(t.serverSpawn.p50, 0)} / p95 ${ms(t.serverSpawn.p95, 0)} ms; direct p50 ${ms(t.directSpawn.p50, 1)} / p95 ${ms(t.directSpawn.p95, 1)} ms. Longest \`queue_ms\`: ${t.maxQueueMs} ms. Other processes used ${noise(t)} of the CPUs meanwhile.
-
-## 3. State transaction with ${s.tasks.toLocaleString('en-US')} tasks (ms)
-
-| Mode | p50 | p95 | mean | max |
-|---|---|---|---|---|
-| warm (the server's long-lived StateStore) | ${ms(s.warm.p50, 3)} | ${ms(s.warm.p95, 3)} | ${ms(s.warm.mean, 3)} | ${ms(s.warm.max, 3)} |
-| cold (fresh StateStore per transaction) | ${ms(s.cold.p50, 3)} | ${ms(s.cold.p95, 3)} | ${ms(s.cold.mean, 3)} | ${ms(s.cold.max, 3)} |
-| warm, while a second process runs transactions back to back | ${ms(s.contended.p50, 3)} | ${ms(s.contended.p95, 3)} | ${ms(s.contended.mean, 3)} | ${ms(s.contended.max, 3)} |
-
-${s.transactions} transactions per mode on random task ids. Seeding ${s.tasks} entries (one \`transact('all')\`) took ${ms(s.seedMs, 0)} ms; the ledger is ${(s.ledgerBytes / 1024).toFixed(0)} KiB in 64 shards. \`new StateStore()\` itself (not in the cold figure): p50 ${ms(s.construct.p50, 3)} ms. Under contention this process managed ${s.contendedTxPerS.toFixed(0)} tx/s and the other ${s.hammerTxPerS.toFixed(0)} tx/s. Other processes (not the hammer, which is ours) used ${noise(s)} of the CPUs meanwhile.
-
-## 4. \`report --json\` over ${r.lines.toLocaleString('en-US')} lines, side by side with jq
-
-${describeReport(r)
-  .split('\n')
-  .map((line) => `- ${line}`)
-  .join('\n')}
-
-The log is generated by \`bench/report-vs-jq.mjs\` (realistic records: about ten models, mixed statuses, escalations and circuit openings, log-normal durations). The report runs in its own process (\`runReportCommand\` from \`dist/\`, as \`report --json --dir DIR\` does); jq computes the same per-model counts and p95 (its program is in that file) and the two are compared. Peak RSS from \`/usr/bin/time -v\` when present.
-
-## Method
-
-- All three benchmarks run in one process (\`bench/run.mjs\`), one after the other, on the same machine state. The server is the built \`dist/cli.js\`, started over stdio by the SDK \`Client\` + \`StdioClientTransport\` (as \`test/e2e/harness.ts\` does), with \`OLLAMA_BIN\` set to the fake and \`OLLAMA_MCP_TELEMETRY_DIR\` in a fresh temp dir; temp dirs are removed and every child process is closed at the end.
-- **Overhead**: the client lists the tools first, as real clients do (so the SDK client also validates each result against \`outputSchema\`). Then each round runs, in a random order, one \`ollama_run\` with a \`task_id\` (rotating over 50 ids, so the ledger transaction is measured), one without, one direct \`execa\` spawn of the same fake (\`run llama3.2 --nowordwrap\`, prompt on stdin via \`input\`, same environment) and one MCP \`ping\`. Wall time is measured in the client around \`callTool\` / \`execa\`. Measured with both the node fake (\`test/fixtures/fake-ollama.mjs\`, ~40+ ms of Node start-up per spawn, whose jitter is large next to the overhead) and a minimal \`#!/bin/sh\` fake (\`bench/fake-min.sh\`: \`cat >/dev/null; printf 'ok\\n\\n'\`), which shows the server's own cost more clearly. Both fakes also answer \`ollama list\`, so the server's installed-model preflight (on by default, list cached 30 s) is on the measured path as in production. Server defaults otherwise.
-- **Throughput**: the fake is ${t.fakeLabel}: it reads stdin to EOF, sleeps 100 ms and prints \`ok\`. The node fake costs ~40-60 ms of CPU per spawn and a sh script (sh, cat, sleep) 8-15 ms, which on ${machine.nproc} cores would hide what this measures (does the server keep its slots busy?), so a compiled fake is used when a C compiler is present. The ideal counts only the 100 ms per run. ${t.runs} \`ollama_run\` calls (each with its own \`task_id\`) are issued at once by one client; wall time is first call to last answer. The reference spawns the same fake ${t.runs} times with \`execa\`, ${t.concurrency} at a time (the practical ceiling of this machine). ${t.reps} repetitions each way, alternating which goes first; the median wall time is reported.
-- **State**: \`StateStore\` from \`dist/store/state-store.js\` in a temp dir, seeded with ${s.tasks} realistic \`TaskLedgerEntry\` values and 4 circuits. Each transaction is what \`RunService\` does per run: \`store.transact([taskId], ...)\` updating the task entry (\`recordAttempt\`) and the model's circuit (\`recordVerdict\`) from \`dist/policy/\`. Cold = \`new StateStore()\` per transaction (its construction is timed apart); contention = the warm loop again while \`bench/state-hammer.mjs\` does back-to-back transactions on the same files from another process. Afterwards the ledger is checked to still hold all ${s.tasks} tasks.
-- Percentiles are linear interpolation between closest ranks. On this shared ${machine.nproc}-core VM the overhead p50 differences moved by about +-1 ms between runs (more with the node fake, whose own spawn jitter dominates), p95 differences by several ms, throughput by a few percent; the "other processes" CPU figures say how disturbed a run was.
+\`\`\`text
+${output.join('\n')}
+\`\`\`
 `;
 }
 

@@ -1,9 +1,20 @@
 // Benchmark 2: 200 runs of a 100 ms model, all issued at once by one client, server at
-// OLLAMA_MCP_CONCURRENCY=8; versus the same 200 spawns done directly with execa, 8 at a time.
-import { execa } from 'execa';
+// OLLAMA_MCP_CONCURRENCY=8; versus the same 200 runs of the same fake done directly, 8 at a time,
+// with child_process.spawn (the baseline of the target) and with execa's defaults (for reference).
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
-import { MODEL, RUN_ARGS, baseEnv, makeTempDir, removeTempDir, startServer, summarize } from './lib.mjs';
+import {
+  ARGV_FILE_ENV,
+  MODEL,
+  baseEnv,
+  execaDirect,
+  makeTempDir,
+  removeTempDir,
+  serverRunArgs,
+  spawnDirect,
+  startServer,
+  summarize,
+} from './lib.mjs';
 
 const PROMPT = 'Classify this ticket: the printer on floor 3 is out of toner.';
 
@@ -12,11 +23,12 @@ const PROMPT = 'Classify this ticket: the printer on floor 3 is out of toner.';
  */
 export async function measureThroughput({ bin, runs, concurrency, modelMs, reps }) {
   const dir = makeTempDir('throughput');
-  const env = baseEnv();
+  const argvFile = path.join(dir, 'argv');
+  const env = baseEnv({ [ARGV_FILE_ENV]: argvFile });
   const server = await startServer({
     bin,
     telemetryDir: path.join(dir, 'telemetry'),
-    env: { OLLAMA_MCP_CONCURRENCY: String(concurrency) },
+    env: { OLLAMA_MCP_CONCURRENCY: String(concurrency), [ARGV_FILE_ENV]: argvFile },
   });
 
   const viaServer = async (rep) => {
@@ -28,15 +40,14 @@ export async function measureThroughput({ bin, runs, concurrency, modelMs, reps 
     return { wall, maxQueueMs: Math.max(...results.map((m) => m.queue_ms)), durations: results.map((m) => m.duration_ms) };
   };
 
-  const direct = async (count = runs) => {
+  const direct = async (runOnce, count = runs) => {
     let next = 0;
     const durations = [];
     const worker = async () => {
       while (next < count) {
         next += 1;
         const t = performance.now();
-        const result = await execa(bin, RUN_ARGS, { input: PROMPT, reject: false, env, extendEnv: false });
-        if (result.exitCode !== 0) throw new Error(`direct ${bin} failed: exit ${result.exitCode} ${result.stderr.slice(-300)}`);
+        await runOnce();
         durations.push(performance.now() - t);
       }
     };
@@ -46,51 +57,50 @@ export async function measureThroughput({ bin, runs, concurrency, modelMs, reps 
   };
 
   try {
-    // Warm-up: JIT, the first prune, the state files' creation.
+    // Warm-up: JIT, the first prune, the state files' creation; the first run records the argv.
     await Promise.all(
       Array.from({ length: concurrency * 2 }, (_, i) => server.run({ model: MODEL, prompt: PROMPT, task_id: `warm-${i}` })),
     );
-    await direct(concurrency * 2);
+    const { args, source: argsSource } = await serverRunArgs(argvFile);
+    const ways = {
+      server: viaServer,
+      spawn: () => direct(() => spawnDirect(bin, args, PROMPT, env)),
+      execa: () => direct(() => execaDirect(bin, args, PROMPT, env)),
+    };
+    await direct(() => spawnDirect(bin, args, PROMPT, env), concurrency * 2);
+    await direct(() => execaDirect(bin, args, PROMPT, env), concurrency * 2);
 
-    const serverWalls = [];
-    const directWalls = [];
-    const serverSpawnMs = [];
-    const directSpawnMs = [];
+    const walls = { server: [], spawn: [], execa: [] };
+    const spawnMs = { server: [], spawn: [], execa: [] };
     let maxQueueMs = 0;
+    const names = Object.keys(ways);
     for (let rep = 0; rep < reps; rep += 1) {
-      // Alternate which goes first so neither always runs on a machine the other just warmed.
-      const order = rep % 2 === 0 ? ['server', 'direct'] : ['direct', 'server'];
+      // Rotate which goes first so none always runs on a machine another just warmed.
+      const order = names.map((_, i) => names[(i + rep) % names.length]);
       for (const which of order) {
-        if (which === 'server') {
-          const r = await viaServer(rep);
-          serverWalls.push(r.wall);
-          serverSpawnMs.push(...r.durations);
-          maxQueueMs = Math.max(maxQueueMs, r.maxQueueMs);
-        } else {
-          const r = await direct();
-          directWalls.push(r.wall);
-          directSpawnMs.push(...r.durations);
-        }
+        const r = await ways[which](rep);
+        walls[which].push(r.wall);
+        spawnMs[which].push(...r.durations);
+        if (which === 'server') maxQueueMs = Math.max(maxQueueMs, r.maxQueueMs);
       }
     }
     const ideal = (runs / concurrency) * modelMs;
-    const serverWall = summarize(serverWalls).p50;
-    const directWall = summarize(directWalls).p50;
+    const wall = Object.fromEntries(names.map((n) => [n, summarize(walls[n]).p50]));
     return {
       runs,
       concurrency,
       modelMs,
       reps,
+      args,
+      argsSource,
       idealMs: ideal,
-      serverWalls,
-      directWalls,
-      serverWall,
-      directWall,
-      efficiency: ideal / serverWall,
-      directEfficiency: ideal / directWall,
-      relative: directWall / serverWall,
-      serverSpawn: summarize(serverSpawnMs),
-      directSpawn: summarize(directSpawnMs),
+      walls,
+      wall,
+      efficiency: Object.fromEntries(names.map((n) => [n, ideal / wall[n]])),
+      // Runs per second relative to the direct child_process.spawn baseline (the target's measure).
+      relative: wall.spawn / wall.server,
+      relativeExeca: wall.spawn / wall.execa,
+      spawnMs: Object.fromEntries(names.map((n) => [n, summarize(spawnMs[n])])),
       maxQueueMs,
       serverStderr: server.stderr(),
     };
