@@ -204,7 +204,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (req.method === 'POST') {
       const read = await readBody(req, maxBodyBytes);
       if (read.tooLarge) {
-        res.setHeader('Connection', 'close');
+        discardRestOfBody(req);
         return sendError(
           res,
           413,
@@ -383,10 +383,32 @@ function isInitialization(body: unknown): boolean {
   return Array.isArray(body) ? body.some((message) => isInitializeRequest(message)) : isInitializeRequest(body);
 }
 
+/** What a client may still send after its 413 before the connection is cut, in bytes and time. */
+const DISCARD_AFTER_413_BYTES = 64 * 1024 * 1024;
+const DISCARD_AFTER_413_MS = 10_000;
+
+/**
+ * The 413 goes out as soon as the limit is passed; the rest of the body is then read and dropped
+ * (within a bound) instead of closing at once. Closing a socket with unread data makes the kernel
+ * reset the connection, and a reset can reach the client before it has read the 413: it would see
+ * ECONNRESET instead of the reason. Past the bound the connection is cut anyway.
+ */
+function discardRestOfBody(req: IncomingMessage): void {
+  let discarded = 0;
+  const cut = () => req.socket.destroy();
+  const timer = setTimeout(cut, DISCARD_AFTER_413_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_AFTER_413_BYTES) cut();
+  });
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
+}
+
 async function readBody(req: IncomingMessage, maxBytes: number): Promise<{ tooLarge: true } | { tooLarge: false; text: string }> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
-    req.resume(); // discard; the response closes the connection
     return { tooLarge: true };
   }
   // Events rather than `for await`: leaving a `for await` early destroys the socket, and the 413 with it.
@@ -402,7 +424,6 @@ async function readBody(req: IncomingMessage, maxBytes: number): Promise<{ tooLa
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
-      req.resume(); // discard the rest; the response closes the connection
       resolve({ tooLarge: true });
     };
     const onEnd = () => resolve({ tooLarge: false, text: Buffer.concat(chunks).toString('utf8') });
