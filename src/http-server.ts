@@ -68,10 +68,10 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
-/** Why the HTTP server could not start. `config_error` matches `isConfigError` in config.ts. */
+/** Why the HTTP server could not start: a bad option (`http_config_error`) or the listen call failed. */
 export class HttpServerError extends Error {
   constructor(
-    readonly kind: 'config_error' | 'listen_error',
+    readonly kind: 'http_config_error' | 'listen_error',
     message: string,
     readonly variable?: string,
   ) {
@@ -107,11 +107,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const log = options.log ?? (() => {});
 
   if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65_535) {
-    throw new HttpServerError('config_error', `the HTTP port must be a whole number from 0 to 65535, got ${requestedPort}`);
+    throw new HttpServerError('http_config_error', `the HTTP port must be a whole number from 0 to 65535, got ${requestedPort}`);
   }
   if (token !== undefined && token.length < 16) {
     throw new HttpServerError(
-      'config_error',
+      'http_config_error',
       'OLLAMA_MCP_HTTP_TOKEN must be at least 16 characters (use a random secret)',
       'OLLAMA_MCP_HTTP_TOKEN',
     );
@@ -119,7 +119,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const loopback = isLoopbackHost(host);
   if (!loopback && token === undefined) {
     throw new HttpServerError(
-      'config_error',
+      'http_config_error',
       `refusing to listen on ${host} without OLLAMA_MCP_HTTP_TOKEN: anyone on the network could run models`,
       'OLLAMA_MCP_HTTP_TOKEN',
     );

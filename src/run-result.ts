@@ -22,7 +22,7 @@ export const circuitViewSchema = z.object({
  * - `circuit_not_updated`: the circuit could not be updated at admission; it was judged from the
  *   last saved state.
  */
-export const RUN_WARNING_KINDS = ['ledger_not_updated', 'ledger_unreadable', 'circuit_not_updated'] as const;
+const RUN_WARNING_KINDS = ['ledger_not_updated', 'ledger_unreadable', 'circuit_not_updated'] as const;
 export type RunWarningKind = (typeof RUN_WARNING_KINDS)[number];
 
 export const runWarningSchema = z.object({

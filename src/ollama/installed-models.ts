@@ -265,11 +265,6 @@ export class InstalledModels {
     return this.#cached;
   }
 
-  /** Forget the cached list (e.g. after a run that pulled a model). */
-  invalidate(): void {
-    this.#cached = null;
-  }
-
   /**
    * Is `model` installed (`llama3.2` = `llama3.2:latest` = `library/llama3.2:latest`)?
    * A miss against a cached list asks the CLI again once (the model may have been pulled since),

@@ -10,7 +10,7 @@ import { RUN_RECORD_SCHEMA_VERSION, type ControlRecord, type RunRecord } from '.
 export { RUN_LOG_FILE_NAME };
 
 /** Default of {@link RunLogOptions.maxBytes}: 50 MiB, as `OLLAMA_MCP_LOG_MAX_BYTES`. */
-export const DEFAULT_RUN_LOG_MAX_BYTES = 52_428_800;
+const DEFAULT_RUN_LOG_MAX_BYTES = 52_428_800;
 
 /** Options of {@link RunLog}. */
 export interface RunLogOptions {
@@ -73,7 +73,13 @@ export class RunLog {
 
   /** Appends a control action (a reset, a status look-up) beside the runs. Never rejects. */
   recordControl(event: Omit<ControlRecord, 'v' | 'kind' | 'ts' | 'server_pid'>): Promise<void> {
-    const record: ControlRecord = { v: RUN_RECORD_SCHEMA_VERSION, kind: 'control', ts: new Date().toISOString(), ...event, server_pid: process.pid };
+    const record: ControlRecord = {
+      v: RUN_RECORD_SCHEMA_VERSION,
+      kind: 'control',
+      ts: new Date().toISOString(),
+      ...event,
+      server_pid: process.pid,
+    };
     return this.#appender.append(record);
   }
 

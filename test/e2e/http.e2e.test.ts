@@ -365,7 +365,7 @@ describe('startHttpServer in process', () => {
     const attempt = startHttpServer({ app, createServer: createMcpServer, host: '0.0.0.0' });
     await expect(attempt).rejects.toBeInstanceOf(HttpServerError);
     await expect(attempt).rejects.toMatchObject({
-      kind: 'config_error',
+      kind: 'http_config_error',
       message: 'refusing to listen on 0.0.0.0 without OLLAMA_MCP_HTTP_TOKEN: anyone on the network could run models',
     });
   });
