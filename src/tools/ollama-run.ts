@@ -4,7 +4,8 @@ import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../run-result.js';
 import { ESCALATION_REASONS } from '../policy/run-status.js';
-import { newLiveRun, type LiveRun, type RunRequest, type RunService } from '../run-service.js';
+import { LiveRun } from '../app/run-progress.js';
+import type { RunRequest, RunService } from '../run-service.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
@@ -106,14 +107,14 @@ export function ollamaRunTool(service: RunService, config: Config): AnyToolDefin
     outputSchema: runResultSchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handle(input: OllamaRunInput, extra) {
-      const live = newLiveRun();
+      const live = new LiveRun();
       const startedAt = performance.now();
       const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
         progress: (performance.now() - startedAt) / 1000,
         message: describeLiveRun(input.model, live, performance.now() - startedAt),
       }));
       try {
-        return present(await service.run(toRunRequest(input), { signal: extra.signal, live }));
+        return present(await service.run(toRunRequest(input), { signal: extra.signal, ...live.listeners }));
       } finally {
         stop();
       }

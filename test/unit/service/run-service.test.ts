@@ -5,7 +5,8 @@ import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { canonicalModelName } from '../../../src/model-name.js';
 import type { BreakerState } from '../../../src/policy/breaker-state.js';
-import { newLiveRun, RunService, type LiveRun } from '../../../src/run-service.js';
+import { LiveRun } from '../../../src/app/run-progress.js';
+import { RunService } from '../../../src/run-service.js';
 import type { ModelProcessRequest, ProcessOutcome } from '../../../src/runner/model-process.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
 import { StateStore } from '../../../src/store/state-store.js';
@@ -109,8 +110,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
     s.hold(true);
     const probe = s.runs.run({ model: 'm', prompt: 'probe' });
     await vi.waitFor(() => expect(s.held).toHaveLength(1));
-    const lives = [newLiveRun(), newLiveRun(), newLiveRun()];
-    const calls = lives.map((live, i) => s.runs.run({ model: 'm', prompt: `task ${i}`, taskId: `t${i}` }, { live }));
+    const lives = [new LiveRun(), new LiveRun(), new LiveRun()];
+    const calls = lives.map((live, i) => s.runs.run({ model: 'm', prompt: `task ${i}`, taskId: `t${i}` }, { ...live.listeners }));
     await vi.waitFor(() => lives.forEach(waiting));
     expect(s.spawned).toHaveLength(2);
     s.hold(false);
@@ -151,8 +152,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
       probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
     });
     const cancel = new AbortController();
-    const live = newLiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'c' }, { live, signal: cancel.signal });
+    const live = new LiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'c' }, { ...live.listeners, signal: cancel.signal });
     await vi.waitFor(() => waiting(live));
     cancel.abort();
     expect((await call).metadata).toMatchObject({
@@ -170,8 +171,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
       consecutiveFailures: 5,
       probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
     });
-    const live = newLiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x' }, { live, batchId: 'b', deadlineAt: s.now() + 300 });
+    const live = new LiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x' }, { ...live.listeners, batchId: 'b', deadlineAt: s.now() + 300 });
     s.advance(300); // the deadline timer is real time; by the time it fires, the clock says it passed
     await vi.waitFor(() => waiting(live));
     expect((await call).metadata).toMatchObject({
@@ -189,8 +190,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
       consecutiveFailures: 5,
       probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
     });
-    const live = newLiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'w' }, { live });
+    const live = new LiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'w' }, { ...live.listeners });
     await vi.waitFor(() => waiting(live));
     await s.setCircuit('m', { state: 'closed', consecutiveFailures: 0 });
     expect((await call).metadata).toMatchObject({ status: 'ok', escalate: false });
@@ -204,8 +205,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
       consecutiveFailures: 5,
       probe: { runId: 'dead', leaseUntil: s.now() + 10_000 },
     });
-    const live = newLiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x' }, { live });
+    const live = new LiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x' }, { ...live.listeners });
     await vi.waitFor(() => waiting(live));
     s.advance(10_000);
     expect((await call).metadata).toMatchObject({ status: 'ok', circuit: { state: 'closed', consecutive_failures: 0 } });
@@ -220,8 +221,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
       consecutiveFailures: 5,
       probe: { runId: 'slow', leaseUntil: s.now() + 600_000 },
     });
-    const live = newLiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'patient', timeoutMs: 5_000 }, { live });
+    const live = new LiveRun();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'patient', timeoutMs: 5_000 }, { ...live.listeners });
     await vi.waitFor(() => waiting(live));
     s.advance(5_000);
     const result = await call;
@@ -257,8 +258,8 @@ describe('RunService: the circuit is checked again when a call leaves the queue'
     s.hold(true);
     const first = s.runs.run({ model: 'm', prompt: 'first' });
     await vi.waitFor(() => expect(s.held).toHaveLength(1));
-    const live = newLiveRun();
-    const waiter = s.runs.run({ model: 'm', prompt: 'waiter' }, { live });
+    const live = new LiveRun();
+    const waiter = s.runs.run({ model: 'm', prompt: 'waiter' }, { ...live.listeners });
     const other = s.runs.run({ model: 'n', prompt: 'other model' });
     // Meanwhile another process found the model failing and is probing it.
     await s.setCircuit('m', {
@@ -298,5 +299,57 @@ describe('RunService: the circuit is checked again when a call leaves the queue'
     const result = await queued;
     expect(result.metadata).toMatchObject({ status: 'ok', circuit: { state: 'closed' } });
     expect(lease?.runId).toBe(result.metadata.run_id);
+  });
+});
+
+describe('RunService: the ways a call ends without running', () => {
+  it('a call cancelled while queued for a slot ends as cancelled, spawning nothing', async () => {
+    const s = service({ OLLAMA_MCP_CONCURRENCY: '1' });
+    s.hold(true);
+    const first = s.runs.run({ model: 'm', prompt: 'first' });
+    await vi.waitFor(() => expect(s.held).toHaveLength(1));
+    const cancel = new AbortController();
+    const live = new LiveRun();
+    const queued = s.runs.run({ model: 'm', prompt: 'second', taskId: 'q' }, { ...live.listeners, signal: cancel.signal });
+    await vi.waitFor(() => expect(live.phase).toBe('queued'));
+    expect(live.queuePosition()).toBe(1);
+    cancel.abort();
+    expect((await queued).metadata).toMatchObject({
+      status: 'cancelled',
+      escalate: false,
+      error: { message: 'cancelled while waiting for a concurrency slot' },
+    });
+    s.held[0]!({});
+    expect((await first).metadata.status).toBe('ok');
+    expect(s.spawned).toHaveLength(1);
+  });
+
+  it('a batch job still queued at the batch deadline ends as not_started; one started late never runs', async () => {
+    const s = service({ OLLAMA_MCP_CONCURRENCY: '1' });
+    s.hold(true);
+    const first = s.runs.run({ model: 'm', prompt: 'first' });
+    await vi.waitFor(() => expect(s.held).toHaveLength(1));
+    const queued = s.runs.run({ model: 'm', prompt: 'x' }, { batchId: 'b', deadlineAt: s.now() + 50 });
+    s.advance(50); // the clock passes the deadline as the real timer fires
+    expect((await queued).metadata).toMatchObject({
+      status: 'not_started',
+      error: { message: 'the batch deadline passed while this job waited for a concurrency slot' },
+    });
+    const late = await s.runs.notStarted({ model: 'm', prompt: 'y' }, { batchId: 'b' });
+    expect(late.metadata).toMatchObject({ status: 'not_started', duration_ms: 0, timeout_ms: null });
+    s.held[0]!({});
+    await first;
+    expect(s.spawned).toHaveLength(1);
+  });
+
+  it('a ledger that can be neither written nor read does not stop the run, and the result says so', async () => {
+    const s = service();
+    const broken = () => Promise.reject(new Error('EIO: i/o error'));
+    s.store.transact = broken;
+    s.store.snapshot = broken;
+    const result = await s.runs.run({ model: 'm', prompt: 'x', taskId: 't', retryCount: 2 });
+    expect(result.metadata).toMatchObject({ status: 'ok', retry_count: 2, escalate: false });
+    expect(result.metadata.warnings.map((w) => w.kind)).toEqual(['circuit_not_updated', 'ledger_unreadable']);
+    expect(s.spawned).toHaveLength(1);
   });
 });
