@@ -3,7 +3,7 @@
 // Generates a realistic 1,000,000-line runs.jsonl in a temp dir (10 models, mixed statuses, retries
 // that escalate, circuit openings, log-normal durations), then runs, each in its own process under
 // `/usr/bin/time -v` (wall time and peak RSS):
-//   - report: the built `runReportCommand(['--json', '--dir', DIR])` (dist/report/command.js), and
+//   - report: the built `runReportCommand(['--json', '--dir', DIR])` (dist/cli/report-command.js), and
 //   - jq:     a jq program computing the same per-model counts, p95 and max duration,
 // checks that both agree (counts exactly, p95 within the documented 1%), and prints a small table.
 //
@@ -240,7 +240,7 @@ function measured(cmd, args) {
 
 /** The child that runs the report: imports the build and calls runReportCommand as `report --json --dir DIR` would. */
 function reportChildScript(distDir) {
-  const url = pathToFileURL(path.join(distDir, 'report', 'command.js')).href;
+  const url = pathToFileURL(path.join(distDir, 'cli', 'report-command.js')).href;
   return `
 const { runReportCommand } = await import(${JSON.stringify(url)});
 const dir = process.argv[1];
@@ -354,8 +354,10 @@ async function main() {
   const quick = process.env.BENCH_QUICK === '1';
   const lines = Number(process.env.REPORT_BENCH_LINES ?? (quick ? 50_000 : 1_000_000));
   const distDir = path.resolve(process.env.REPORT_BENCH_DIST ?? path.join(ROOT, 'dist'));
-  if (!existsSync(path.join(distDir, 'report', 'command.js'))) {
-    process.stderr.write(`report-vs-jq: ${path.join(distDir, 'report', 'command.js')} is missing: run \`npm run build\` first\n`);
+  if (!existsSync(path.join(distDir, 'cli', 'report-command.js'))) {
+    process.stderr.write(
+      `report-vs-jq: ${path.join(distDir, 'cli', 'report-command.js')} is missing: run \`npm run build\` first\n`,
+    );
     process.exit(1);
   }
   const jq = findJq();

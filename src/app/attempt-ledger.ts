@@ -1,12 +1,12 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { admit, circuitGate, recordVerdict, viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import { CLOSED, type BreakerState } from '../policy/breaker-state.js';
 import { decideEscalation, type EscalationDecision } from '../policy/escalation.js';
 import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
 import type { RunStatus } from '../policy/run-status.js';
 import { pruneTasks, recordAttempt, retryCountFor } from '../policy/task-ledger.js';
-import type { RunWarning } from '../run-result.js';
-import { circuitNotUpdated, unsavedVerdict } from '../run-warnings.js';
+import type { RunWarning } from './run-result.js';
+import { circuitNotUpdated, unsavedVerdict } from './run-warnings.js';
 import type { StateData } from '../store/state-schema.js';
 import type { StateStore } from '../store/state-store.js';
 import { blockedError, circuitOpenError } from './attempt-errors.js';

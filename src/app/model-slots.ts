@@ -1,4 +1,4 @@
-import { SlotLimiter, type SlotRequest } from '../runner/slot-limiter.js';
+import { SlotLimiter, type SlotRequest } from './slot-limiter.js';
 
 /**
  * The concurrency slots: one of the model's own limit (when its tier sets one), then one of the

@@ -1,11 +1,11 @@
-import { modelKeyOf } from '../model-name.js';
+import { modelKeyOf } from '../ollama/model-name.js';
 import type { CircuitView } from '../policy/breaker.js';
 import type { EscalationDecision } from '../policy/escalation.js';
 import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
 import type { RunStatus } from '../policy/run-status.js';
-import type { RunMetadata, RunWarning } from '../run-result.js';
-import type { Classification } from '../runner/classify-outcome.js';
-import type { ProcessOutcome } from '../runner/model-process.js';
+import type { RunMetadata, RunWarning } from './run-result.js';
+import type { Classification } from '../ollama/classify-outcome.js';
+import type { ProcessOutcome } from '../ollama/model-process.js';
 import { RUN_RECORD_SCHEMA_VERSION, type CircuitTransition, type RunRecord } from '../telemetry/run-record.js';
 import type { RunRequest } from './run-request.js';
 

@@ -1,4 +1,4 @@
-import type { CliRunOptions } from '../runner/cli-args.js';
+import type { CliRunOptions } from '../ollama/cli-args.js';
 import type { RunPhase } from './run-progress.js';
 
 /** A validated `ollama_run` call. */

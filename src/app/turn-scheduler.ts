@@ -1,5 +1,5 @@
 import type { RunStatus } from '../policy/run-status.js';
-import type { ReleaseSlot } from '../runner/slot-limiter.js';
+import type { ReleaseSlot } from './slot-limiter.js';
 import type { CircuitTransition } from '../telemetry/run-record.js';
 import { probeFailedError, probeWaitTimedOutError, stoppedWaitingError } from './attempt-errors.js';
 import type { Admission, AttemptLedger, LedgerAttempt } from './attempt-ledger.js';

@@ -1,9 +1,9 @@
 import path from 'node:path';
-import type { Config } from './config.js';
-import { collectHealth, type HealthStateSource } from './health/collect-health.js';
-import { renderHealth } from './health/render-health.js';
-import { InstalledModels } from './ollama/installed-models.js';
-import { StateStore } from './store/state-store.js';
+import type { Config } from '../config/config.js';
+import { collectHealth, type HealthStateSource } from '../health/collect-health.js';
+import { renderHealth } from '../health/render-health.js';
+import { InstalledModels } from '../ollama/installed-models.js';
+import { StateStore } from '../store/state-store.js';
 
 /**
  * `ollama-runner-mcp doctor`: check the setup the way the server sees it, print the report to

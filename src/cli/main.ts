@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 import path from 'node:path';
-import { DEFAULT_TELEMETRY_DIR, isConfigError, loadConfig, type Config } from './config.js';
-import { runReportCommand } from './report/command.js';
+import { DEFAULT_TELEMETRY_DIR, isConfigError, loadConfig, type Config } from '../config/config.js';
+import { runReportCommand } from './report-command.js';
 import { runDoctor } from './doctor.js';
-import { loadModelTiers } from './model-tiers.js';
-import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './http-server.js';
-import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION } from './server.js';
-import { isStateStoreError } from './store/state-store.js';
-import { LineStdioTransport } from './transport/stdio-transport.js';
+import { loadModelTiers } from '../config/model-tiers.js';
+import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from '../transport/http/server.js';
+import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION } from '../mcp/server.js';
+import { isStateStoreError } from '../store/state-store.js';
+import { LineStdioTransport } from '../transport/stdio-transport.js';
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 

@@ -65,7 +65,7 @@ export function isConfigError(error: unknown): error is ConfigError {
 }
 
 /** The package's own telemetry/ folder (next to dist/ and src/). */
-export const DEFAULT_TELEMETRY_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'telemetry');
+export const DEFAULT_TELEMETRY_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'telemetry');
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { open, readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { probeCli, withDeadline, type CliProbe } from '../ollama/cli-probe.js';
 import type { InstalledModels } from '../ollama/installed-models.js';
 import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';

@@ -1,5 +1,5 @@
 import { execa } from 'execa';
-import { canonicalModelName, MODEL_NAME_PATTERN } from '../model-name.js';
+import { canonicalModelName, MODEL_NAME_PATTERN } from './model-name.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

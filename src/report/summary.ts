@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 
-import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
+import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../ollama/model-name.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
 import type { JsonObject, SkipReason } from '../telemetry/jsonl-reader.js';
 import type { RunFilters } from './filters.js';

@@ -1,10 +1,10 @@
 import * as z from 'zod';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
-import { runBatch, summarize, type BatchProgress, type BatchResult } from '../run-batch.js';
-import { runResultSchema } from '../run-result.js';
-import type { RunService } from '../run-service.js';
+import { runBatch, summarize, type BatchProgress, type BatchResult } from '../app/run-batch.js';
+import { runResultSchema } from '../app/run-result.js';
+import type { RunService } from '../app/run-service.js';
 import { ollamaRunInputSchema, renderRunResult, toRunRequest } from './ollama-run.js';
 import { MAX_BATCH_PROMPT_CHARS } from './shared-fields.js';
 

@@ -1,11 +1,11 @@
 import * as z from 'zod';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
-import { runResultSchema, type RunResult } from '../run-result.js';
+import { runResultSchema, type RunResult } from '../app/run-result.js';
 import { ESCALATION_REASONS } from '../policy/run-status.js';
 import { LiveRun } from '../app/run-progress.js';
-import type { RunRequest, RunService } from '../run-service.js';
+import type { RunRequest, RunService } from '../app/run-service.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
+import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../ollama/model-name.js';
 
 /** Argument schemas shared by several tools, so every tool says the same thing about the same value. */
 export const MODEL_FIELD = z

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt-ledger.js';
-import { loadConfig } from '../../../src/config.js';
-import type { RunWarning } from '../../../src/run-result.js';
+import { loadConfig } from '../../../src/config/config.js';
+import type { RunWarning } from '../../../src/app/run-result.js';
 import { StateStore, StateStoreError } from '../../../src/store/state-store.js';
 
 const HOUR = 3_600_000;

@@ -1,22 +1,22 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { Config } from './config.js';
-import { registerTools } from './mcp/tool-registry.js';
-import { loadModelTiers, type ModelTiers } from './model-tiers.js';
-import { RunService } from './run-service.js';
-import { StateStore } from './store/state-store.js';
-import { RunLog } from './telemetry/run-log.js';
-import { InstalledModels } from './ollama/installed-models.js';
-import type { ControlEvent, ControlLogger } from './tools/control-log.js';
-import { ollamaHealthTool } from './tools/ollama-health.js';
-import { ollamaResetTool } from './tools/ollama-reset.js';
-import { ollamaRunManyTool } from './tools/ollama-run-many.js';
-import { ollamaRunTool } from './tools/ollama-run.js';
-import { ollamaRunsSummaryTool } from './tools/ollama-runs-summary.js';
-import { ollamaTaskStatusTool } from './tools/ollama-task-status.js';
+import type { Config } from '../config/config.js';
+import { registerTools } from './tool-registry.js';
+import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
+import { RunService } from '../app/run-service.js';
+import { StateStore } from '../store/state-store.js';
+import { RunLog } from '../telemetry/run-log.js';
+import { InstalledModels } from '../ollama/installed-models.js';
+import type { ControlEvent, ControlLogger } from '../tools/control-log.js';
+import { ollamaHealthTool } from '../tools/ollama-health.js';
+import { ollamaResetTool } from '../tools/ollama-reset.js';
+import { ollamaRunManyTool } from '../tools/ollama-run-many.js';
+import { ollamaRunTool } from '../tools/ollama-run.js';
+import { ollamaRunsSummaryTool } from '../tools/ollama-runs-summary.js';
+import { ollamaTaskStatusTool } from '../tools/ollama-task-status.js';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 
-const packageJson = createRequire(import.meta.url)('../package.json') as { name: string; version: string };
+const packageJson = createRequire(import.meta.url)('../../package.json') as { name: string; version: string };
 
 export const SERVER_NAME = packageJson.name;
 export const SERVER_VERSION = packageJson.version;

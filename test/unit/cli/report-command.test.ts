@@ -4,9 +4,9 @@ import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { REPORT_USAGE, runReportCommand } from '../../../src/report/command.js';
+import { REPORT_USAGE, runReportCommand } from '../../../src/cli/report-command.js';
 import { runsSummarySchema } from '../../../src/report/summary-schema.js';
-import { BASIC_DIR, NOW, ROTATED_DIR } from './fixtures.js';
+import { BASIC_DIR, NOW, ROTATED_DIR } from '../report/fixtures.js';
 
 async function run(argv: string[], telemetryDir = BASIC_DIR) {
   let out = '';

@@ -2,7 +2,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, type Config } from '../../src/config.js';
+import { ConfigError, loadConfig, type Config } from '../../../src/config/config.js';
 import {
   EXAMPLE_TIERS_JSON,
   SETTING_RANGES,
@@ -16,7 +16,7 @@ import {
   tiersFileSchema,
   type ModelSettings,
   type TiersFile,
-} from '../../src/model-tiers.js';
+} from '../../../src/config/model-tiers.js';
 
 /** Config values distinct from every value used in the files below, so each layer is visible. */
 const config: Config = loadConfig({

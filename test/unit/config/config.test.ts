@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_TELEMETRY_DIR, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULT_TELEMETRY_DIR, loadConfig } from '../../../src/config/config.js';
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {

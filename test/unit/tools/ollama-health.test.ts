@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/config.js';
 import type { HealthReport } from '../../../src/health/collect-health.js';
 import { registerTools } from '../../../src/mcp/tool-registry.js';
 import { InstalledModels } from '../../../src/ollama/installed-models.js';

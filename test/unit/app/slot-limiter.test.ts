@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SlotAbortedError, SlotLimiter } from '../../../src/runner/slot-limiter.js';
+import { SlotAbortedError, SlotLimiter } from '../../../src/app/slot-limiter.js';
 
 describe('SlotLimiter', () => {
   it('never lets more than the limit hold a slot, and serves waiters first-in first-out', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyOutcome } from '../../../src/runner/classify-outcome.js';
+import { classifyOutcome } from '../../../src/ollama/classify-outcome.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
 
 const exited = processOutcome;

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import * as z from 'zod';
 import { ConfigError, type Config } from './config.js';
-import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from './model-name.js';
+import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from '../ollama/model-name.js';
 
 /**
  * Per-model tiers: an optional JSON file (`OLLAMA_MCP_CONFIG`) with defaults, named tiers and

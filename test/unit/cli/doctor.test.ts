@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
-import { runDoctor } from '../../../src/doctor.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { runDoctor } from '../../../src/cli/doctor.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
 

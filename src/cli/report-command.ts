@@ -1,12 +1,12 @@
 import { writeFile } from 'node:fs/promises';
 
-import { loadChartLibrary } from './chart-library.js';
-import { isReportUsageError, parseSince, parseStatusFilter, ReportUsageError, type RunFilters } from './filters.js';
+import { loadChartLibrary } from '../report/chart-library.js';
+import { isReportUsageError, parseSince, parseStatusFilter, ReportUsageError, type RunFilters } from '../report/filters.js';
 import { listRunLogFiles } from '../telemetry/log-files.js';
-import { renderReportHtml } from './render-html.js';
-import { renderReportText } from './render-text.js';
-import { summarizeRuns } from './summary.js';
-import type { RunsSummary } from './summary-schema.js';
+import { renderReportHtml } from '../report/render-html.js';
+import { renderReportText } from '../report/render-text.js';
+import { summarizeRuns } from '../report/summary.js';
+import type { RunsSummary } from '../report/summary-schema.js';
 
 /** Where the command writes: `process.stdout` / `process.stderr`, or anything with `write`. */
 export interface TextSink {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildRunArgs } from '../../../src/runner/cli-args.js';
-import { canonicalModelName } from '../../../src/model-name.js';
+import { buildRunArgs } from '../../../src/ollama/cli-args.js';
+import { canonicalModelName } from '../../../src/ollama/model-name.js';
 
 describe('buildRunArgs', () => {
   it('always turns word wrap off and never puts the prompt on argv', () => {

@@ -19,9 +19,9 @@ import { hostname as osHostname, networkInterfaces } from 'node:os';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { App } from './server.js';
-import { interpretMessage } from './transport/json-rpc-intake.js';
-import { describeByteLimit, MAX_MESSAGE_BYTES } from './transport/message-limits.js';
+import type { App } from '../../mcp/server.js';
+import { interpretMessage } from '../json-rpc-intake.js';
+import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
 
 /** The port the CLI should use when none is given (not used by `startHttpServer`, whose default is 0). */
 export const DEFAULT_HTTP_PORT = 3333;
