@@ -1,12 +1,13 @@
 import { modelKeyOf } from '../ollama/model-name.js';
 import type { CircuitView } from '../policy/breaker.js';
+import type { CircuitTransition } from '../policy/breaker-state.js';
 import type { EscalationDecision } from '../policy/escalation.js';
 import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
 import type { RunStatus } from '../policy/run-status.js';
 import type { RunMetadata, RunWarning } from './run-result.js';
 import type { Classification } from '../ollama/classify-outcome.js';
 import type { ProcessOutcome } from '../ollama/model-process.js';
-import { RUN_RECORD_SCHEMA_VERSION, type CircuitTransition, type RunRecord } from '../telemetry/run-record.js';
+import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../telemetry/run-record.js';
 import type { RunRequest } from './run-request.js';
 
 const ERROR_TEXT_MAX = 500;

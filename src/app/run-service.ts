@@ -17,7 +17,7 @@ import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '
 import type { SlotLimiter } from './slot-limiter.js';
 import type { StateStore } from '../store/state-store.js';
 import type { RunLog } from '../telemetry/run-log.js';
-import type { CircuitTransition } from '../telemetry/run-record.js';
+import type { CircuitTransition } from '../policy/breaker-state.js';
 
 export type { ModelSettings, PreflightResult, RunContext, RunRequest };
 

@@ -1,6 +1,6 @@
 import type { RunStatus } from '../policy/run-status.js';
 import type { ReleaseSlot } from './slot-limiter.js';
-import type { CircuitTransition } from '../telemetry/run-record.js';
+import type { CircuitTransition } from '../policy/breaker-state.js';
 import { probeFailedError, probeWaitTimedOutError, stoppedWaitingError } from './attempt-errors.js';
 import type { Admission, AttemptLedger, LedgerAttempt } from './attempt-ledger.js';
 import type { ModelSlots } from './model-slots.js';

@@ -1,14 +1,7 @@
 import type { RunStatus } from '../policy/run-status.js';
 import type { ProcessOutcome } from './model-process.js';
-import {
-  cleanStdout,
-  errorFromStderr,
-  fileProblemFromStderr,
-  isEmbeddingVector,
-  isSigninNotice,
-  signinUrl,
-  type CleanedOutput,
-} from './clean-output.js';
+import { cleanStdout, isEmbeddingVector, isSigninNotice, signinUrl, type CleanedOutput } from './clean-output.js';
+import { errorFromStderr, fileProblemFromStderr, isUnreachableMessage } from './cli-errors.js';
 
 export interface Classification extends CleanedOutput {
   readonly status: RunStatus;
@@ -28,12 +21,6 @@ const MODEL_LOAD_FAILED =
  */
 const PULL_FAILED =
   /(?:pull model manifest: |Get "https?:\/\/[^"]*\/v2\/[^"]*": ).*(?:connection refused|no such host|timeout|network is unreachable|connection reset|connection timed out|temporary failure|dial tcp|context deadline exceeded|broken pipe)/i;
-/**
- * The server cannot be reached: the CLI's own wording (every version), a refused connection, or the
- * raw Go error of the heartbeat to a remote OLLAMA_HOST (`Head "http://host:11434/": dial tcp ...`).
- */
-const UNREACHABLE =
-  /could not connect to ollama|connection refused|timed out waiting for server to start|could not locate ollama app|upgrade in progress|(?:Head|Post|Get) "https?:\/\/[^"]*": dial tcp|(?:Head|Post|Get) "https?:\/\/[^"]*": .*(?:no route to host|no such host|i\/o timeout|connection timed out|network is unreachable|connection reset)/i;
 const SERVER_BUSY = /server busy, please try again|maximum pending requests exceeded/i;
 const RATE_LIMITED = /\b429 Too Many Requests\b|reached your \w+ usage limit/i;
 const CLOUD_ACCESS_DENIED = /requires a subscription|ollama cloud is disabled/i;
@@ -89,7 +76,7 @@ export function classifyOutcome(outcome: ProcessOutcome): Classification {
   if (PULL_FAILED.test(message)) {
     return result('pull_failed', `the model had to be pulled and the registry could not be reached: ${message}`);
   }
-  if (UNREACHABLE.test(message)) return result('ollama_unreachable', message);
+  if (isUnreachableMessage(message)) return result('ollama_unreachable', message);
   if (SERVER_BUSY.test(message)) return result('server_busy', message);
   if (RATE_LIMITED.test(message)) return result('rate_limited', message);
   if (CLOUD_ACCESS_DENIED.test(message)) return result('cloud_access_denied', message);

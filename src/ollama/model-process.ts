@@ -1,4 +1,5 @@
 import { execa } from 'execa';
+import { spawnErrorMessage } from './cli-errors.js';
 
 export interface ModelProcessRequest {
   readonly bin: string;
@@ -92,7 +93,7 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
     timedOut: result.timedOut,
     truncated,
     cancelled: result.isCanceled,
-    spawnError: spawnFailed ? spawnErrorMessage(request.bin, result) : null,
+    spawnError: spawnFailed ? spawnErrorMessage(request.bin, (result as { code?: string }).code ?? null, result.message) : null,
     durationMs: Math.round(performance.now() - started),
     pid: subprocess.pid ?? null,
     timeoutMs: request.timeoutMs,
@@ -103,15 +104,4 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
 /** Decode, dropping a multi-byte character cut in half by the output cap. */
 function decodeUtf8Prefix(bytes: Buffer): string {
   return new TextDecoder('utf-8', { fatal: false }).decode(bytes).replace(/\uFFFD$/, '');
-}
-
-function spawnErrorMessage(bin: string, result: { code?: string; message?: string }): string {
-  switch (result.code) {
-    case 'ENOENT':
-      return `cannot run \`${bin}\`: not found (install Ollama, or set OLLAMA_BIN to the CLI's path)`;
-    case 'EACCES':
-      return `cannot run \`${bin}\`: permission denied (is it executable?)`;
-    default:
-      return `cannot run \`${bin}\`: ${result.code ?? result.message ?? 'unknown error'}`;
-  }
 }

@@ -12,16 +12,29 @@
  * notifications and cancellation work for the whole life of a client's connection. Responses are
  * always SSE streams (never `enableJsonResponse`), which is what carries progress.
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { hostname as osHostname, networkInterfaces } from 'node:os';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { App } from '../../mcp/server.js';
 import { interpretMessage } from '../json-rpc-intake.js';
 import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
+import {
+  bearerToken,
+  formatHost,
+  hostNamesFor,
+  isAllowedHost,
+  isAllowedOrigin,
+  isLoopbackHost,
+  sha256,
+  tokenMatches,
+  unbracket,
+} from './guards.js';
+import { isInitialization, readBody, sendError } from './request-io.js';
+import { SessionTable, type Session } from './sessions.js';
+
+export { isLoopbackHost };
 
 /** The port the CLI should use when none is given (not used by `startHttpServer`, whose default is 0). */
 export const DEFAULT_HTTP_PORT = 3333;
@@ -33,8 +46,6 @@ export const DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BYTES;
 export const DEFAULT_MAX_SESSIONS = 64;
 /** A session with no open request or stream for this long is closed. */
 export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
-/** When the session table is full, a session idle at least this long is closed to make room. */
-const EVICTABLE_IDLE_MS = 60_000;
 
 export interface HttpServerOptions {
   readonly app: App;
@@ -80,23 +91,6 @@ export class HttpServerError extends Error {
   }
 }
 
-const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'] as const;
-
-/** Is this bind address reachable only from this machine? */
-export function isLoopbackHost(host: string): boolean {
-  const h = unbracket(host.trim().toLowerCase());
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::ffff:127.0.0.1';
-}
-
-interface Session {
-  readonly id: string;
-  readonly transport: StreamableHTTPServerTransport;
-  readonly server: Server;
-  /** HTTP responses still open for this session (in-flight POSTs, the GET stream). */
-  openResponses: number;
-  lastActive: number;
-}
-
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const host = options.host?.trim() || '127.0.0.1';
   const requestedPort = options.port ?? 0;
@@ -126,42 +120,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   }
   const tokenDigest = token === undefined ? undefined : sha256(token);
 
-  const sessions = new Map<string, Session>();
-  let initializing = 0;
+  const sessions = new SessionTable(maxSessions, log);
   let closing: Promise<void> | null = null;
   let port = requestedPort;
   let allowedHostNames: ReadonlySet<string> = new Set();
-
-  const closeSession = async (session: Session, why: string): Promise<void> => {
-    if (!sessions.delete(session.id)) return;
-    log(`session ${session.id} closed (${why}); ${sessions.size} open`);
-    // Server.close() closes the transport: in-flight handlers see their signal abort (runs are killed).
-    await session.server.close().catch(() => {});
-  };
-
-  /** Room for one more session? Closes the longest-idle one when the table is full and it has been idle a while. */
-  const makeRoom = async (): Promise<boolean> => {
-    if (sessions.size + initializing < maxSessions) return true;
-    const now = Date.now();
-    let victim: Session | undefined;
-    for (const session of sessions.values()) {
-      if (session.openResponses > 0 || now - session.lastActive < EVICTABLE_IDLE_MS) continue;
-      if (!victim || session.lastActive < victim.lastActive) victim = session;
-    }
-    if (!victim) return false;
-    await closeSession(victim, 'evicted: session table full');
-    return sessions.size + initializing < maxSessions;
-  };
-
-  /** Count a response as open for the session until it ends, so busy sessions are never reaped. */
-  const track = (session: Session, res: ServerResponse): void => {
-    session.openResponses += 1;
-    session.lastActive = Date.now();
-    res.once('close', () => {
-      session.openResponses -= 1;
-      session.lastActive = Date.now();
-    });
-  };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // 1. DNS rebinding: the Host header must name this server, and a browser's Origin must be ours.
@@ -178,7 +140,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     // 2. The bearer token, when one is configured.
     if (tokenDigest !== undefined) {
       const presented = bearerToken(req.headers.authorization);
-      if (presented === undefined || !timingSafeEqual(sha256(presented), tokenDigest)) {
+      if (presented === undefined || !tokenMatches(presented, tokenDigest)) {
         log(`refused a request ${presented === undefined ? 'without a bearer token' : 'with a wrong bearer token'} (401)`);
         const challenge = presented === undefined ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"';
         return sendError(res, 401, -32000, 'Unauthorized: send Authorization: Bearer <OLLAMA_MCP_HTTP_TOKEN>', {
@@ -230,7 +192,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
       if (!session) return sendError(res, 404, -32001, 'Session not found: start a new session with initialize');
-      track(session, res);
+      sessions.track(session, res);
       await session.transport.handleRequest(req, res, body);
       return;
     }
@@ -239,7 +201,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (req.method !== 'POST' || !isInitialization(body)) {
       return sendError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; send initialize first to open a session');
     }
-    if (!(await makeRoom())) {
+    if (!(await sessions.makeRoom())) {
       log(`refused a new session: ${sessions.size} sessions open (the limit) (503)`);
       return sendError(
         res,
@@ -253,12 +215,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   };
 
   const openSession = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
-    initializing += 1;
-    let released = false;
-    const release = () => {
-      if (!released) initializing -= 1;
-      released = true;
-    };
+    const release = sessions.reserve();
     let session: Session | undefined;
     const server = options.createServer(options.app);
     const transport = new StreamableHTTPServerTransport({
@@ -266,17 +223,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       onsessioninitialized: (id) => {
         release();
         session = { id, transport, server, openResponses: 0, lastActive: Date.now() };
-        sessions.set(id, session);
-        track(session, res);
-        log(`session ${id} opened; ${sessions.size} open`);
+        sessions.add(session, res);
       },
     });
     // Set before connect(): Protocol chains its own onclose after ours.
     transport.onclose = () => {
-      if (session && sessions.get(session.id) === session) {
-        sessions.delete(session.id);
-        log(`session ${session.id} ended; ${sessions.size} open`);
-      }
+      if (session) sessions.ended(session);
     };
     server.onerror ??= (error: Error) => log(`session ${transport.sessionId ?? '(new)'}: ${error.message}`);
     try {
@@ -287,7 +239,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       // An initialize the transport refused (bad headers, say) leaves a server with no session.
       if (transport.sessionId === undefined) await server.close().catch(() => {});
       // close() ran while this session was being opened: it did not see it.
-      else if (closing && session) await closeSession(session, 'server shutting down');
+      else if (closing && session) await sessions.close(session, 'server shutting down');
     }
   };
 
@@ -326,14 +278,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   httpServer.on('error', (error) => log(`HTTP server error: ${error.message}`));
 
   const reaper = setInterval(
-    () => {
-      const now = Date.now();
-      for (const session of sessions.values()) {
-        if (session.openResponses === 0 && now - session.lastActive >= sessionIdleMs) {
-          void closeSession(session, `idle for ${Math.round((now - session.lastActive) / 1000)} s`);
-        }
-      }
-    },
+    () => sessions.reapIdle(sessionIdleMs),
     Math.max(1_000, Math.min(60_000, Math.floor(sessionIdleMs / 4))),
   );
   reaper.unref();
@@ -349,7 +294,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       closing ??= (async () => {
         clearInterval(reaper);
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()));
-        await Promise.all([...sessions.values()].map((session) => closeSession(session, 'server shutting down')));
+        await sessions.closeAll('server shutting down');
         // SSE streams and idle keep-alive sockets would hold the listener open.
         httpServer.closeAllConnections();
         await stopped;
@@ -357,121 +302,4 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       return closing;
     },
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Helpers
-
-function sendError(
-  res: ServerResponse,
-  status: number,
-  code: number,
-  message: string,
-  headers: Record<string, string> = {},
-  id: string | number | null = null,
-): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id });
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers });
-  res.end(body);
-}
-
-function isInitialization(body: unknown): boolean {
-  return Array.isArray(body) ? body.some((message) => isInitializeRequest(message)) : isInitializeRequest(body);
-}
-
-async function readBody(req: IncomingMessage, maxBytes: number): Promise<{ tooLarge: true } | { tooLarge: false; text: string }> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    req.resume(); // discard; the response closes the connection
-    return { tooLarge: true };
-  }
-  // Events rather than `for await`: leaving a `for await` early destroys the socket, and the 413 with it.
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= maxBytes) {
-        chunks.push(chunk);
-        return;
-      }
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.resume(); // discard the rest; the response closes the connection
-      resolve({ tooLarge: true });
-    };
-    const onEnd = () => resolve({ tooLarge: false, text: Buffer.concat(chunks).toString('utf8') });
-    const onError = (error: Error) => reject(error);
-    req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('error', onError);
-  });
-}
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
-
-function bearerToken(header: string | undefined): string | undefined {
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
-  return match?.[1];
-}
-
-function unbracket(host: string): string {
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-}
-
-/** `::1` → `[::1]`: the form a host takes in a URL and in a Host header. */
-function formatHost(host: string): string {
-  const h = unbracket(host.trim().toLowerCase());
-  return h.includes(':') ? `[${h}]` : h;
-}
-
-/** The host names a legitimate request may use to reach this listener. */
-function hostNamesFor(bindHost: string, extra: readonly string[]): ReadonlySet<string> {
-  const names = new Set<string>(extra.map(formatHost));
-  const bound = formatHost(bindHost);
-  if (isLoopbackHost(bindHost)) {
-    for (const name of LOOPBACK_NAMES) names.add(name);
-    names.add(bound);
-  } else if (bound === '0.0.0.0' || bound === '[::]') {
-    // Every interface: this machine's own addresses and name (the token is the real guard here).
-    for (const name of LOOPBACK_NAMES) names.add(name);
-    names.add(osHostname().toLowerCase());
-    for (const addresses of Object.values(networkInterfaces())) {
-      for (const address of addresses ?? []) names.add(formatHost(address.address));
-    }
-  } else {
-    names.add(bound);
-  }
-  return names;
-}
-
-/** Split `name[:port]` / `[v6][:port]`; undefined when malformed. */
-function parseHostHeader(value: string): { name: string; port: number } | undefined {
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(value.trim());
-  if (!match?.[1]) return undefined;
-  return { name: match[1].toLowerCase(), port: match[2] === undefined ? 80 : Number(match[2]) };
-}
-
-function isAllowedHost(value: string, names: ReadonlySet<string>, port: number): boolean {
-  const parsed = parseHostHeader(value);
-  return parsed !== undefined && parsed.port === port && names.has(parsed.name);
-}
-
-function isAllowedOrigin(value: string, names: ReadonlySet<string>, port: number): boolean {
-  let origin: URL;
-  try {
-    origin = new URL(value);
-  } catch {
-    return false; // includes the opaque origin "null"
-  }
-  if (origin.protocol !== 'http:') return false;
-  const originPort = origin.port === '' ? 80 : Number(origin.port);
-  return originPort === port && names.has(origin.hostname.toLowerCase());
 }

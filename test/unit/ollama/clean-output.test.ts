@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cleanStdout, errorFromStderr } from '../../../src/ollama/clean-output.js';
+import { cleanStdout } from '../../../src/ollama/clean-output.js';
+import { errorFromStderr } from '../../../src/ollama/cli-errors.js';
 
 const SPIN = '\u001b[?2026h\u001b[?25l\u001b[1G\u280b \u001b[K\u001b[?25h\u001b[?2026l';
 
