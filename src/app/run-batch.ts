@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as z from 'zod';
 import type { RunResult } from './run-result.js';
 import type { RunRequest, RunService } from './run-service.js';
 
@@ -14,17 +15,18 @@ export interface BatchOptions {
   readonly onJobDone?: (done: number) => void;
 }
 
-export interface BatchSummary {
-  total: number;
-  ok: number;
-  failed: number;
-  timed_out: number;
-  escalated: number;
-  not_started: number;
-  cancelled: number;
-  /** True if any job escalated: hand those tasks upwards. */
-  escalate: boolean;
-}
+export const batchSummarySchema = z.object({
+  total: z.number().int(),
+  ok: z.number().int(),
+  failed: z.number().int(),
+  timed_out: z.number().int(),
+  escalated: z.number().int(),
+  not_started: z.number().int(),
+  cancelled: z.number().int(),
+  escalate: z.boolean().describe('true if any job escalated: stop retrying those tasks and hand them upwards'),
+});
+
+export type BatchSummary = z.infer<typeof batchSummarySchema>;
 
 export interface BatchResult {
   readonly batch_id: string;

@@ -7,10 +7,11 @@ import { toRunMetadata, toRunRecord, type Attempt, type Settled } from './run-re
 import type { PreflightResult, RunContext, RunRequest } from './run-request.js';
 import { TurnScheduler, type ScheduledCall } from './turn-scheduler.js';
 import type { Config } from '../config/config.js';
-import type { ModelSettings } from '../config/model-tiers.js';
+import { configSettings, type ModelSettings } from '../config/model-tiers.js';
 import { canonicalModelName, isCloudModel } from '../ollama/model-name.js';
 import type { RunStatus } from '../policy/run-status.js';
 import type { RunResult, RunWarning } from './run-result.js';
+import { cliEnvironment } from '../ollama/child-env.js';
 import { buildRunArgs } from '../ollama/cli-args.js';
 import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
@@ -70,15 +71,8 @@ export class RunService {
     this.#log = deps.log;
     this.#clock = deps.clock ?? Date.now;
     this.#spawn = deps.spawn ?? runModelProcess;
-    this.#env = { ...(deps.env ?? process.env), ...(config.ollamaHost ? { OLLAMA_HOST: config.ollamaHost } : {}) };
-    const defaults: ModelSettings = {
-      timeoutMs: config.timeoutMs,
-      maxRetries: config.maxRetries,
-      breakerThreshold: config.breakerThreshold,
-      breakerCooldownMs: config.breakerCooldownMs,
-      concurrency: null,
-      source: null,
-    };
+    this.#env = cliEnvironment(config, deps.env);
+    const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     this.#preflight = deps.preflight;
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Config } from '../config/config.js';
 import { collectHealth, type HealthStateSource } from '../health/collect-health.js';
 import { renderHealth } from '../health/render-health.js';
+import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
 import { StateStore } from '../store/state-store.js';
 
@@ -19,7 +20,7 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
     // The telemetry dir cannot be created or used: the report says so (the writability check fails too).
     store = { snapshot: () => Promise.reject(error as Error) };
   }
-  const env = { ...process.env, ...(config.ollamaHost ? { OLLAMA_HOST: config.ollamaHost } : {}) };
+  const env = cliEnvironment(config);
   const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
   let code: number;
   let text: string;

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT, SETTING_RANGES } from './ranges.js';
 
 /** Everything the server can be told, validated once at start-up. Each field names its variable. */
 export interface Config {
@@ -80,6 +81,8 @@ export function loadConfig(env: Env): Config {
     }
     return value;
   };
+  const setting = (name: string, fallback: number, key: keyof typeof SETTING_RANGES): number =>
+    int(name, fallback, SETTING_RANGES[key].min, SETTING_RANGES[key].max);
   const bool = (name: string): boolean => {
     const raw = env[name]?.trim().toLowerCase();
     if (raw === undefined || raw === '' || raw === '0' || raw === 'false' || raw === 'no') return false;
@@ -103,8 +106,8 @@ export function loadConfig(env: Env): Config {
   const boolDefault = (name: string, fallback: boolean): boolean => (env[name]?.trim() ? bool(name) : fallback);
 
   const httpToken = optional('OLLAMA_MCP_HTTP_TOKEN');
-  if (httpToken !== undefined && httpToken.length < 16) {
-    throw new ConfigError('OLLAMA_MCP_HTTP_TOKEN', 'OLLAMA_MCP_HTTP_TOKEN must be at least 16 characters (use a random secret)');
+  if (httpToken !== undefined && httpToken.length < HTTP_TOKEN_MIN_CHARS) {
+    throw new ConfigError('OLLAMA_MCP_HTTP_TOKEN', HTTP_TOKEN_TOO_SHORT);
   }
   const configFile = optional('OLLAMA_MCP_CONFIG');
 
@@ -116,11 +119,11 @@ export function loadConfig(env: Env): Config {
     ollamaBin: text('OLLAMA_BIN', 'ollama'),
     ollamaHost,
     telemetryDir: path.resolve(text('OLLAMA_MCP_TELEMETRY_DIR', DEFAULT_TELEMETRY_DIR)),
-    concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, 1, 32),
-    timeoutMs: int('OLLAMA_MCP_TIMEOUT_MS', 120_000, 100, 3_600_000),
-    maxRetries: int('OLLAMA_MCP_MAX_RETRIES', 3, 0, 100),
-    breakerThreshold: int('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 1, 1_000),
-    breakerCooldownMs: int('OLLAMA_MCP_BREAKER_COOLDOWN_MS', 60_000, 1_000, 86_400_000),
+    concurrency: setting('OLLAMA_MCP_CONCURRENCY', 3, 'concurrency'),
+    timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
+    maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
+    breakerThreshold: setting('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 'breaker_threshold'),
+    breakerCooldownMs: setting('OLLAMA_MCP_BREAKER_COOLDOWN_MS', 60_000, 'breaker_cooldown_ms'),
     killGraceMs: int('OLLAMA_MCP_KILL_GRACE_MS', 2_000, 100, 60_000),
     maxOutputBytes: int('OLLAMA_MCP_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 104_857_600),
     logContent: bool('OLLAMA_MCP_LOG_CONTENT'),

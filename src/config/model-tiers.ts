@@ -1,5 +1,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import * as z from 'zod';
+import { describeJsonError } from './json-position.js';
+import { SETTING_RANGES } from './ranges.js';
+import { describeIssue, formatPath, type KeyHints } from './zod-english.js';
 import { ConfigError, type Config } from './config.js';
 import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from '../ollama/model-name.js';
 
@@ -45,15 +48,6 @@ export interface ModelTiers {
   /** The tiers file, or null when there is none. */
   readonly file: string | null;
 }
-
-/** Inclusive ranges, the same as the matching `OLLAMA_MCP_*` variables in src/config.ts. */
-export const SETTING_RANGES = {
-  timeout_ms: { min: 100, max: 3_600_000 },
-  max_retries: { min: 0, max: 100 },
-  breaker_threshold: { min: 1, max: 1_000 },
-  breaker_cooldown_ms: { min: 1_000, max: 86_400_000 },
-  concurrency: { min: 1, max: 32 },
-} as const;
 
 type SettingKey = keyof typeof SETTING_RANGES;
 const SETTING_KEYS = Object.keys(SETTING_RANGES) as SettingKey[];
@@ -234,19 +228,20 @@ function matchProblem(match: string): string | null {
 
 const CACHE_MAX = 1_024;
 
+/** The settings of every model when there is no tiers file: the environment's. */
+export function configSettings(
+  config: Pick<Config, 'timeoutMs' | 'maxRetries' | 'breakerThreshold' | 'breakerCooldownMs'>,
+): ModelSettings {
+  const { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs } = config;
+  return { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs, concurrency: null, source: null };
+}
+
 /**
  * Tiers from Config and a parsed (or hand-built) file. Pure. The file is validated again here, so
  * anything that is not a valid {@link TiersFile} throws ConfigError naming `filePath` and the key.
  */
 export function buildModelTiers(config: Config, file: TiersFile | null, filePath: string | null): ModelTiers {
-  const base: ModelSettings = {
-    timeoutMs: config.timeoutMs,
-    maxRetries: config.maxRetries,
-    breakerThreshold: config.breakerThreshold,
-    breakerCooldownMs: config.breakerCooldownMs,
-    concurrency: null,
-    source: null,
-  };
+  const base = configSettings(config);
   if (file === null) return tiersOf(Object.freeze(base), [], filePath);
 
   const valid = parseTiersFile(file, filePath);
@@ -315,7 +310,7 @@ export function parseTiersFile(raw: unknown, filePath: string | null): TiersFile
     // One message per key: an out-of-range huge integer also fails the safe-integer check.
     if (issue.code !== 'custom' && seen.has(where)) continue;
     seen.add(where);
-    messages.push(describeIssue(issue, where, raw));
+    messages.push(describeIssue(issue, where, raw, TIERS_KEYS));
   }
   const shown = messages.slice(0, 5).join('; ');
   const more = messages.length > 5 ? ` (and ${messages.length - 5} more)` : '';
@@ -326,121 +321,20 @@ function tiersError(filePath: string | null, message: string): ConfigError {
   return new ConfigError(VARIABLE, `${VARIABLE}${filePath === null ? '' : ` (${filePath})`}: ${message}`);
 }
 
-/** `models[1].timeout_ms`, `tiers.reasoning`, `tiers["odd name"]`; empty for the top level. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else if (typeof part === 'string' && /^[A-Za-z0-9_-]+$/.test(part)) out += out === '' ? part : `.${part}`;
-    else out += `[${JSON.stringify(String(part))}]`;
-  }
-  return out;
-}
-
-function describeIssue(issue: z.core.$ZodIssue, where: string, root: unknown): string {
-  const subject = where === '' ? 'the file' : where;
-  const got = describeValue(valueAt(root, issue.path));
-  switch (issue.code) {
-    case 'unrecognized_keys': {
-      const allowed = allowedKeys(issue.path);
-      const keys = issue.keys.map((key) => JSON.stringify(key)).join(', ');
-      const hints = issue.keys.flatMap((key) => {
-        const near = closest(key, allowed);
-        return near === null ? [] : [{ key, near }];
-      });
-      const hint =
-        issue.keys.length === 1 && hints.length === 1
-          ? ` (did you mean "${hints[0]!.near}"?)`
-          : hints.length > 0
-            ? ` (${hints.map(({ key, near }) => `"${key}": did you mean "${near}"?`).join(' ')})`
-            : allowed.length > 0
-              ? ` (allowed: ${allowed.join(', ')})`
-              : '';
-      return `${where === '' ? '' : `${where}: `}unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}${hint}`;
-    }
-    case 'too_big':
-      return `${subject} must be at most ${String(rangeOf(issue.path)?.max ?? issue.maximum)}, got ${got}`;
-    case 'too_small':
-      return `${subject} must be at least ${String(rangeOf(issue.path)?.min ?? issue.minimum)}, got ${got}`;
-    case 'invalid_type': {
-      if (valueAt(root, issue.path) === undefined) return `${subject} is required`;
-      const expected = EXPECTED[issue.expected] ?? `a ${issue.expected}`;
-      return `${subject} must be ${expected === 'an object' && where === '' ? 'a JSON object' : expected}, got ${got}`;
-    }
-    default: {
-      // Our own checks: "models[0].match must not be empty", "models[0].tier: no tier named ...".
-      const separator = where === '' ? '' : /^(must|is) /.test(issue.message) ? ' ' : ': ';
-      return `${where}${separator}${issue.message}`;
-    }
-  }
-}
-
-/** The documented range of a setting key (zod also reports the safe-integer range for huge numbers). */
-function rangeOf(path: readonly PropertyKey[]): { min: number; max: number } | undefined {
-  const key = path[path.length - 1];
-  return typeof key === 'string' && Object.hasOwn(SETTING_RANGES, key) ? SETTING_RANGES[key as SettingKey] : undefined;
-}
-
-const EXPECTED: Partial<Record<string, string>> = {
-  int: 'a whole number',
-  number: 'a whole number',
-  object: 'an object',
-  record: 'an object',
-  array: 'an array',
-  string: 'a string',
+/** What the messages may say about the tiers file's keys. */
+const TIERS_KEYS: KeyHints = {
+  allowedKeys(path) {
+    if (path.length === 0) return ROOT_KEYS;
+    if (path[0] === 'models' && path.length === 2) return RULE_KEYS;
+    if ((path[0] === 'defaults' && path.length === 1) || (path[0] === 'tiers' && path.length === 2)) return SETTING_KEYS;
+    return [];
+  },
+  // The documented range of a setting key (zod also reports the safe-integer range for huge numbers).
+  rangeOf(path) {
+    const key = path[path.length - 1];
+    return typeof key === 'string' && Object.hasOwn(SETTING_RANGES, key) ? SETTING_RANGES[key as SettingKey] : undefined;
+  },
 };
-
-function allowedKeys(path: readonly PropertyKey[]): readonly string[] {
-  if (path.length === 0) return ROOT_KEYS;
-  if (path[0] === 'models' && path.length === 2) return RULE_KEYS;
-  if ((path[0] === 'defaults' && path.length === 1) || (path[0] === 'tiers' && path.length === 2)) return SETTING_KEYS;
-  return [];
-}
-
-/** The allowed key a typo most likely meant (`timeout` → `timeout_ms`), or null. */
-function closest(key: string, allowed: readonly string[]): string | null {
-  const lower = key.toLowerCase().replace(/-/g, '_');
-  const prefixed = allowed.filter(
-    (candidate) => lower.length >= 4 && (candidate.startsWith(lower) || lower.startsWith(candidate)),
-  );
-  if (prefixed.length === 1) return prefixed[0]!;
-  let best: string | null = null;
-  let bestDistance = 3;
-  for (const candidate of allowed) {
-    const distance = editDistance(lower, candidate);
-    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let value = root;
-  for (const part of path) {
-    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, part)) return undefined;
-    value = (value as Record<PropertyKey, unknown>)[part];
-  }
-  return value;
-}
-
-function describeValue(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (Array.isArray(value)) return 'an array';
-  if (value !== null && typeof value === 'object') return 'an object';
-  const text = JSON.stringify(value);
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-}
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -489,114 +383,6 @@ export function parseJson(rawText: string, filePath: string | null): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const reported = /\bat position (\d+)/.exec(message);
-    const position = reported ? Number(reported[1]) : findJsonError(text);
-    // V8 quotes (part of) the file in some messages: keep only the reason.
-    const reason = message
-      .replace(/, ".*" is not valid JSON$/s, '')
-      .replace(/ in JSON at position \d+.*$/s, '')
-      .replace(/ at position \d+.*$/s, '');
-    const where = position === null ? '' : ` at ${lineColumn(text, position)}`;
-    throw tiersError(filePath, `invalid JSON${where}: ${reason}`);
+    throw tiersError(filePath, describeJsonError(text, error));
   }
-}
-
-function lineColumn(text: string, position: number): string {
-  const before = text.slice(0, position);
-  const line = before.split('\n').length;
-  const column = position - before.lastIndexOf('\n');
-  return `line ${line} column ${column} (position ${position})`;
-}
-
-/** Offset of the first JSON syntax error, for parser messages that do not give one; null if none is found. */
-export function findJsonError(text: string): number | null {
-  let i = 0;
-  const fail = (): never => {
-    throw new JsonSyntaxAt(i);
-  };
-  const space = (): void => {
-    while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++;
-  };
-  const string = (): void => {
-    i++; // opening quote
-    for (;;) {
-      const c = text[i];
-      if (c === undefined || c < ' ') fail();
-      if (c === '"') {
-        i++;
-        return;
-      }
-      if (c === '\\') {
-        i++;
-        const e = text[i];
-        if (e !== undefined && '"\\/bfnrt'.includes(e)) i++;
-        else if (e === 'u') {
-          i++;
-          for (let k = 0; k < 4; k++, i++) if (!/[0-9a-fA-F]/.test(text[i] ?? '')) fail();
-        } else fail();
-      } else i++;
-    }
-  };
-  const value = (): void => {
-    space();
-    const c = text[i];
-    if (c === '{') {
-      i++;
-      space();
-      if (text[i] === '}') return void i++;
-      for (;;) {
-        space();
-        if (text[i] !== '"') fail();
-        string();
-        space();
-        if (text[i] !== ':') fail();
-        i++;
-        value();
-        space();
-        if (text[i] === ',') i++;
-        else if (text[i] === '}') return void i++;
-        else fail();
-      }
-    }
-    if (c === '[') {
-      i++;
-      space();
-      if (text[i] === ']') return void i++;
-      for (;;) {
-        value();
-        space();
-        if (text[i] === ',') i++;
-        else if (text[i] === ']') return void i++;
-        else fail();
-      }
-    }
-    if (c === '"') return string();
-    for (const word of ['true', 'false', 'null']) {
-      if (c === word[0]) {
-        for (const expected of word) {
-          if (text[i] !== expected) fail();
-          i++;
-        }
-        return;
-      }
-    }
-    const number = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-    number.lastIndex = i;
-    if (!number.test(text)) fail();
-    i = number.lastIndex;
-  };
-  try {
-    value();
-    space();
-    if (i < text.length) fail();
-    return null;
-  } catch (error) {
-    if (error instanceof JsonSyntaxAt) return error.position;
-    return null; // e.g. nesting too deep for the stack: no position rather than a wrong one
-  }
-}
-
-class JsonSyntaxAt {
-  constructor(readonly position: number) {}
 }

@@ -5,6 +5,7 @@ import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
 import { RunService } from '../app/run-service.js';
 import { StateStore } from '../store/state-store.js';
 import { RunLog } from '../telemetry/run-log.js';
+import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
 import type { ControlEvent, ControlLogger } from '../tools/control-log.js';
 import { ollamaHealthTool } from '../tools/ollama-health.js';
@@ -45,7 +46,7 @@ export async function createApp(config: Config, warn: (message: string) => void)
     onError: (error, file) => warn(`could not append to ${file}: ${error instanceof Error ? error.message : String(error)}`),
   });
   // The CLI's children get the server's whole environment, plus OLLAMA_HOST when configured.
-  const env = { ...process.env, ...(config.ollamaHost ? { OLLAMA_HOST: config.ollamaHost } : {}) };
+  const env = cliEnvironment(config);
   // One list of installed models per process, shared by the preflight check and ollama_health.
   const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
   const runs = new RunService({

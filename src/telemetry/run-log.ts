@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 
 import { JsonlAppender } from './jsonl-appender.js';
 import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME } from './log-files.js';
-import { RUN_RECORD_SCHEMA_VERSION, type ControlRecord, type RunRecord } from './run-record.js';
+import { RUN_RECORD_SCHEMA_VERSION, type ControlEvent, type ControlRecord, type RunRecord } from './run-record.js';
 
 /** File name of the first file of the run log inside the telemetry directory. */
 export { RUN_LOG_FILE_NAME };
@@ -72,7 +72,7 @@ export class RunLog {
   }
 
   /** Appends a control action (a reset, a status look-up) beside the runs. Never rejects. */
-  recordControl(event: Omit<ControlRecord, 'v' | 'kind' | 'ts' | 'server_pid'>): Promise<void> {
+  recordControl(event: ControlEvent): Promise<void> {
     const record: ControlRecord = {
       v: RUN_RECORD_SCHEMA_VERSION,
       kind: 'control',

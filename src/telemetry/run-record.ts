@@ -79,3 +79,6 @@ export interface ControlRecord {
   readonly detail: string;
   readonly server_pid: number;
 }
+
+/** A control action worth a line in runs.jsonl, before the writer stamps it. */
+export type ControlEvent = Omit<ControlRecord, 'v' | 'kind' | 'ts' | 'server_pid'>;

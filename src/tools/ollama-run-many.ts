@@ -1,8 +1,9 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
+import { SETTING_RANGES } from '../config/ranges.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
-import { runBatch, summarize, type BatchProgress, type BatchResult } from '../app/run-batch.js';
+import { batchSummarySchema, runBatch, summarize, type BatchProgress, type BatchResult } from '../app/run-batch.js';
 import { runResultSchema } from '../app/run-result.js';
 import type { RunService } from '../app/run-service.js';
 import { ollamaRunInputSchema, renderRunResult, toRunRequest } from './ollama-run.js';
@@ -10,6 +11,7 @@ import { MAX_BATCH_PROMPT_CHARS } from './shared-fields.js';
 
 export const MAX_BATCH_JOBS = 100;
 const MAX_BATCH_CONCURRENCY = 8;
+const TIMEOUT = SETTING_RANGES.timeout_ms;
 
 export const ollamaRunManyInputSchema = z.strictObject({
   jobs: z
@@ -34,8 +36,8 @@ export const ollamaRunManyInputSchema = z.strictObject({
   deadline_ms: z
     .number()
     .int('must be a whole number')
-    .min(100, 'must be at least 100')
-    .max(3_600_000, 'must be at most 3600000 (one hour)')
+    .min(TIMEOUT.min, `must be at least ${TIMEOUT.min}`)
+    .max(TIMEOUT.max, `must be at most ${TIMEOUT.max} (one hour)`)
     .optional()
     .describe('Overall limit: jobs still running then are stopped (timeout), jobs not started are reported as not_started.'),
 });
@@ -43,16 +45,7 @@ export const ollamaRunManyInputSchema = z.strictObject({
 export const batchResultSchema = z.object({
   batch_id: z.string().describe('shared by every runs.jsonl line of this call'),
   results: z.array(runResultSchema).describe("one { output, metadata } per job, in the jobs' order"),
-  summary: z.object({
-    total: z.number().int(),
-    ok: z.number().int(),
-    failed: z.number().int(),
-    timed_out: z.number().int(),
-    escalated: z.number().int(),
-    not_started: z.number().int(),
-    cancelled: z.number().int(),
-    escalate: z.boolean().describe('true if any job escalated: stop retrying those tasks and hand them upwards'),
-  }),
+  summary: batchSummarySchema,
 });
 
 type Input = z.output<typeof ollamaRunManyInputSchema>;

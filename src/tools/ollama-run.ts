@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
+import { SETTING_RANGES } from '../config/ranges.js';
 import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../app/run-result.js';
@@ -12,6 +13,8 @@ import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 export const MAX_PROMPT_CHARS = 1_000_000;
 export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
 /** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
+const { timeout_ms: TIMEOUT, max_retries: MAX_RETRIES } = SETTING_RANGES;
+
 const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
 
 export const ollamaRunInputSchema = z.strictObject({
@@ -32,8 +35,8 @@ export const ollamaRunInputSchema = z.strictObject({
   max_retries: z
     .number()
     .int('must be a whole number')
-    .min(0, 'must be 0 or more')
-    .max(100, 'must be at most 100')
+    .min(MAX_RETRIES.min, `must be ${MAX_RETRIES.min} or more`)
+    .max(MAX_RETRIES.max, `must be at most ${MAX_RETRIES.max}`)
     .optional()
     .describe(
       'Failed attempts allowed before escalation (server default if omitted; 0 = no limit). With 3, the 4th failure escalates.',
@@ -41,8 +44,8 @@ export const ollamaRunInputSchema = z.strictObject({
   timeout_ms: z
     .number()
     .int('must be a whole number')
-    .min(100, 'must be at least 100')
-    .max(3_600_000, 'must be at most 3600000 (one hour)')
+    .min(TIMEOUT.min, `must be at least ${TIMEOUT.min}`)
+    .max(TIMEOUT.max, `must be at most ${TIMEOUT.max} (one hour)`)
     .optional()
     .describe('Hard limit for this run in ms (server default if omitted). The model process is killed when it passes.'),
   format: z

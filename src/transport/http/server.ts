@@ -17,6 +17,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT } from '../../config/ranges.js';
 import type { App } from '../../mcp/server.js';
 import { interpretMessage } from '../json-rpc-intake.js';
 import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
@@ -103,12 +104,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65_535) {
     throw new HttpServerError('http_config_error', `the HTTP port must be a whole number from 0 to 65535, got ${requestedPort}`);
   }
-  if (token !== undefined && token.length < 16) {
-    throw new HttpServerError(
-      'http_config_error',
-      'OLLAMA_MCP_HTTP_TOKEN must be at least 16 characters (use a random secret)',
-      'OLLAMA_MCP_HTTP_TOKEN',
-    );
+  if (token !== undefined && token.length < HTTP_TOKEN_MIN_CHARS) {
+    throw new HttpServerError('http_config_error', HTTP_TOKEN_TOO_SHORT, 'OLLAMA_MCP_HTTP_TOKEN');
   }
   const loopback = isLoopbackHost(host);
   if (!loopback && token === undefined) {

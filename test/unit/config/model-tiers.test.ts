@@ -5,10 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, type Config } from '../../../src/config/config.js';
 import {
   EXAMPLE_TIERS_JSON,
-  SETTING_RANGES,
   buildModelTiers,
-  findJsonError,
-  formatPath,
   globMatches,
   loadModelTiers,
   parseJson,
@@ -17,6 +14,9 @@ import {
   type ModelSettings,
   type TiersFile,
 } from '../../../src/config/model-tiers.js';
+import { findJsonError } from '../../../src/config/json-position.js';
+import { SETTING_RANGES } from '../../../src/config/ranges.js';
+import { formatPath } from '../../../src/config/zod-english.js';
 
 /** Config values distinct from every value used in the files below, so each layer is visible. */
 const config: Config = loadConfig({
