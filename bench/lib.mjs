@@ -13,7 +13,7 @@ export const SERVER_ENTRY = path.join(ROOT, 'dist/cli.js');
 export const NODE_FAKE = path.join(ROOT, 'test/fixtures/fake-ollama.mjs');
 export const SH_FAKE = path.join(BENCH_DIR, 'fake-min.sh');
 export const SH_FAKE_100MS = path.join(BENCH_DIR, 'fake-100ms.sh');
-/** Exactly what the server passes to `ollama` (src/runner/cli-args.ts buildRunArgs with no options). */
+/** Exactly what the server passes to `ollama` (src/ollama/cli-args.ts buildRunArgs with no options). */
 export const RUN_ARGS = ['run', 'llama3.2', '--nowordwrap'];
 export const MODEL = 'llama3.2';
 

@@ -1,17 +1,15 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
-import { SETTING_RANGES } from '../config/ranges.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { batchSummarySchema, runBatch, summarize, type BatchProgress, type BatchResult } from '../app/run-batch.js';
 import { runResultSchema } from '../app/run-result.js';
 import type { RunService } from '../app/run-service.js';
 import { ollamaRunInputSchema, renderRunResult, toRunRequest } from './ollama-run.js';
-import { MAX_BATCH_PROMPT_CHARS } from './shared-fields.js';
+import { MAX_BATCH_PROMPT_CHARS, timeoutField } from './shared-fields.js';
 
 export const MAX_BATCH_JOBS = 100;
 const MAX_BATCH_CONCURRENCY = 8;
-const TIMEOUT = SETTING_RANGES.timeout_ms;
 
 export const ollamaRunManyInputSchema = z.strictObject({
   jobs: z
@@ -33,13 +31,9 @@ export const ollamaRunManyInputSchema = z.strictObject({
     .max(MAX_BATCH_CONCURRENCY, `must be at most ${MAX_BATCH_CONCURRENCY}`)
     .optional()
     .describe("Jobs running at once (default 3; never above the server's OLLAMA_MCP_CONCURRENCY)."),
-  deadline_ms: z
-    .number()
-    .int('must be a whole number')
-    .min(TIMEOUT.min, `must be at least ${TIMEOUT.min}`)
-    .max(TIMEOUT.max, `must be at most ${TIMEOUT.max} (one hour)`)
-    .optional()
-    .describe('Overall limit: jobs still running then are stopped (timeout), jobs not started are reported as not_started.'),
+  deadline_ms: timeoutField().describe(
+    'Overall limit: jobs still running then are stopped (timeout), jobs not started are reported as not_started.',
+  ),
 });
 
 export const batchResultSchema = z.object({

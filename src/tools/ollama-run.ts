@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
 import { SETTING_RANGES } from '../config/ranges.js';
-import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
+import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD, timeoutField } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../app/run-result.js';
 import { ESCALATION_REASONS } from '../policy/run-status.js';
@@ -13,7 +13,7 @@ import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 export const MAX_PROMPT_CHARS = 1_000_000;
 export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
 /** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
-const { timeout_ms: TIMEOUT, max_retries: MAX_RETRIES } = SETTING_RANGES;
+const MAX_RETRIES = SETTING_RANGES.max_retries;
 
 const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
 
@@ -41,13 +41,9 @@ export const ollamaRunInputSchema = z.strictObject({
     .describe(
       'Failed attempts allowed before escalation (server default if omitted; 0 = no limit). With 3, the 4th failure escalates.',
     ),
-  timeout_ms: z
-    .number()
-    .int('must be a whole number')
-    .min(TIMEOUT.min, `must be at least ${TIMEOUT.min}`)
-    .max(TIMEOUT.max, `must be at most ${TIMEOUT.max} (one hour)`)
-    .optional()
-    .describe('Hard limit for this run in ms (server default if omitted). The model process is killed when it passes.'),
+  timeout_ms: timeoutField().describe(
+    'Hard limit for this run in ms (server default if omitted). The model process is killed when it passes.',
+  ),
   format: z
     .union([z.literal('json'), z.record(z.string(), z.unknown())], {
       error: 'must be "json" or a JSON schema object',
