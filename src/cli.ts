@@ -1,3 +1,182 @@
 #!/usr/bin/env node
-// The bin entry (dist/cli.js): the commands live in cli/.
-import './cli/main.js';
+import path from 'node:path';
+import { DEFAULT_TELEMETRY_DIR, isConfigError, loadConfig, type Config } from './config/config.js';
+import { runReportCommand } from './cli/report-command.js';
+import { runDoctor } from './cli/doctor.js';
+import { loadModelTiers } from './config/model-tiers.js';
+import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './transport/http/server.js';
+import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION, type App } from './mcp/server.js';
+import { isStateStoreError } from './store/state-store.js';
+import { LineStdioTransport } from './transport/stdio-transport.js';
+
+const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
+
+Usage:
+  ${SERVER_NAME}            start the server on stdin/stdout (an MCP client launches this)
+  ${SERVER_NAME} --http [--host H] [--port N]
+                            serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${DEFAULT_HTTP_PORT}); a host other
+                            than loopback needs OLLAMA_MCP_HTTP_TOKEN (clients send Authorization: Bearer <token>)
+  ${SERVER_NAME} doctor     check Ollama, the models, the circuits and the settings; exit 1 if something is wrong
+  ${SERVER_NAME} report [--since 24h|7d|ISO] [--model M] [--task T] [--status S] [--json | --html FILE] [--dir DIR]
+                            summarise runs.jsonl: per-model outcomes and latency, escalated tasks
+                            (\`report --help\` for details)
+  ${SERVER_NAME} --help     this text
+  ${SERVER_NAME} --version  the version
+
+Configuration is read from the environment (OLLAMA_BIN, OLLAMA_HOST, OLLAMA_MCP_*); see the README.
+Logs go to stderr; stdout carries only the MCP protocol.`;
+
+function warn(message: string): void {
+  process.stderr.write(`${SERVER_NAME}: ${message}\n`);
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'report') {
+    // Reads the log only: an unrelated bad setting must not stop a developer reviewing runs.
+    const telemetryDir = path.resolve(process.env.OLLAMA_MCP_TELEMETRY_DIR?.trim() || DEFAULT_TELEMETRY_DIR);
+    return runReportCommand(argv.slice(1), { telemetryDir, out: process.stdout, err: process.stderr });
+  }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stderr.write(`${HELP}\n`);
+    return 0;
+  }
+  if (argv.includes('--version') || argv.includes('-v')) {
+    process.stderr.write(`${SERVER_VERSION}\n`);
+    return 0;
+  }
+  const [command, ...rest] = argv;
+  const http = command === '--http' ? parseHttpArgs(rest) : null;
+  if (typeof http === 'string') {
+    warn(`${http}. Run \`${SERVER_NAME} --help\`.`);
+    return 2;
+  }
+  if (command !== undefined && command !== 'doctor' && http === null) {
+    warn(`unknown argument \`${command}\`. Run \`${SERVER_NAME} --help\`.`);
+    return 2;
+  }
+  try {
+    const config = loadConfig(process.env);
+    if (command === 'doctor') {
+      if (rest.length > 0) {
+        warn(`doctor takes no arguments, got \`${rest.join(' ')}\``);
+        return 2;
+      }
+      await loadModelTiers(config); // a bad tier file stops the server: say so here too (exit 2)
+      return await runDoctor(config);
+    }
+    if (http) await serveHttp(config, http.host, http.port);
+    else await serveStdio(config);
+    return 0;
+  } catch (error) {
+    if (isConfigError(error) || error instanceof HttpServerError) {
+      warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
+      return 2;
+    }
+    if (isStateStoreError(error)) {
+      warn(`cannot start: ${error.message}`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+/** `--http [--host H] [--port N]`, or what is wrong with them. */
+function parseHttpArgs(args: readonly string[]): { host: string; port: number } | string {
+  let host = '127.0.0.1';
+  let port = DEFAULT_HTTP_PORT;
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    const [flag, inline] = arg.split(/=(.*)/s, 2) as [string, string | undefined];
+    const value = inline ?? args[++i];
+    if (flag === '--host' && value) host = value;
+    else if (flag === '--port' && value !== undefined && /^\d+$/.test(value) && Number(value) <= 65_535) port = Number(value);
+    else if (flag === '--port') return `--port must be a whole number from 0 to 65535, got \`${value ?? ''}\``;
+    else return `unknown or incomplete --http option \`${arg}\``;
+  }
+  return { host, port };
+}
+
+/** Stop serving, once: close the transport, stop every run, and wait until each is logged. */
+function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: string) => Promise<void> {
+  let closing: Promise<void> | null = null;
+  return (why) =>
+    (closing ??= (async () => {
+      if (app.runs.inFlight > 0) warn(`${why}: stopping ${app.runs.inFlight} run(s) and exiting`);
+      await closeTransport();
+      app.runs.abortAll();
+      await app.runs.drain();
+      await app.log.idle();
+    })());
+}
+
+/** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
+async function serveHttp(config: Config, host: string, port: number): Promise<void> {
+  const app = await createApp(config, warn);
+  const server = await startHttpServer({ app, createServer: createMcpServer, host, port, token: config.httpToken, log: warn });
+  const shutdown = shutdownOnce(app, () => server.close()); // aborts the in-flight calls of every session
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.on(signal, () => void shutdown(signal).finally(() => process.exit(0)));
+  }
+}
+
+async function serveStdio(config: Config): Promise<void> {
+  const app = await createApp(config, warn);
+  const server = createMcpServer(app);
+  // Refuses oversized and invalid messages with a JSON-RPC error and keeps reading.
+  const transport = new LineStdioTransport({ log: warn });
+  // While serving, a stdout error is the transport's to report (not `report | head`'s quiet exit).
+  process.stdout.removeAllListeners('error');
+
+  let stopping = false;
+  // Closing the connection aborts every in-flight request's signal: each run kills its
+  // model process (SIGTERM, then SIGKILL after the grace) and is logged as cancelled.
+  const stop = shutdownOnce(app, () => server.close().catch(() => {}));
+  const shutdown = (why: string): Promise<void> => {
+    stopping = true; // set before server.close(), whose onclose runs synchronously
+    return stop(why);
+  };
+  const exitAfter = (why: string, code: number) => () => {
+    void shutdown(why).finally(() => process.exit(code));
+  };
+  process.stdin.on('end', exitAfter('stdin closed', 0));
+  process.stdin.on('close', exitAfter('stdin closed', 0));
+  process.on('SIGTERM', exitAfter('SIGTERM', 0));
+  process.on('SIGINT', exitAfter('SIGINT', 0));
+  process.on('SIGHUP', exitAfter('SIGHUP', 0));
+  // Any other close (stdin or stdout failed) must not end the server silently.
+  server.onclose = () => {
+    if (stopping) return;
+    warn(`the stdio connection closed unexpectedly: ${transport.closeError?.message ?? 'no reason given'}; exiting`);
+    exitAfter('connection lost', 1)();
+  };
+
+  await server.connect(transport);
+  if (process.stdin.isTTY) {
+    process.stderr.write(
+      [
+        `${SERVER_NAME} ${SERVER_VERSION} is running on stdio (telemetry: ${config.telemetryDir}).`,
+        'It is meant to be launched by an MCP client, which talks to it over stdin/stdout. To connect one:',
+        `  claude mcp add ollama-runner -- node ${process.argv[1] ?? 'dist/cli.js'}`,
+        'See README.md for Claude Desktop and the settings. Press Ctrl+C to stop.',
+        '',
+      ].join('\n'),
+    );
+  }
+}
+
+// `report | head` closes the pipe early: that is not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // Set the code rather than exit: output still draining into a pipe would be cut off.
+    if (code !== 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    warn(`fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(1);
+  },
+);
