@@ -37,3 +37,15 @@ export type PreflightResult =
 export function taskScope(request: RunRequest): string[] {
   return request.taskId === undefined ? [] : [request.taskId];
 }
+
+/** What can be logged of invalid arguments: the usable strings (cut short) and numbers, nothing else. */
+export function salvageRequest(rawArgs: unknown): { request: RunRequest; maxRetries: number | undefined; retryCount: number } {
+  const args = (typeof rawArgs === 'object' && rawArgs !== null ? rawArgs : {}) as Record<string, unknown>;
+  const text = (value: unknown, max: number) => (typeof value === 'string' ? value.slice(0, max) : '');
+  const taskId = text(args.task_id, 200);
+  return {
+    request: { model: text(args.model, 200), prompt: text(args.prompt, 10_000_000), ...(taskId ? { taskId } : {}) },
+    maxRetries: typeof args.max_retries === 'number' ? args.max_retries : undefined,
+    retryCount: typeof args.retry_count === 'number' ? args.retry_count : 0,
+  };
+}

@@ -4,7 +4,7 @@ import { NOT_STARTED_ERROR, notInstalledError } from './attempt-errors.js';
 import { ModelSlots } from './model-slots.js';
 import { ProbeWaiters } from './probe-waiters.js';
 import { toRunMetadata, toRunRecord, type Attempt, type Settled } from './run-report.js';
-import type { PreflightResult, RunContext, RunRequest } from './run-request.js';
+import { salvageRequest, type PreflightResult, type RunContext, type RunRequest } from './run-request.js';
 import { TurnScheduler, type ScheduledCall } from './turn-scheduler.js';
 import type { Config } from '../config/config.js';
 import { configSettings, type ModelSettings } from '../config/model-tiers.js';
@@ -121,17 +121,9 @@ export class RunService {
 
   /** An attempt refused before anything ran because its arguments were invalid: logged, never spawned. */
   rejectInvalid(rawArgs: unknown, message: string, context: RunContext & { tool?: string } = {}): Promise<RunResult> {
-    const args = (typeof rawArgs === 'object' && rawArgs !== null ? rawArgs : {}) as Record<string, unknown>;
-    const text = (value: unknown, max: number) => (typeof value === 'string' ? value.slice(0, max) : '');
-    const taskId = text(args.task_id, 200);
-    const request: RunRequest = {
-      model: text(args.model, 200),
-      prompt: text(args.prompt, 10_000_000),
-      ...(taskId ? { taskId } : {}),
-    };
-    const maxRetries = typeof args.max_retries === 'number' ? args.max_retries : this.#config.maxRetries;
-    const retryCount = typeof args.retry_count === 'number' ? args.retry_count : 0;
-    return this.#refuse(request, context, 'invalid_input', message, maxRetries, retryCount, context.tool);
+    const { request, maxRetries, retryCount } = salvageRequest(rawArgs);
+    const max = maxRetries ?? this.#config.maxRetries;
+    return this.#refuse(request, context, 'invalid_input', message, max, retryCount, context.tool);
   }
 
   /** A batch job that never started because the batch deadline passed: logged, never spawned. */
