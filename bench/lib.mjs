@@ -265,7 +265,7 @@ export async function serverRunArgs(argvFile) {
     parts.pop(); // after the last NUL
     if (parts[0] === 'run') return { args: parts, source: "recorded from the server's own spawn" };
   }
-  const { buildRunArgs } = await import('../dist/runner/cli-args.js');
+  const { buildRunArgs } = await import('../dist/ollama/cli-args.js');
   return { args: buildRunArgs(MODEL, {}), source: 'buildRunArgs from dist/ (the server did not pass BENCH_FAKE_ARGV on)' };
 }
 

@@ -1,4 +1,4 @@
-// The per-run state change the server makes (src/run-service.ts #settle), built from the real
+// The per-run state change the server makes (src/app/attempt-ledger.ts settle), built from the real
 // policies in dist/: the task's ledger entry (recordAttempt) and the model's circuit (recordVerdict).
 import { randomUUID } from 'node:crypto';
 import { CLOSED } from '../dist/policy/breaker-state.js';

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-import { isConfigError, loadConfig, telemetryDirFor, type Config } from './config.js';
-import { runReportCommand } from './report/command.js';
-import { runDoctor } from './doctor.js';
-import { loadModelTiers } from './model-tiers.js';
-import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './http-server.js';
-import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION } from './server.js';
+import { isConfigError, loadConfig, telemetryDirFor, type Config } from './config/config.js';
+import { runReportCommand } from './cli/report-command.js';
+import { runDoctor } from './cli/doctor.js';
+import { loadModelTiers } from './config/model-tiers.js';
+import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './transport/http/server.js';
+import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION, type App } from './mcp/server.js';
 import { isStateStoreError } from './store/state-store.js';
-import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './telemetry-dir.js';
+import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './config/telemetry-dir.js';
 import { LineStdioTransport } from './transport/stdio-transport.js';
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
@@ -111,19 +111,24 @@ function parseHttpArgs(args: readonly string[]): { host: string; port: number } 
   return { host, port };
 }
 
-/** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
-async function serveHttp(config: Config, host: string, port: number): Promise<void> {
-  const app = await createApp(config, warn);
-  const server = await startHttpServer({ app, createServer: createMcpServer, host, port, token: config.httpToken, log: warn });
+/** Stop serving, once: close the transport, stop every run, and wait until each is logged. */
+function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: string) => Promise<void> {
   let closing: Promise<void> | null = null;
-  const shutdown = (why: string): Promise<void> =>
+  return (why) =>
     (closing ??= (async () => {
       if (app.runs.inFlight > 0) warn(`${why}: stopping ${app.runs.inFlight} run(s) and exiting`);
-      await server.close(); // aborts the in-flight calls of every session
+      await closeTransport();
       app.runs.abortAll();
       await app.runs.drain();
       await app.log.idle();
     })());
+}
+
+/** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
+async function serveHttp(config: Config, host: string, port: number): Promise<void> {
+  const app = await createApp(config, warn);
+  const server = await startHttpServer({ app, createServer: createMcpServer, host, port, token: config.httpToken, log: warn });
+  const shutdown = shutdownOnce(app, () => server.close()); // aborts the in-flight calls of every session
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     process.on(signal, () => void shutdown(signal).finally(() => process.exit(0)));
   }
@@ -137,20 +142,13 @@ async function serveStdio(config: Config): Promise<void> {
   // While serving, a stdout error is the transport's to report (not `report | head`'s quiet exit).
   process.stdout.removeAllListeners('error');
 
-  let closing: Promise<void> | null = null;
   let stopping = false;
+  // Closing the connection aborts every in-flight request's signal: each run kills its
+  // model process (SIGTERM, then SIGKILL after the grace) and is logged as cancelled.
+  const stop = shutdownOnce(app, () => server.close().catch(() => {}));
   const shutdown = (why: string): Promise<void> => {
     stopping = true; // set before server.close(), whose onclose runs synchronously
-    closing ??= (async () => {
-      if (app.runs.inFlight > 0) warn(`${why}: stopping ${app.runs.inFlight} run(s) and exiting`);
-      // Closing the connection aborts every in-flight request's signal: each run kills its
-      // model process (SIGTERM, then SIGKILL after the grace) and is logged as cancelled.
-      await server.close().catch(() => {});
-      app.runs.abortAll();
-      await app.runs.drain();
-      await app.log.idle();
-    })();
-    return closing;
+    return stop(why);
   };
   const exitAfter = (why: string, code: number) => () => {
     void shutdown(why).finally(() => process.exit(code));

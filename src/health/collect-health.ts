@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { open, readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { probeCli, withDeadline, type CliProbe } from '../ollama/cli-probe.js';
 import type { InstalledModels } from '../ollama/installed-models.js';
 import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
@@ -10,11 +10,11 @@ import type { StateData } from '../store/state-schema.js';
 import type { StoreWriteFailure, TaskScope } from '../store/state-store.js';
 
 /** Where the CLI looks for the server when OLLAMA_HOST is unset. */
-export const DEFAULT_OLLAMA_HOST = 'http://127.0.0.1:11434';
+const DEFAULT_OLLAMA_HOST = 'http://127.0.0.1:11434';
 /** Limit for each CLI command of the check (`--version` and `list` run side by side). */
-export const HEALTH_CLI_TIMEOUT_MS = 5_000;
+const HEALTH_CLI_TIMEOUT_MS = 5_000;
 /** The whole check gives up waiting after this (a hung CLI, a stuck disk). */
-export const HEALTH_DEADLINE_MS = 9_000;
+const HEALTH_DEADLINE_MS = 9_000;
 const RUNS_LOG_FILE_NAME = 'runs.jsonl';
 /** The writability probe writes this much: an empty file is created even on a full disk. */
 const PROBE_BYTES = 4096;
@@ -268,7 +268,7 @@ async function readCircuits(
  * Write real bytes to a temporary file in `dir` and remove it (an empty file is still created on
  * a full disk); never touches runs.jsonl or the state files.
  */
-export async function checkWritable(dir: string): Promise<{ writable: boolean; error: string | null }> {
+async function checkWritable(dir: string): Promise<{ writable: boolean; error: string | null }> {
   try {
     const info = await stat(dir);
     if (!info.isDirectory()) return { writable: false, error: 'it is not a directory' };
@@ -293,7 +293,7 @@ export async function checkWritable(dir: string): Promise<{ writable: boolean; e
  * The dir takes real bytes, and every existing file of the run log can be opened for appending
  * (a directory named runs.jsonl, or a file that cannot be written, loses every run line).
  */
-export async function checkTelemetry(dir: string): Promise<{ writable: boolean; error: string | null }> {
+async function checkTelemetry(dir: string): Promise<{ writable: boolean; error: string | null }> {
   const probe = await checkWritable(dir);
   if (!probe.writable) return probe;
   let names: string[];

@@ -35,7 +35,7 @@ export interface ToolDefinition<In extends z.ZodType, Out extends z.ZodType> {
   onInvalidInput(problem: string, rawArguments: unknown, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// Each tool has its own schema types; a list of tools can only name them as `any`.
 export type AnyToolDefinition = ToolDefinition<any, any>;
 
 /** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */

@@ -1,10 +1,6 @@
-import {
-  describeCliFailure,
-  InstalledModels,
-  isUnreachableMessage,
-  runCliCommand,
-  type CliFailureCause,
-} from './installed-models.js';
+import { describeCliFailure, runCliCommand, type CliFailureCause } from './cli-command.js';
+import { isUnreachableMessage } from './cli-errors.js';
+import { InstalledModels } from './installed-models.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -21,4 +21,7 @@ export type BreakerState =
 
 export type CircuitName = BreakerState['state'];
 
+/** What happened to a model's circuit because of one attempt, if anything. */
+export type CircuitTransition = 'opened' | 'reopened' | 'half_opened' | 'closed' | null;
+
 export const CLOSED: BreakerState = { state: 'closed', consecutiveFailures: 0 };

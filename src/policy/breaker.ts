@@ -1,5 +1,4 @@
-import { CLOSED, type BreakerState, type CircuitName } from './breaker-state.js';
-import type { CircuitTransition } from '../telemetry/run-record.js';
+import { CLOSED, type BreakerState, type CircuitName, type CircuitTransition } from './breaker-state.js';
 
 /**
  * The circuit breaker of one model as a pure state machine: every function takes the current

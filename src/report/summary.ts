@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 
-import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
+import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../ollama/model-name.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
 import type { JsonObject, SkipReason } from '../telemetry/jsonl-reader.js';
 import type { RunFilters } from './filters.js';
@@ -103,17 +103,12 @@ interface TaskEntry {
 }
 
 /**
- * Summarizes run logs, reading each file in the order given as a stream. Memory stays bounded
- * whatever the size of the files (see {@link SummaryLimits}): per model a few counters, 13 duration
- * bucket counts and two fixed-size histograms (percentiles within 1%, see {@link LogHistogram}), a bounded map of tasks,
- * at most `maxBuckets` timeline buckets and `2 x maxEvents` events.
+ * Summarizes run logs, streaming each file in the order given, in bounded memory whatever their
+ * size (see {@link SummaryLimits}; percentiles within 1%, see {@link LogHistogram}).
  *
- * Every record is taken as it is: unknown fields are ignored, a missing or mistyped field counts as
- * absent (no `circuit`: no circuit opening; no `queue_ms`: not in the queue percentile; no `ts`:
- * not in the range or timeline, and left out when `since` is set). A JSON object without a string
- * `model` and `status` is not a run (`unrecognized_records`). Torn and non-object lines are counted
- * (`skipped_lines`), blank ones too (`blank_lines`); neither is an error. A missing file is read as
- * empty; another I/O error (permission denied) rejects.
+ * Records are taken as they are: a missing or mistyped field counts as absent, a JSON object
+ * without a string `model` and `status` is not a run (`unrecognized_records`), and torn and blank
+ * lines are counted, not errors. A missing file reads as empty; another I/O error rejects.
  *
  * @param files paths, oldest first (see `listRunLogFiles`)
  */

@@ -4,8 +4,8 @@ import { open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
 /** State files hold task ids and model names: only the owner reads them. */
-export const STATE_FILE_MODE = 0o600;
-export const STATE_DIR_MODE = 0o700;
+const STATE_FILE_MODE = 0o600;
+const STATE_DIR_MODE = 0o700;
 
 /**
  * Replace `file` with `text` atomically: write a temp file beside it (created 0600, unique per

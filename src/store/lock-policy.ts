@@ -2,15 +2,7 @@
  * Errors that waiting will not cure: the lock (and the state it guards) cannot be written at all.
  * Retrying them only makes every run slower (measured: 25 s per call on a read-only dir).
  */
-export const PERMANENT_FS_ERRORS: ReadonlySet<string> = new Set([
-  'EROFS',
-  'EACCES',
-  'EPERM',
-  'ENOSPC',
-  'EDQUOT',
-  'EISDIR',
-  'ENOTDIR',
-]);
+const PERMANENT_FS_ERRORS: ReadonlySet<string> = new Set(['EROFS', 'EACCES', 'EPERM', 'ENOSPC', 'EDQUOT', 'EISDIR', 'ENOTDIR']);
 
 /** proper-lockfile's code for "another holder has the lock". */
 const CONTENDED = 'ELOCKED';

@@ -21,10 +21,6 @@ export function dict<T>(entries?: Iterable<readonly [string, T]>): Record<string
   return map;
 }
 
-export function emptyState(): StateData {
-  return { tasks: dict(), breakers: dict(), prunedAt: 0 };
-}
-
 const count = z.number().int().nonnegative();
 const time = z.number().nonnegative();
 

@@ -63,7 +63,7 @@ export type TaskScope = readonly string[] | 'all';
  * - `transact(scope, fn)` is exact across processes: under one cross-process lock
  *   (proper-lockfile) it reads the files it needs fresh, applies `fn`, and writes back only the
  *   files that changed, atomically. (lowdb's own `update()` does no re-read and loses updates
- *   between processes; see shared/files-across-processes.md.)
+ *   between processes.)
  * - `snapshot(scope)` reads without the lock: writes are renames, so a reader never sees a torn file.
  * - Parsed files are cached against their inode, size and mtime: with 10,000 tasks a transaction
  *   parses and writes one small shard, not the whole ledger.

@@ -104,8 +104,7 @@ export function nextLogFileName(current: string, now: Date): string {
     throw new TypeError(`Expected a run log file name (runs.jsonl or runs-YYYY-MM-DD-NNN.jsonl), got \`${current}\``);
   }
   const today = utcDate(now);
-  const next =
-    parsed.date === null || today > parsed.date ? { date: today, seq: 1 } : { date: parsed.date, seq: parsed.seq + 1 };
+  const next = parsed.date === null || today > parsed.date ? { date: today, seq: 1 } : { date: parsed.date, seq: parsed.seq + 1 };
   const nextName = formatRunLogName(next);
   return name === current ? nextName : join(dirname(current), nextName);
 }

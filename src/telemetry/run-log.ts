@@ -4,13 +4,13 @@ import { join, resolve } from 'node:path';
 
 import { JsonlAppender } from './jsonl-appender.js';
 import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME } from './log-files.js';
-import { RUN_RECORD_SCHEMA_VERSION, type ControlRecord, type RunRecord } from './run-record.js';
+import { RUN_RECORD_SCHEMA_VERSION, type ControlEvent, type ControlRecord, type RunRecord } from './run-record.js';
 
 /** File name of the first file of the run log inside the telemetry directory. */
 export { RUN_LOG_FILE_NAME };
 
 /** Default of {@link RunLogOptions.maxBytes}: 50 MiB, as `OLLAMA_MCP_LOG_MAX_BYTES`. */
-export const DEFAULT_RUN_LOG_MAX_BYTES = 52_428_800;
+const DEFAULT_RUN_LOG_MAX_BYTES = 52_428_800;
 
 /** Options of {@link RunLog}. */
 export interface RunLogOptions {
@@ -72,8 +72,14 @@ export class RunLog {
   }
 
   /** Appends a control action (a reset, a status look-up) beside the runs. Never rejects. */
-  recordControl(event: Omit<ControlRecord, 'v' | 'kind' | 'ts' | 'server_pid'>): Promise<void> {
-    const record: ControlRecord = { v: RUN_RECORD_SCHEMA_VERSION, kind: 'control', ts: new Date().toISOString(), ...event, server_pid: process.pid };
+  recordControl(event: ControlEvent): Promise<void> {
+    const record: ControlRecord = {
+      v: RUN_RECORD_SCHEMA_VERSION,
+      kind: 'control',
+      ts: new Date().toISOString(),
+      ...event,
+      server_pid: process.pid,
+    };
     return this.#appender.append(record);
   }
 

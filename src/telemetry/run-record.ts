@@ -1,11 +1,8 @@
-import type { CircuitName } from '../policy/breaker-state.js';
+import type { CircuitName, CircuitTransition } from '../policy/breaker-state.js';
 import type { EscalationReason, RunStatus } from '../policy/run-status.js';
 
 /** Bumped when a field changes meaning or disappears. Adding a field does not bump it. */
 export const RUN_RECORD_SCHEMA_VERSION = 1;
-
-/** What happened to the model's circuit because of this attempt, if anything. */
-export type CircuitTransition = 'opened' | 'reopened' | 'half_opened' | 'closed' | null;
 
 /**
  * One line of runs.jsonl: one `ollama_run` attempt, rejected ones included.
@@ -82,3 +79,6 @@ export interface ControlRecord {
   readonly detail: string;
   readonly server_pid: number;
 }
+
+/** A control action worth a line in runs.jsonl, before the writer stamps it. */
+export type ControlEvent = Omit<ControlRecord, 'v' | 'kind' | 'ts' | 'server_pid'>;

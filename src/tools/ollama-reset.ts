@@ -1,14 +1,14 @@
 import * as z from 'zod';
-import { canonicalModelName } from '../model-name.js';
+import { canonicalModelName } from '../ollama/model-name.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
-import type { ModelSettings } from '../run-service.js';
+import type { ModelSettings } from '../app/run-service.js';
 import { isStateStoreError, type StateStore } from '../store/state-store.js';
 import type { ControlLogger } from './control-log.js';
 import { MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import { describeTask, taskStatusSchema } from './ollama-task-status.js';
-import { circuitViewSchema } from '../run-result.js';
+import { circuitViewSchema } from '../app/run-result.js';
 
 export const resetResultSchema = z.object({
   done: z.boolean(),

@@ -1,12 +1,12 @@
 import * as z from 'zod';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
-import { runBatch, summarize, type BatchProgress, type BatchResult } from '../run-batch.js';
-import { runResultSchema } from '../run-result.js';
-import type { RunService } from '../run-service.js';
+import { batchSummarySchema, runBatch, summarize, type BatchProgress, type BatchResult } from '../app/run-batch.js';
+import { runResultSchema } from '../app/run-result.js';
+import type { RunService } from '../app/run-service.js';
 import { ollamaRunInputSchema, renderRunResult, toRunRequest } from './ollama-run.js';
-import { MAX_BATCH_PROMPT_CHARS } from './shared-fields.js';
+import { MAX_BATCH_PROMPT_CHARS, timeoutField } from './shared-fields.js';
 
 export const MAX_BATCH_JOBS = 100;
 const MAX_BATCH_CONCURRENCY = 8;
@@ -31,28 +31,15 @@ export const ollamaRunManyInputSchema = z.strictObject({
     .max(MAX_BATCH_CONCURRENCY, `must be at most ${MAX_BATCH_CONCURRENCY}`)
     .optional()
     .describe("Jobs running at once (default 3; never above the server's OLLAMA_MCP_CONCURRENCY)."),
-  deadline_ms: z
-    .number()
-    .int('must be a whole number')
-    .min(100, 'must be at least 100')
-    .max(3_600_000, 'must be at most 3600000 (one hour)')
-    .optional()
-    .describe('Overall limit: jobs still running then are stopped (timeout), jobs not started are reported as not_started.'),
+  deadline_ms: timeoutField().describe(
+    'Overall limit: jobs still running then are stopped (timeout), jobs not started are reported as not_started.',
+  ),
 });
 
 export const batchResultSchema = z.object({
   batch_id: z.string().describe('shared by every runs.jsonl line of this call'),
   results: z.array(runResultSchema).describe("one { output, metadata } per job, in the jobs' order"),
-  summary: z.object({
-    total: z.number().int(),
-    ok: z.number().int(),
-    failed: z.number().int(),
-    timed_out: z.number().int(),
-    escalated: z.number().int(),
-    not_started: z.number().int(),
-    cancelled: z.number().int(),
-    escalate: z.boolean().describe('true if any job escalated: stop retrying those tasks and hand them upwards'),
-  }),
+  summary: batchSummarySchema,
 });
 
 type Input = z.output<typeof ollamaRunManyInputSchema>;

@@ -1,16 +1,20 @@
 import * as z from 'zod';
-import type { Config } from '../config.js';
-import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
+import type { Config } from '../config/config.js';
+import { SETTING_RANGES } from '../config/ranges.js';
+import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD, timeoutField } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
-import { runResultSchema, type RunResult } from '../run-result.js';
+import { runResultSchema, type RunResult } from '../app/run-result.js';
 import { ESCALATION_REASONS } from '../policy/run-status.js';
-import { newLiveRun, type LiveRun, type RunRequest, type RunService } from '../run-service.js';
+import { LiveRun } from '../app/run-progress.js';
+import type { RunRequest, RunService } from '../app/run-service.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
 export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
 /** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
+const MAX_RETRIES = SETTING_RANGES.max_retries;
+
 const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
 
 export const ollamaRunInputSchema = z.strictObject({
@@ -31,19 +35,15 @@ export const ollamaRunInputSchema = z.strictObject({
   max_retries: z
     .number()
     .int('must be a whole number')
-    .min(0, 'must be 0 or more')
-    .max(100, 'must be at most 100')
+    .min(MAX_RETRIES.min, `must be ${MAX_RETRIES.min} or more`)
+    .max(MAX_RETRIES.max, `must be at most ${MAX_RETRIES.max}`)
     .optional()
     .describe(
       'Failed attempts allowed before escalation (server default if omitted; 0 = no limit). With 3, the 4th failure escalates.',
     ),
-  timeout_ms: z
-    .number()
-    .int('must be a whole number')
-    .min(100, 'must be at least 100')
-    .max(3_600_000, 'must be at most 3600000 (one hour)')
-    .optional()
-    .describe('Hard limit for this run in ms (server default if omitted). The model process is killed when it passes.'),
+  timeout_ms: timeoutField().describe(
+    'Hard limit for this run in ms (server default if omitted). The model process is killed when it passes.',
+  ),
   format: z
     .union([z.literal('json'), z.record(z.string(), z.unknown())], {
       error: 'must be "json" or a JSON schema object',
@@ -106,14 +106,14 @@ export function ollamaRunTool(service: RunService, config: Config): AnyToolDefin
     outputSchema: runResultSchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handle(input: OllamaRunInput, extra) {
-      const live = newLiveRun();
+      const live = new LiveRun();
       const startedAt = performance.now();
       const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
         progress: (performance.now() - startedAt) / 1000,
         message: describeLiveRun(input.model, live, performance.now() - startedAt),
       }));
       try {
-        return present(await service.run(toRunRequest(input), { signal: extra.signal, live }));
+        return present(await service.run(toRunRequest(input), { signal: extra.signal, ...live.listeners }));
       } finally {
         stop();
       }

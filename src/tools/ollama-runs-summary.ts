@@ -14,7 +14,7 @@ import {
 } from '../report/summary-schema.js';
 
 /** Window used when the caller gives no `since`. */
-export const DEFAULT_SUMMARY_SINCE = '24h';
+const DEFAULT_SUMMARY_SINCE = '24h';
 /** Escalated tasks' error texts are cut to this in the tool's result. */
 const TOOL_ERROR_CHARS = 200;
 
@@ -66,7 +66,7 @@ export const ollamaRunsSummaryInputSchema = z.strictObject({
 export type OllamaRunsSummaryInput = z.output<typeof ollamaRunsSummaryInputSchema>;
 
 /** The tool's view of a full summary: no timeline, the top N models and escalated tasks, short error texts. */
-export function compactSummary(summary: RunsSummary, top: number): CompactRunsSummary {
+function compactSummary(summary: RunsSummary, top: number): CompactRunsSummary {
   const { timeline: _timeline, models, escalated_tasks: tasks, ...rest } = summary;
   return {
     ...rest,

@@ -1,5 +1,6 @@
 import * as z from 'zod';
-import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
+import { SETTING_RANGES } from '../config/ranges.js';
+import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../ollama/model-name.js';
 
 /** Argument schemas shared by several tools, so every tool says the same thing about the same value. */
 export const MODEL_FIELD = z
@@ -27,6 +28,17 @@ export const TASK_ID_FIELD = z
  * The prompts of one `ollama_run_many` call together: at 6 bytes a character (the worst JSON
  * encoding), 100 jobs with the largest `format` still fit in one message (MAX_MESSAGE_BYTES).
  */
+/** A duration in ms within the settings' timeout range (a run's timeout, a batch's deadline). */
+export function timeoutField(): z.ZodOptional<z.ZodNumber> {
+  const { min, max } = SETTING_RANGES.timeout_ms;
+  return z
+    .number()
+    .int('must be a whole number')
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max} (one hour)`)
+    .optional();
+}
+
 export const MAX_BATCH_PROMPT_CHARS = 3_000_000;
 
 /** Arguments nested deeper than this are refused before any schema walks them (no stack overflow). */

@@ -7,8 +7,8 @@
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describeByteLimit } from './message-limits.js';
 
-export const PARSE_ERROR = -32700;
-export const INVALID_REQUEST = -32600;
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
 
 export type RequestId = string | number;
 
@@ -25,7 +25,7 @@ export type Intake =
   /** A malformed response to one of our requests: nothing to answer, only to log. */
   | { readonly kind: 'ignore'; readonly problem: string };
 
-export function errorReply(id: RequestId | null, code: number, message: string): JsonRpcErrorReply {
+function errorReply(id: RequestId | null, code: number, message: string): JsonRpcErrorReply {
   return { jsonrpc: '2.0', id, error: { code, message } };
 }
 

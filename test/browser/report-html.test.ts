@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { runReportCommand } from '../../src/report/command.js';
+import { runReportCommand } from '../../src/cli/report-command.js';
 import { runsSummarySchema, type RunsSummary } from '../../src/report/summary-schema.js';
 import { STATUS_COLORS } from '../../src/report/render-html.js';
 import { chooseChromium } from './chromium.js';

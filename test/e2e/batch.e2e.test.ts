@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchResult } from '../../src/run-batch.js';
+import type { BatchResult } from '../../src/app/run-batch.js';
 import { makeSandbox, maxConcurrent, readRuns, readRunTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
 
 async function runMany(

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunResult } from '../../src/run-result.js';
+import type { RunResult } from '../../src/app/run-result.js';
 import {
   makeSandbox,
   readRunTrace,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { RunResult } from '../../src/run-result.js';
+import type { RunResult } from '../../src/app/run-result.js';
 
 export const ROOT = path.resolve(__dirname, '../..');
 export const SERVER_ENTRY = path.join(ROOT, 'dist/cli.js');

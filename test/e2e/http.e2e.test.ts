@@ -6,10 +6,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { loadConfig } from '../../src/config.js';
-import { HttpServerError, isLoopbackHost, startHttpServer, type RunningHttpServer } from '../../src/http-server.js';
-import { createApp, createMcpServer, type App } from '../../src/server.js';
-import type { RunResult } from '../../src/run-result.js';
+import { loadConfig } from '../../src/config/config.js';
+import { HttpServerError, isLoopbackHost, startHttpServer, type RunningHttpServer } from '../../src/transport/http/server.js';
+import { createApp, createMcpServer, type App } from '../../src/mcp/server.js';
+import type { RunResult } from '../../src/app/run-result.js';
 import { makeSandbox, readTrace, ROOT, SERVER_ENTRY, serverEnv, waitFor, type Sandbox } from './harness.js';
 
 const CONFORMANCE_BIN = path.join(ROOT, 'node_modules/.bin/conformance');
@@ -365,7 +365,7 @@ describe('startHttpServer in process', () => {
     const attempt = startHttpServer({ app, createServer: createMcpServer, host: '0.0.0.0' });
     await expect(attempt).rejects.toBeInstanceOf(HttpServerError);
     await expect(attempt).rejects.toMatchObject({
-      kind: 'config_error',
+      kind: 'http_config_error',
       message: 'refusing to listen on 0.0.0.0 without OLLAMA_MCP_HTTP_TOKEN: anyone on the network could run models',
     });
   });

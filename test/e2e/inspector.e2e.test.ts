@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunResult } from '../../src/run-result.js';
+import type { RunResult } from '../../src/app/run-result.js';
 import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, waitFor, type Sandbox } from './harness.js';
 
 // Smoke tests with a real MCP client: the MCP Inspector's CLI mode (@modelcontextprotocol/inspector-cli 1.0.3).

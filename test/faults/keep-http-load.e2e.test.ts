@@ -8,7 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RunResult } from '../../src/run-result.js';
+import type { RunResult } from '../../src/app/run-result.js';
 import {
   makeSandbox,
   maxConcurrent,

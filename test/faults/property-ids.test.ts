@@ -1,6 +1,6 @@
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchResult } from '../../src/run-batch.js';
+import type { BatchResult } from '../../src/app/run-batch.js';
 import { makeSandbox, readRuns, SERVER_ENTRY, startServer, type RunningServer, type Sandbox } from '../e2e/harness.js';
 
 /** Task ids that are members of Object.prototype: they pass validation and must be ordinary ids. */

@@ -1,4 +1,4 @@
-import type { ProcessOutcome } from '../../src/runner/model-process.js';
+import type { ProcessOutcome } from '../../src/ollama/model-process.js';
 
 /** A CLI process that exited 0 having printed nothing, with `over` changing what a test needs. */
 export function processOutcome(over: Partial<ProcessOutcome> = {}): ProcessOutcome {

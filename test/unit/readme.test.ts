@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXAMPLE_TIERS_JSON, parseTiersFile } from '../../src/model-tiers.js';
+import { EXAMPLE_TIERS_JSON, parseTiersFile } from '../../src/config/model-tiers.js';
 
 const ROOT = path.resolve(__dirname, '../..');
 const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
@@ -16,7 +16,7 @@ describe('README stays true to the code', () => {
   });
 
   it('documents every environment variable the server reads', () => {
-    const config = readFileSync(path.join(ROOT, 'src/config.ts'), 'utf8');
+    const config = readFileSync(path.join(ROOT, 'src/config/config.ts'), 'utf8');
     const variables = new Set([...config.matchAll(/'((?:OLLAMA_MCP_|OLLAMA_)[A-Z_]+)'/g)].map((m) => m[1]!));
     expect(variables.size).toBeGreaterThan(15);
     for (const variable of variables) expect(readme, variable).toContain(`| \`${variable}\` |`);

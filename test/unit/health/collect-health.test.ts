@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFile
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/config.js';
 import { collectHealth, healthReportSchema, publicConfig, type HealthDeps } from '../../../src/health/collect-health.js';
 import { InstalledModels } from '../../../src/ollama/installed-models.js';
 import { StateStore } from '../../../src/store/state-store.js';

@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { InstalledModels, lastErrorLine, MIN_REFRESH_INTERVAL_MS, parseModelList } from '../../../src/ollama/installed-models.js';
+import { lastErrorLine } from '../../../src/ollama/cli-errors.js';
+import { InstalledModels, MIN_REFRESH_INTERVAL_MS, parseModelList } from '../../../src/ollama/installed-models.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
 

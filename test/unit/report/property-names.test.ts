@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildReportCharts } from '../../../src/report/render-html.js';
+import { buildReportCharts } from '../../../src/report/report-charts.js';
 import { renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import { NOW, record } from './fixtures.js';

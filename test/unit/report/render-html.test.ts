@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { loadChartLibrary } from '../../../src/report/chart-library.js';
-import { buildReportCharts, escapeHtml, renderReportHtml, scriptJson, STATUS_COLORS } from '../../../src/report/render-html.js';
+import { escapeHtml, scriptJson } from '../../../src/report/html.js';
+import { renderReportHtml } from '../../../src/report/render-html.js';
+import { buildReportCharts, STATUS_COLORS } from '../../../src/report/report-charts.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import { runsSummarySchema, type RunsSummary } from '../../../src/report/summary-schema.js';
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';

@@ -37,38 +37,35 @@ afterAll(async () => {
 });
 
 describe('JsonlAppender across processes', () => {
-  it(
-    `keeps every line whole with ${CHILDREN} processes appending at once, big lines included`,
-    async () => {
-      const file = join(dir, 'telemetry', 'runs.jsonl');
-      const startAt = Date.now() + 400; // every child starts appending at the same moment
-      const results = await Promise.all(
-        Array.from({ length: CHILDREN }, (_, child) =>
-          execa('node', [CHILD, appenderModule, file, `${child}`, `${PER_CHILD}`, `${BIG_EVERY}`, `${BIG_BYTES}`, `${startAt}`], {
-            reject: false,
-          }),
-        ),
-      );
-      for (const result of results) expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: '' });
+  it(`keeps every line whole with ${CHILDREN} processes appending at once, big lines included`, async () => {
+    const file = join(dir, 'telemetry', 'runs.jsonl');
+    const startAt = Date.now() + 400; // every child starts appending at the same moment
+    const results = await Promise.all(
+      Array.from({ length: CHILDREN }, (_, child) =>
+        execa('node', [CHILD, appenderModule, file, `${child}`, `${PER_CHILD}`, `${BIG_EVERY}`, `${BIG_BYTES}`, `${startAt}`], {
+          reject: false,
+        }),
+      ),
+    );
+    for (const result of results)
+      expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: '' });
 
-      const { records, summary } = await readAll(file);
-      expect(summary).toEqual({ records: CHILDREN * PER_CHILD, invalid: 0, blank: 0 });
+    const { records, summary } = await readAll(file);
+    expect(summary).toEqual({ records: CHILDREN * PER_CHILD, invalid: 0, blank: 0 });
 
-      // Every record intact, and each child's records in its own call order.
-      const seqsByChild = new Map<number, number[]>();
-      for (const record of records) {
-        const { child, seq, size, pad } = record as { child: number; seq: number; size: number; pad: string };
-        expect(pad).toBe(String(seq % 10).repeat(size));
-        seqsByChild.set(child, [...(seqsByChild.get(child) ?? []), seq]);
-      }
-      const inOrder = Array.from({ length: PER_CHILD }, (_, i) => i);
-      expect([...seqsByChild.keys()].sort()).toEqual(Array.from({ length: CHILDREN }, (_, i) => i));
-      for (const seqs of seqsByChild.values()) expect(seqs).toEqual(inOrder);
+    // Every record intact, and each child's records in its own call order.
+    const seqsByChild = new Map<number, number[]>();
+    for (const record of records) {
+      const { child, seq, size, pad } = record as { child: number; seq: number; size: number; pad: string };
+      expect(pad).toBe(String(seq % 10).repeat(size));
+      seqsByChild.set(child, [...(seqsByChild.get(child) ?? []), seq]);
+    }
+    const inOrder = Array.from({ length: PER_CHILD }, (_, i) => i);
+    expect([...seqsByChild.keys()].sort()).toEqual(Array.from({ length: CHILDREN }, (_, i) => i));
+    for (const seqs of seqsByChild.values()) expect(seqs).toEqual(inOrder);
 
-      // The writes really overlapped: the children's lines are interleaved in the file.
-      const switches = records.filter((r, i) => i > 0 && r.child !== records[i - 1]?.child).length;
-      expect(switches).toBeGreaterThan(CHILDREN);
-    },
-    60_000,
-  );
+    // The writes really overlapped: the children's lines are interleaved in the file.
+    const switches = records.filter((r, i) => i > 0 && r.child !== records[i - 1]?.child).length;
+    expect(switches).toBeGreaterThan(CHILDREN);
+  }, 60_000);
 });

@@ -48,7 +48,9 @@ describe('nextLogFileName', () => {
   });
 
   it('keeps the directory when given a path', () => {
-    expect(nextLogFileName('/var/t/runs-2025-11-22-007.jsonl', at('2025-11-22T10:00:00Z'))).toBe('/var/t/runs-2025-11-22-008.jsonl');
+    expect(nextLogFileName('/var/t/runs-2025-11-22-007.jsonl', at('2025-11-22T10:00:00Z'))).toBe(
+      '/var/t/runs-2025-11-22-008.jsonl',
+    );
     expect(nextLogFileName('/var/t/runs.jsonl', at('2025-11-22T10:00:00Z'))).toBe('/var/t/runs-2025-11-22-001.jsonl');
   });
 

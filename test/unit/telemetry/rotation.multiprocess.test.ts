@@ -51,79 +51,76 @@ interface Line {
 }
 
 describe('RunLog rotation across processes', () => {
-  it(
-    `${CHILDREN} processes crossing an ${LIMIT}-byte limit together lose no line and share every new file`,
-    async () => {
-      const dir = join(root, 'telemetry');
-      const startAt = Date.now() + 500;
-      const results = await Promise.all(
-        Array.from({ length: CHILDREN }, (_, child) =>
-          execa(
-            'node',
-            [CHILD, runLogModule, dir, `${child}`, `${PER_CHILD}`, `${LIMIT}`, NOW, `${BIG_EVERY}`, `${BIG_BYTES}`, `${startAt}`],
-            { reject: false },
-          ),
+  it(`${CHILDREN} processes crossing an ${LIMIT}-byte limit together lose no line and share every new file`, async () => {
+    const dir = join(root, 'telemetry');
+    const startAt = Date.now() + 500;
+    const results = await Promise.all(
+      Array.from({ length: CHILDREN }, (_, child) =>
+        execa(
+          'node',
+          [CHILD, runLogModule, dir, `${child}`, `${PER_CHILD}`, `${LIMIT}`, NOW, `${BIG_EVERY}`, `${BIG_BYTES}`, `${startAt}`],
+          { reject: false },
         ),
+      ),
+    );
+    for (const result of results)
+      expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: '' });
+
+    // Nothing but run log files was created, and they form one gapless sequence: every process
+    // that crossed the limit of a file computed the same next name.
+    const files = await listRunLogFiles(dir);
+    expect((await readdir(dir)).sort()).toEqual(files.map((f) => basename(f)).sort());
+    expect(files.map((f) => basename(f))).toEqual([
+      'runs.jsonl',
+      ...Array.from({ length: files.length - 1 }, (_, i) => `runs-${DATE}-${String(i + 1).padStart(3, '0')}.jsonl`),
+    ]);
+
+    // Every line of every file is a whole record: none torn, none split across two files.
+    const perFile: Line[][] = [];
+    for (const file of files) {
+      const text = await readFile(file, 'utf8');
+      expect(text.endsWith('\n')).toBe(true);
+      perFile.push(
+        text
+          .slice(0, -1)
+          .split('\n')
+          .map((line) => ({ bytes: Buffer.byteLength(line) + 1, record: JSON.parse(line) as Line['record'] })),
       );
-      for (const result of results) expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: '' });
+    }
+    const lines = perFile.flat();
+    expect(lines).toHaveLength(CHILDREN * PER_CHILD);
+    for (const { record } of lines) expect(record.pad).toBe(String(record.seq % 10).repeat(record.size));
 
-      // Nothing but run log files was created, and they form one gapless sequence: every process
-      // that crossed the limit of a file computed the same next name.
-      const files = await listRunLogFiles(dir);
-      expect((await readdir(dir)).sort()).toEqual(files.map((f) => basename(f)).sort());
-      expect(files.map((f) => basename(f))).toEqual([
-        'runs.jsonl',
-        ...Array.from({ length: files.length - 1 }, (_, i) => `runs-${DATE}-${String(i + 1).padStart(3, '0')}.jsonl`),
-      ]);
+    // Each (pid, seq) exactly once, and each process's lines in its call order across files.
+    const seqsByPid = new Map<number, number[]>();
+    for (const { record } of lines) seqsByPid.set(record.pid, [...(seqsByPid.get(record.pid) ?? []), record.seq]);
+    expect(seqsByPid.size).toBe(CHILDREN);
+    const inOrder = Array.from({ length: PER_CHILD }, (_, i) => i);
+    for (const seqs of seqsByPid.values()) expect(seqs).toEqual(inOrder);
 
-      // Every line of every file is a whole record: none torn, none split across two files.
-      const perFile: Line[][] = [];
-      for (const file of files) {
-        const text = await readFile(file, 'utf8');
-        expect(text.endsWith('\n')).toBe(true);
-        perFile.push(
-          text
-            .slice(0, -1)
-            .split('\n')
-            .map((line) => ({ bytes: Buffer.byteLength(line) + 1, record: JSON.parse(line) as Line['record'] })),
-        );
-      }
-      const lines = perFile.flat();
-      expect(lines).toHaveLength(CHILDREN * PER_CHILD);
-      for (const { record } of lines) expect(record.pad).toBe(String(record.seq % 10).repeat(record.size));
+    // The size bound of JsonlAppender: a file holds at most max(limit, its largest line) plus one
+    // line per other process that was writing at the same moment.
+    const largest = Math.max(...lines.map((l) => l.bytes));
+    for (const fileLines of perFile) {
+      const size = fileLines.reduce((sum, l) => sum + l.bytes, 0);
+      const own = Math.max(LIMIT, ...fileLines.map((l) => l.bytes));
+      expect(size).toBeLessThanOrEqual(own + (CHILDREN - 1) * largest);
+    }
 
-      // Each (pid, seq) exactly once, and each process's lines in its call order across files.
-      const seqsByPid = new Map<number, number[]>();
-      for (const { record } of lines) seqsByPid.set(record.pid, [...(seqsByPid.get(record.pid) ?? []), record.seq]);
-      expect(seqsByPid.size).toBe(CHILDREN);
-      const inOrder = Array.from({ length: PER_CHILD }, (_, i) => i);
-      for (const seqs of seqsByPid.values()) expect(seqs).toEqual(inOrder);
+    // The limit was crossed many times, and files were filled rather than started needlessly (as
+    // they would be if each process started its own): a file is left only once a line did not
+    // fit, so it holds more than `LIMIT - maxSmall` bytes, unless that line was bigger than the
+    // limit (allow two such files per big line: the one its writer left, and one more if it
+    // raced another writer onto a new file).
+    const totalBytes = lines.reduce((sum, l) => sum + l.bytes, 0);
+    const bigLines = lines.filter((l) => l.bytes > LIMIT).length;
+    const maxSmall = Math.max(...lines.filter((l) => l.bytes <= LIMIT).map((l) => l.bytes));
+    expect(bigLines).toBe(CHILDREN * (PER_CHILD / BIG_EVERY));
+    expect(files.length).toBeGreaterThan(totalBytes / (LIMIT + (CHILDREN - 1) * largest));
+    expect(files.length).toBeLessThanOrEqual(Math.ceil(totalBytes / (LIMIT - maxSmall)) + 2 * bigLines + 1);
 
-      // The size bound of JsonlAppender: a file holds at most max(limit, its largest line) plus one
-      // line per other process that was writing at the same moment.
-      const largest = Math.max(...lines.map((l) => l.bytes));
-      for (const fileLines of perFile) {
-        const size = fileLines.reduce((sum, l) => sum + l.bytes, 0);
-        const own = Math.max(LIMIT, ...fileLines.map((l) => l.bytes));
-        expect(size).toBeLessThanOrEqual(own + (CHILDREN - 1) * largest);
-      }
-
-      // The limit was crossed many times, and files were filled rather than started needlessly (as
-      // they would be if each process started its own): a file is left only once a line did not
-      // fit, so it holds more than `LIMIT - maxSmall` bytes, unless that line was bigger than the
-      // limit (allow two such files per big line: the one its writer left, and one more if it
-      // raced another writer onto a new file).
-      const totalBytes = lines.reduce((sum, l) => sum + l.bytes, 0);
-      const bigLines = lines.filter((l) => l.bytes > LIMIT).length;
-      const maxSmall = Math.max(...lines.filter((l) => l.bytes <= LIMIT).map((l) => l.bytes));
-      expect(bigLines).toBe(CHILDREN * (PER_CHILD / BIG_EVERY));
-      expect(files.length).toBeGreaterThan(totalBytes / (LIMIT + (CHILDREN - 1) * largest));
-      expect(files.length).toBeLessThanOrEqual(Math.ceil(totalBytes / (LIMIT - maxSmall)) + 2 * bigLines + 1);
-
-      // The children's lines really interleave within files.
-      const switches = lines.filter((l, i) => i > 0 && l.record.pid !== lines[i - 1]?.record.pid).length;
-      expect(switches).toBeGreaterThan(CHILDREN);
-    },
-    60_000,
-  );
+    // The children's lines really interleave within files.
+    const switches = lines.filter((l, i) => i > 0 && l.record.pid !== lines[i - 1]?.record.pid).length;
+    expect(switches).toBeGreaterThan(CHILDREN);
+  }, 60_000);
 });

@@ -53,11 +53,16 @@ describe('RunLog rotation in one process', () => {
     const count = 300;
     // Fired without awaiting, mixed sizes: the queue must keep order across file switches too.
     await Promise.all(
-      Array.from({ length: count }, (_, seq) => log.record(sampleRecord({ run_id: `r-${seq}`, error: 'e'.repeat((seq * 37) % 500) }))),
+      Array.from({ length: count }, (_, seq) =>
+        log.record(sampleRecord({ run_id: `r-${seq}`, error: 'e'.repeat((seq * 37) % 500) })),
+      ),
     );
 
     const files = await log.files();
-    expect(files.map((f) => basename(f))).toEqual(['runs.jsonl', ...Array.from({ length: files.length - 1 }, (_, i) => dated(i + 1))]);
+    expect(files.map((f) => basename(f))).toEqual([
+      'runs.jsonl',
+      ...Array.from({ length: files.length - 1 }, (_, i) => dated(i + 1)),
+    ]);
     expect(files.length).toBeGreaterThan(20);
 
     const perFile = await Promise.all(files.map(rawLines));
@@ -84,7 +89,9 @@ describe('RunLog rotation in one process', () => {
     await log.record(sampleRecord({ run_id: 'small-2' }));
     await log.record(sampleRecord({ run_id: 'small-3' }));
 
-    const byFile = await Promise.all((await log.files()).map(async (f) => [basename(f), (await readAll(f)).records.map((r) => r.run_id)]));
+    const byFile = await Promise.all(
+      (await log.files()).map(async (f) => [basename(f), (await readAll(f)).records.map((r) => r.run_id)]),
+    );
     expect(byFile).toEqual([
       ['runs.jsonl', ['small-1']],
       [dated(1), ['big-1']],

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../../src/transport/message-limits.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../../../src/http-server.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../../../src/transport/http/server.js';
 import { MAX_FORMAT_SCHEMA_CHARS, MAX_PROMPT_CHARS } from '../../../src/tools/ollama-run.js';
 import { MAX_BATCH_JOBS, ollamaRunManyInputSchema } from '../../../src/tools/ollama-run-many.js';
 import { MAX_BATCH_PROMPT_CHARS } from '../../../src/tools/shared-fields.js';
-import { MODEL_NAME_MAX_LENGTH } from '../../../src/model-name.js';
+import { MODEL_NAME_MAX_LENGTH } from '../../../src/ollama/model-name.js';
 
 /**
  * The largest ollama_run_many call the schemas accept, in the costliest encoding a JSON.stringify

@@ -1,0 +1,34 @@
+import type { CircuitView } from '../policy/breaker.js';
+import type { EscalationReason } from '../policy/run-status.js';
+
+/** The error texts of attempts that did not run or were cut short: each says what to do next. */
+
+export function notInstalledError(model: string, installed: readonly string[]): string {
+  const list = installed.length > 0 ? installed.join(', ') : 'none';
+  return `model "${model}" is not installed (installed: ${list}). Pull it with \`ollama pull ${model}\`, or pass allow_pull: true to let this run pull it.`;
+}
+
+export function blockedError(taskId: string | undefined, reason: EscalationReason): string {
+  return `task "${taskId}" escalated earlier (${reason}) and OLLAMA_MCP_ESCALATION=block refuses further runs until it is reset with ollama_reset`;
+}
+
+export function circuitOpenError(circuit: CircuitView): string {
+  const wait = circuit.retry_after_seconds === null ? 'shortly' : `in ${circuit.retry_after_seconds} s`;
+  return `the model's circuit is open after ${circuit.consecutive_failures} failures in a row; it will accept a run again ${wait}`;
+}
+
+/** A call stopped while it waited (`waitingFor`): cancelled, or a batch job whose deadline passed. */
+export function stoppedWaitingError(late: boolean, waitingFor: string): string {
+  return late ? `the batch deadline passed while this job waited for ${waitingFor}` : `cancelled while waiting for ${waitingFor}`;
+}
+
+export function probeWaitTimedOutError(timeoutMs: number, circuit: CircuitView): string {
+  const retry = circuit.retry_after_seconds === null ? '' : ` Retry in about ${circuit.retry_after_seconds} s.`;
+  return `this call waited its whole timeout (${Math.round(timeoutMs / 1000)} s) for the model's half-open probe run, which is still in flight; the probe's verdict decides whether the model takes runs again.${retry}`;
+}
+
+export function probeFailedError(circuitError: string): string {
+  return `the model's probe run failed while this call waited for it: ${circuitError}`;
+}
+
+export const NOT_STARTED_ERROR = 'the batch deadline passed before this job started';

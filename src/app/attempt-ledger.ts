@@ -1,0 +1,287 @@
+import type { Config } from '../config/config.js';
+import { admit, circuitGate, recordVerdict, viewCircuit, type BreakerSettings } from '../policy/breaker.js';
+import { CLOSED, type BreakerState } from '../policy/breaker-state.js';
+import { decideEscalation, type EscalationDecision } from '../policy/escalation.js';
+import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
+import type { RunStatus } from '../policy/run-status.js';
+import { pruneTasks, recordAttempt, retryCountFor } from '../policy/task-ledger.js';
+import type { RunWarning } from './run-result.js';
+import { circuitNotUpdated, unsavedVerdict } from './run-warnings.js';
+import type { StateData } from '../store/state-schema.js';
+import type { StateStore } from '../store/state-store.js';
+import { blockedError, circuitOpenError } from './attempt-errors.js';
+import type { Settled } from './run-report.js';
+import { taskScope, type RunRequest } from './run-request.js';
+
+/** Time a half-open probe keeps its lease beyond its own timeout and kill grace. */
+const PROBE_LEASE_MARGIN_MS = 5_000;
+/** Prune old task entries at most this often (pruning scans every entry). */
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+
+/** One attempt as the ledger sees it. */
+export interface LedgerAttempt {
+  readonly runId: string;
+  readonly modelKey: string;
+  readonly request: RunRequest;
+  readonly maxRetries: number;
+  readonly timeoutMs: number;
+  readonly breaker: BreakerSettings;
+  /** Told what the ledger could not do for this attempt. */
+  readonly note: (warning: RunWarning) => void;
+}
+
+export type Admission =
+  | { readonly admitted: true; readonly transition: Settled['transition'] }
+  /** Another call's half-open probe is in flight: wait for its verdict, then ask again. */
+  | { readonly admitted: false; readonly probeInFlight: true }
+  | {
+      readonly admitted: false;
+      readonly probeInFlight?: false;
+      readonly status: 'circuit_open' | 'blocked';
+      readonly settled: Settled;
+      readonly error: string;
+    };
+
+export interface AttemptLedgerDeps {
+  readonly store: StateStore;
+  readonly clock: () => number;
+  readonly config: Pick<
+    Config,
+    'escalationMode' | 'killGraceMs' | 'taskTtlMs' | 'maxTasks' | 'breakerThreshold' | 'breakerCooldownMs'
+  >;
+  /** Operator warnings (stderr). */
+  readonly warn: (message: string) => void;
+}
+
+/**
+ * The retry ledger and the circuits, per attempt: admission (block mode, the breaker's gate),
+ * settling the verdict (one locked transaction, skipped when it would change nothing), and
+ * pruning. The ledger is a safety net, not a gate: when it cannot be written the attempt is
+ * judged from the last saved state and a warning says so.
+ */
+export class AttemptLedger {
+  readonly #store: StateStore;
+  readonly #clock: () => number;
+  readonly #config: AttemptLedgerDeps['config'];
+  readonly #warn: (message: string) => void;
+
+  constructor(deps: AttemptLedgerDeps) {
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#config = deps.config;
+    this.#warn = deps.warn;
+  }
+
+  /** The model's circuit as last saved (unlocked, cached read). */
+  async circuitOf(modelKey: string): Promise<BreakerState> {
+    return (await this.#store.snapshot()).breakers[modelKey] ?? CLOSED;
+  }
+
+  /** May the attempt run now? Refusals are recorded for the task. */
+  async admit(a: LedgerAttempt): Promise<Admission> {
+    const { request, modelKey, runId } = a;
+    const blocking = this.#config.escalationMode === 'block' && request.taskId !== undefined;
+    try {
+      const snapshot = await this.#store.snapshot(taskScope(request));
+      const task = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
+      const mayBlock = blocking && task?.escalated === true;
+      const circuit = snapshot.breakers[modelKey] ?? CLOSED;
+      if (!mayBlock && circuit.state === 'closed') return { admitted: true, transition: null };
+      // A probe in flight: nothing to write, so no lock (waiters poll this path).
+      if (!mayBlock && circuitGate(circuit, this.#clock(), runId).kind === 'wait_for_probe') {
+        return { admitted: false, probeInFlight: true };
+      }
+      return await this.#store.transact(taskScope(request), (state): Admission => {
+        const now = this.#clock();
+        const entry = request.taskId === undefined ? undefined : state.tasks[request.taskId];
+        if (blocking && entry?.escalated) {
+          const reason = entry.escalationReason ?? 'max_retries_exceeded';
+          const retryCount = recordTask(state, request, runId, 'blocked', reason, now);
+          const circuit = viewCircuit(state.breakers[modelKey] ?? CLOSED, now, a.breaker);
+          return this.#blocked(request, reason, { retryCount, circuit });
+        }
+        const decision = admit(state.breakers[modelKey] ?? CLOSED, now, runId, this.#leaseMs(a));
+        state.breakers[modelKey] = decision.next;
+        if (decision.admitted) return { admitted: true, transition: decision.transition };
+        if (decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
+        const retryCount = recordTask(state, request, runId, 'circuit_open', 'circuit_open', now);
+        return circuitOpen(retryCount, viewCircuit(decision.next, now, a.breaker));
+      });
+    } catch (error) {
+      return this.#admitUnsaved(a, (error as Error).message);
+    }
+  }
+
+  /** Record the attempt's outcome in the task ledger and the model's circuit, in one transaction. */
+  async settle(a: LedgerAttempt, status: RunStatus, transition: Settled['transition']): Promise<Settled> {
+    const verdict = OUTCOME_POLICY[status].breaker;
+    /** Reads `state` only; the caller applies `nextBreaker` and the task entry. */
+    const decide = (state: StateData, now: number) => {
+      const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
+      const retryCount = retryCountFor(entry, a.request.retryCount);
+      const step = recordVerdict(state.breakers[a.modelKey] ?? CLOSED, verdict, now, a.runId, a.breaker);
+      const openedCircuit = step.transition === 'opened' || step.transition === 'reopened';
+      const escalation = decideEscalation({ status, retryCount, maxRetries: a.maxRetries, openedCircuit });
+      const settled: Settled = {
+        retryCount,
+        escalation,
+        circuit: viewCircuit(step.next, now, a.breaker),
+        transition: step.transition ?? transition,
+      };
+      return { settled, nextBreaker: step.next };
+    };
+    try {
+      if (a.request.taskId === undefined) {
+        // Without a task only the circuit may change: skip the lock when it would not.
+        const snapshot = await this.#store.snapshot();
+        const breaker = snapshot.breakers[a.modelKey] ?? CLOSED;
+        const changesNothing =
+          breaker.state === 'closed' && (verdict === 'neutral' || (verdict === 'success' && breaker.consecutiveFailures === 0));
+        if (changesNothing) return decide(snapshot, this.#clock()).settled;
+      }
+      const { settled, prunedAt } = await this.#store.transact(taskScope(a.request), (state) => {
+        const now = this.#clock();
+        const { settled, nextBreaker } = decide(state, now);
+        state.breakers[a.modelKey] = nextBreaker;
+        recordTask(state, a.request, a.runId, status, settled.escalation.reason, now);
+        return { settled, prunedAt: state.prunedAt };
+      });
+      // The attempt is recorded: a failed prune must not be mistaken for a lost update.
+      await this.#pruneIfDue(prunedAt).catch((error: Error) => this.#warn(`pruning the task ledger failed: ${error.message}`));
+      return settled;
+    } catch (error) {
+      return this.#settleUnsaved(a, status, (error as Error).message);
+    }
+  }
+
+  /** A call whose own timeout ran out while the probe was still in flight: recorded for its task, not escalated. */
+  async settleProbeWaitTimeout(a: LedgerAttempt): Promise<Settled> {
+    const noEscalation: EscalationDecision = { escalate: false, reason: null };
+    try {
+      return await this.#store.transact(taskScope(a.request), (state): Settled => {
+        const now = this.#clock();
+        const retryCount = recordTask(state, a.request, a.runId, 'circuit_open', null, now);
+        const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
+        return { retryCount, escalation: noEscalation, circuit, transition: null };
+      });
+    } catch (error) {
+      this.#warn(`ledger not updated for run ${a.runId}: ${(error as Error).message}`);
+      return this.unsettled(a.request.retryCount ?? 0, noEscalation);
+    }
+  }
+
+  /** What is said of an attempt that touched neither the ledger nor a circuit. */
+  unsettled(retryCount: number, escalation: EscalationDecision): Settled {
+    const settings: BreakerSettings = { threshold: this.#config.breakerThreshold, cooldownMs: this.#config.breakerCooldownMs };
+    return { retryCount, escalation, circuit: viewCircuit(CLOSED, this.#clock(), settings), transition: null };
+  }
+
+  #leaseMs(a: LedgerAttempt): number {
+    return a.timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
+  }
+
+  #blocked(
+    request: RunRequest,
+    reason: NonNullable<EscalationDecision['reason']>,
+    s: Pick<Settled, 'retryCount' | 'circuit'>,
+  ): Admission {
+    return {
+      admitted: false,
+      status: 'blocked',
+      error: blockedError(request.taskId, reason),
+      settled: { ...s, escalation: { escalate: true, reason }, transition: null },
+    };
+  }
+
+  /**
+   * The circuit could not be updated at admission: judge it from the last saved state (an open
+   * circuit still refuses), and say so. If the state cannot even be read, the run goes ahead.
+   */
+  async #admitUnsaved(a: LedgerAttempt, message: string): Promise<Admission> {
+    const { request, modelKey, runId } = a;
+    this.#warn(`circuit of ${modelKey} not updated at admission of run ${runId}: ${message}`);
+    let snapshot: StateData;
+    try {
+      snapshot = await this.#store.snapshot(taskScope(request));
+    } catch {
+      a.note(circuitNotUpdated(modelKey, message, true));
+      return { admitted: true, transition: null };
+    }
+    const now = this.#clock();
+    const entry = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
+    if (this.#config.escalationMode === 'block' && entry?.escalated) {
+      a.note(circuitNotUpdated(modelKey, message, false));
+      const circuit = viewCircuit(snapshot.breakers[modelKey] ?? CLOSED, now, a.breaker);
+      const reason = entry.escalationReason ?? 'max_retries_exceeded';
+      return this.#blocked(request, reason, { retryCount: retryCountFor(entry, request.retryCount), circuit });
+    }
+    const decision = admit(snapshot.breakers[modelKey] ?? CLOSED, now, runId, this.#leaseMs(a));
+    // Another call's probe is in flight: wait for its verdict (or its lease to run out) as usual.
+    if (!decision.admitted && decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
+    a.note(circuitNotUpdated(modelKey, message, decision.admitted));
+    if (decision.admitted) return { admitted: true, transition: null };
+    return circuitOpen(retryCountFor(entry, request.retryCount), viewCircuit(decision.next, now, a.breaker));
+  }
+
+  /** The ledger could not be updated: count from what can still be read, and say so in the result. */
+  async #settleUnsaved(a: LedgerAttempt, status: RunStatus, error: string): Promise<Settled> {
+    this.#warn(`ledger not updated for run ${a.runId}: ${error}`);
+    let snapshot: StateData | null = null;
+    try {
+      snapshot = await this.#store.snapshot(taskScope(a.request));
+    } catch (readError) {
+      this.#warn(`ledger not readable either: ${(readError as Error).message}`);
+    }
+    const verdict = unsavedVerdict({
+      ledger: snapshot ? { entry: a.request.taskId === undefined ? undefined : snapshot.tasks[a.request.taskId] } : 'unreadable',
+      taskId: a.request.taskId,
+      status,
+      callerRetryCount: a.request.retryCount,
+      maxRetries: a.maxRetries,
+      error,
+    });
+    a.note(verdict.warning);
+    if (!snapshot) return this.unsettled(verdict.retryCount, verdict.escalation);
+    const circuit = viewCircuit(snapshot.breakers[a.modelKey] ?? CLOSED, this.#clock(), a.breaker);
+    return { retryCount: verdict.retryCount, escalation: verdict.escalation, circuit, transition: null };
+  }
+
+  /**
+   * Drop task entries untouched for OLLAMA_MCP_TASK_TTL_DAYS, and the oldest beyond
+   * OLLAMA_MCP_MAX_TASKS, at most once an hour (it reads every ledger shard).
+   */
+  async #pruneIfDue(lastPrunedAt: number): Promise<void> {
+    if (this.#clock() - lastPrunedAt < PRUNE_EVERY_MS) return;
+    await this.#store.transact('all', (state) => {
+      const now = this.#clock();
+      if (now - state.prunedAt < PRUNE_EVERY_MS) return; // another process just did it
+      state.tasks = pruneTasks(state.tasks, now, { maxAgeMs: this.#config.taskTtlMs, maxEntries: this.#config.maxTasks });
+      state.prunedAt = now;
+    });
+  }
+}
+
+function circuitOpen(retryCount: number, circuit: Settled['circuit']): Admission {
+  return {
+    admitted: false,
+    status: 'circuit_open',
+    error: circuitOpenError(circuit),
+    settled: { retryCount, escalation: { escalate: true, reason: 'circuit_open' }, circuit, transition: null },
+  };
+}
+
+/** Add one attempt to the task's ledger; returns its retry_count. */
+function recordTask(
+  state: StateData,
+  request: RunRequest,
+  runId: string,
+  status: RunStatus,
+  escalationReason: EscalationDecision['reason'],
+  now: number,
+): number {
+  if (request.taskId === undefined) return request.retryCount ?? 0;
+  const entry = state.tasks[request.taskId];
+  const retryCount = retryCountFor(entry, request.retryCount);
+  state.tasks[request.taskId] = recordAttempt(entry, { status, retryCount, runId, model: request.model, escalationReason, now });
+  return retryCount;
+}

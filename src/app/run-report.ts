@@ -1,0 +1,133 @@
+import { modelKeyOf } from '../ollama/model-name.js';
+import type { CircuitView } from '../policy/breaker.js';
+import type { CircuitTransition } from '../policy/breaker-state.js';
+import type { EscalationDecision } from '../policy/escalation.js';
+import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
+import type { RunStatus } from '../policy/run-status.js';
+import type { RunMetadata, RunWarning } from './run-result.js';
+import type { Classification } from '../ollama/classify-outcome.js';
+import type { ProcessOutcome } from '../ollama/model-process.js';
+import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../telemetry/run-record.js';
+import type { RunRequest } from './run-request.js';
+
+const ERROR_TEXT_MAX = 500;
+
+/** What the ledger and the circuit said of an attempt. */
+export interface Settled {
+  readonly retryCount: number;
+  readonly escalation: EscalationDecision;
+  readonly circuit: CircuitView;
+  readonly transition: CircuitTransition;
+}
+
+/** Everything known about one attempt when it is written up. */
+export interface Attempt {
+  readonly runId: string;
+  readonly request: RunRequest;
+  readonly timeoutMs: number | null;
+  readonly maxRetries: number;
+  readonly status: RunStatus;
+  readonly settled: Settled;
+  readonly classification: Classification;
+  readonly outcome?: ProcessOutcome;
+  readonly queueMs?: number;
+}
+
+/** The result's metadata of an attempt. Pure. */
+export function toRunMetadata(attempt: Attempt, warnings: RunWarning[]): RunMetadata {
+  const { request, settled, outcome, status, classification, maxRetries } = attempt;
+  const policy = OUTCOME_POLICY[status];
+  const errorText = classification.error?.slice(0, ERROR_TEXT_MAX) ?? null;
+  return {
+    status,
+    ok: policy.ok,
+    escalate: settled.escalation.escalate,
+    escalation_reason: settled.escalation.reason,
+    retryable: policy.retryable && !settled.escalation.escalate,
+    model: request.model,
+    task_id: request.taskId ?? null,
+    run_id: attempt.runId,
+    retry_count: settled.retryCount,
+    max_retries: maxRetries,
+    retries_left: settled.escalation.escalate && maxRetries > 0 ? 0 : retriesLeft(maxRetries, settled.retryCount, status),
+    exit_code: outcome?.exitCode ?? null,
+    signal: outcome?.signal ?? null,
+    timed_out: outcome?.timedOut ?? false,
+    truncated: outcome?.truncated ?? false,
+    duration_ms: outcome?.durationMs ?? 0,
+    queue_ms: attempt.queueMs ?? 0,
+    timeout_ms: attempt.timeoutMs,
+    prompt_chars: request.prompt.length,
+    output_chars: classification.answer.length,
+    thinking_chars: classification.thinking.length,
+    circuit: settled.circuit,
+    error: errorText === null ? null : { kind: status, message: errorText },
+    warnings,
+  };
+}
+
+/** Fields a runs.jsonl record carries exactly as the metadata has them, in the record's order. */
+const FROM_METADATA = [
+  'task_id',
+  'status',
+  'exit_code',
+  'signal',
+  'timed_out',
+  'truncated',
+  'duration_ms',
+  'queue_ms',
+  'timeout_ms',
+  'prompt_chars',
+  'output_chars',
+  'thinking_chars',
+  'retry_count',
+  'max_retries',
+  'escalate',
+  'escalation_reason',
+] as const satisfies readonly (keyof RunMetadata & keyof RunRecord)[];
+
+/** What a record knows beyond the result's metadata. */
+export interface RecordContext {
+  readonly ts: number;
+  readonly batchId: string | null;
+  readonly tool: string;
+  readonly transition: CircuitTransition;
+  readonly prompt: string;
+  readonly output: string;
+  readonly serverPid: number;
+}
+
+/** The runs.jsonl line of an attempt, from its result's metadata. Pure. */
+export function toRunRecord(metadata: RunMetadata, context: RecordContext): RunRecord {
+  const shared = Object.fromEntries(FROM_METADATA.map((field) => [field, metadata[field]])) as Pick<
+    RunMetadata,
+    (typeof FROM_METADATA)[number]
+  >;
+  return {
+    v: RUN_RECORD_SCHEMA_VERSION,
+    ts: new Date(context.ts).toISOString(),
+    run_id: metadata.run_id,
+    batch_id: context.batchId,
+    tool: context.tool,
+    model: metadata.model,
+    model_key: modelKeyOf(metadata.model),
+    ...shared,
+    circuit: { ...metadata.circuit, transition: context.transition },
+    error: metadata.error?.message ?? null,
+    server_pid: context.serverPid,
+    warnings: metadata.warnings,
+    prompt: context.prompt,
+    output: context.output,
+  };
+}
+
+/**
+ * Further attempts the caller may make before a failure escalates: with `max_retries: 3`, a first
+ * failed attempt leaves 3 (retry_count 1, 2 and 3; the last escalates if it fails too).
+ */
+function retriesLeft(maxRetries: number, retryCount: number, status: RunStatus): number | null {
+  if (maxRetries === 0) return null;
+  const policy = OUTCOME_POLICY[status];
+  const nextRetryCount = policy.ok ? 0 : policy.countsAsTaskFailure ? retryCount + 1 : retryCount;
+  return Math.min(maxRetries, Math.max(0, maxRetries - nextRetryCount + 1));
+}

@@ -1,0 +1,78 @@
+import * as z from 'zod';
+import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
+
+/** The model's circuit as the caller sees it. */
+export const circuitViewSchema = z.object({
+  state: z
+    .enum(['closed', 'open', 'half_open'])
+    .describe('closed: runs go through; open: refused until retry_after_seconds; half_open: one probe run decides'),
+  consecutive_failures: z.number().int().describe('model failures in a row (any task)'),
+  retry_after_seconds: z
+    .number()
+    .int()
+    .nullable()
+    .describe('seconds until the model accepts runs again; null when it accepts them now'),
+});
+
+/**
+ * Why the safety net did less than usual for this attempt:
+ * - `ledger_not_updated`: the attempt could not be recorded (read-only or full disk...); retry_count
+ *   and escalation come from the ledger as last saved, which will not count this attempt.
+ * - `ledger_unreadable`: the ledger could not even be read; retry_count is the caller's own.
+ * - `circuit_not_updated`: the circuit could not be updated at admission; it was judged from the
+ *   last saved state.
+ */
+const RUN_WARNING_KINDS = ['ledger_not_updated', 'ledger_unreadable', 'circuit_not_updated'] as const;
+export type RunWarningKind = (typeof RUN_WARNING_KINDS)[number];
+
+export const runWarningSchema = z.object({
+  kind: z.enum(RUN_WARNING_KINDS),
+  message: z.string(),
+});
+
+export type RunWarning = z.infer<typeof runWarningSchema>;
+
+/** What every `ollama_run` result carries, success or failure. */
+export const runMetadataSchema = z.object({
+  status: z.enum(RUN_STATUSES).describe('how the attempt ended; see the README failure table'),
+  ok: z.boolean().describe('true only when status is "ok"'),
+  escalate: z.boolean().describe('true: STOP retrying this task and hand it upwards (human or stronger model)'),
+  escalation_reason: z.enum(ESCALATION_REASONS).nullable(),
+  retryable: z.boolean().describe('may repeating the same call succeed (after retry_after_seconds, if set)?'),
+  model: z.string(),
+  task_id: z.string().nullable(),
+  run_id: z.string(),
+  retry_count: z.number().int().describe('failed attempts of this task before this one'),
+  max_retries: z.number().int().describe('0 means no limit'),
+  retries_left: z.number().int().nullable().describe('failed attempts still allowed before escalation; null when unlimited'),
+  exit_code: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  timed_out: z.boolean(),
+  truncated: z.boolean().describe('the output passed the size cap and was cut'),
+  duration_ms: z.number().int().describe('spawn to exit; 0 when nothing was spawned'),
+  queue_ms: z.number().int().describe('time spent waiting for a concurrency slot'),
+  timeout_ms: z.number().int().nullable(),
+  prompt_chars: z.number().int(),
+  output_chars: z.number().int(),
+  thinking_chars: z.number().int(),
+  circuit: circuitViewSchema,
+  error: z
+    .object({ kind: z.enum(RUN_STATUSES), message: z.string() })
+    .nullable()
+    .describe('why the attempt failed; null on success'),
+  warnings: z
+    .array(runWarningSchema)
+    .describe(
+      'empty normally; otherwise the retry ledger or the circuit could not be updated for this attempt, so retry_count and escalation may lag: read each message',
+    ),
+});
+
+export type RunMetadata = z.infer<typeof runMetadataSchema>;
+
+export const runResultSchema = z.object({
+  output: z.string().describe("the model's answer (partial when timed out or truncated; empty when nothing ran)"),
+  thinking: z.string().optional().describe('the thinking text, only when include_thinking was true'),
+  metadata: runMetadataSchema,
+});
+
+export type RunResult = z.infer<typeof runResultSchema>;

@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import { AttemptLedger } from './attempt-ledger.js';
+import { NOT_STARTED_ERROR, notInstalledError } from './attempt-errors.js';
+import { ModelSlots } from './model-slots.js';
+import { ProbeWaiters } from './probe-waiters.js';
+import { toRunMetadata, toRunRecord, type Attempt, type Settled } from './run-report.js';
+import { salvageRequest, type PreflightResult, type RunContext, type RunRequest } from './run-request.js';
+import { TurnScheduler, type ScheduledCall } from './turn-scheduler.js';
+import type { Config } from '../config/config.js';
+import { configSettings, type ModelSettings } from '../config/model-tiers.js';
+import { canonicalModelName, isCloudModel } from '../ollama/model-name.js';
+import type { RunStatus } from '../policy/run-status.js';
+import type { RunResult, RunWarning } from './run-result.js';
+import { cliEnvironment } from '../ollama/child-env.js';
+import { buildRunArgs } from '../ollama/cli-args.js';
+import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
+import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
+import type { SlotLimiter } from './slot-limiter.js';
+import type { StateStore } from '../store/state-store.js';
+import type { RunLog } from '../telemetry/run-log.js';
+import type { CircuitTransition } from '../policy/breaker-state.js';
+
+export type { ModelSettings, PreflightResult, RunContext, RunRequest };
+
+export interface RunServiceDeps {
+  readonly config: Config;
+  readonly store: StateStore;
+  readonly log: RunLog;
+  /** Epoch ms. Injected so tests and the store agree on time. @default Date.now */
+  readonly clock?: () => number;
+  /** @default runModelProcess (execa) */
+  readonly spawn?: (request: ModelProcessRequest) => Promise<ProcessOutcome>;
+  /** Environment handed to the CLI. @default process.env */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly onWarning?: (message: string) => void;
+  /** Per-model limits. @default the environment's, for every model */
+  readonly settingsFor?: (model: string) => ModelSettings;
+  /** Checks a model is installed before spawning (OLLAMA_MCP_PREFLIGHT). @default none */
+  readonly preflight?: (model: string) => Promise<PreflightResult>;
+}
+
+/** One call as it goes through the steps, with the warnings its result will carry. */
+interface Call extends ScheduledCall {
+  readonly warnings: RunWarning[];
+}
+
+/**
+ * One `ollama_run` attempt from admission to its runs.jsonl line: preflight, circuit admission,
+ * the concurrency queues, the CLI process, classification, the ledger and circuit update, the log
+ * line and the result. Every path, rejections included, ends in `#finish`, so every attempt is
+ * logged exactly once and every result has the same shape.
+ */
+export class RunService {
+  readonly #config: Config;
+  readonly #log: RunLog;
+  readonly #clock: () => number;
+  readonly #spawn: (request: ModelProcessRequest) => Promise<ProcessOutcome>;
+  readonly #env: Readonly<Record<string, string | undefined>>;
+  readonly #settingsFor: (model: string) => ModelSettings;
+  readonly #preflight: ((model: string) => Promise<PreflightResult>) | undefined;
+  readonly #ledger: AttemptLedger;
+  readonly #slots: ModelSlots;
+  readonly #probes: ProbeWaiters;
+  readonly #scheduler: TurnScheduler;
+  readonly #inFlight = new Set<Promise<RunResult>>();
+  readonly #shutdown = new AbortController();
+
+  constructor(deps: RunServiceDeps) {
+    const config = deps.config;
+    this.#config = config;
+    this.#log = deps.log;
+    this.#clock = deps.clock ?? Date.now;
+    this.#spawn = deps.spawn ?? runModelProcess;
+    this.#env = cliEnvironment(config, deps.env);
+    const defaults = configSettings(config);
+    this.#settingsFor = deps.settingsFor ?? (() => defaults);
+    this.#preflight = deps.preflight;
+    const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
+    this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
+    this.#slots = new ModelSlots(config.concurrency);
+    this.#probes = new ProbeWaiters((modelKey) => this.#ledger.circuitOf(modelKey), this.#clock);
+    const [ledger, slots, probes, clock] = [this.#ledger, this.#slots, this.#probes, this.#clock];
+    this.#scheduler = new TurnScheduler({
+      ledger,
+      slots,
+      probes,
+      clock,
+      settle: (call, status, t) => this.#settle(call, status, t),
+    });
+  }
+
+  /** The server-wide concurrency limit (OLLAMA_MCP_CONCURRENCY). */
+  get limiter(): SlotLimiter {
+    return this.#slots.global;
+  }
+
+  /** Attempts started and not yet logged. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Resolves when every attempt started so far has finished and been logged. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.#inFlight]);
+  }
+
+  /** Stop every queued and running attempt (server shutdown); later attempts end as cancelled at once. */
+  abortAll(): void {
+    this.#shutdown.abort();
+  }
+
+  /** The limits in force for a model. */
+  settingsFor(model: string): ModelSettings {
+    return this.#settingsFor(model);
+  }
+
+  run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
+    const signal = context.signal ? AbortSignal.any([context.signal, this.#shutdown.signal]) : this.#shutdown.signal;
+    return this.#track(this.#run(request, { ...context, signal }));
+  }
+
+  /** An attempt refused before anything ran because its arguments were invalid: logged, never spawned. */
+  rejectInvalid(rawArgs: unknown, message: string, context: RunContext & { tool?: string } = {}): Promise<RunResult> {
+    const { request, maxRetries, retryCount } = salvageRequest(rawArgs);
+    const max = maxRetries ?? this.#config.maxRetries;
+    return this.#refuse(request, context, 'invalid_input', message, max, retryCount, context.tool);
+  }
+
+  /** A batch job that never started because the batch deadline passed: logged, never spawned. */
+  notStarted(request: RunRequest, context: RunContext): Promise<RunResult> {
+    const maxRetries = request.maxRetries ?? this.#settingsFor(request.model).maxRetries;
+    return this.#refuse(request, context, 'not_started', NOT_STARTED_ERROR, maxRetries, request.retryCount ?? 0);
+  }
+
+  async #run(request: RunRequest, context: RunContext): Promise<RunResult> {
+    const call = this.#newCall(request);
+    const finish = (rest: Omit<Attempt, 'runId' | 'request' | 'timeoutMs' | 'maxRetries'> & { timeoutMs?: number }) =>
+      this.#finish(
+        { runId: call.runId, request, timeoutMs: call.timeoutMs, maxRetries: call.maxRetries, ...rest },
+        call,
+        context,
+      );
+
+    // 0. Is the model installed? A missing one fails fast instead of starting a multi-GB pull.
+    // (Without a check nothing is awaited here: the call reaches the queue in the same tick.)
+    const preflight = request.allowPull || isCloudModel(request.model) ? undefined : this.#preflight;
+    const check = preflight ? await preflight(request.model) : null;
+    if (check?.kind === 'missing') {
+      const classification = failure('model_not_found', notInstalledError(request.model, check.installed));
+      return finish({ status: 'model_not_found', classification, settled: await this.#settle(call, 'model_not_found', null) });
+    }
+
+    // 1. Circuit admission, 2. a place in the concurrency queues, and the circuit again once the
+    //    slot is granted (it may have opened while the call waited in line).
+    const turn = await this.#scheduler.takeTurn(call, context);
+    if (!turn.go) {
+      const { status, error, settled, queueMs } = turn;
+      return finish({ status, classification: failure(status, error), settled, ...(queueMs !== undefined ? { queueMs } : {}) });
+    }
+
+    // 3. The model process, within the timeout (cut short by a batch deadline, if any).
+    const timeoutMs =
+      context.deadlineAt === undefined
+        ? call.timeoutMs
+        : Math.max(1, Math.min(call.timeoutMs, context.deadlineAt - this.#clock()));
+    context.onPhase?.({ phase: 'running' });
+    let outcome: ProcessOutcome;
+    try {
+      outcome = await this.#spawn({
+        bin: this.#config.ollamaBin,
+        args: buildRunArgs(request.model, request),
+        prompt: request.prompt,
+        env: this.#env,
+        timeoutMs,
+        killGraceMs: this.#config.killGraceMs,
+        maxOutputBytes: this.#config.maxOutputBytes,
+        ...(context.signal ? { signal: context.signal } : {}),
+        ...(context.onOutput ? { onOutput: context.onOutput } : {}),
+      });
+    } catch (error) {
+      turn.release();
+      throw error;
+    }
+
+    // 4. What it means, for the task, the circuit and the caller. The slot is freed only once the
+    //    verdict is recorded, so the next call in line re-checks a circuit this run may have opened.
+    context.onPhase?.({ phase: 'finishing' });
+    const classification = classifyOutcome(outcome);
+    let settled: Settled;
+    try {
+      settled = await this.#settle(call, classification.status, turn.transition);
+    } finally {
+      turn.release();
+    }
+    return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled });
+  }
+
+  #newCall(request: RunRequest): Call {
+    const settings = this.#settingsFor(request.model);
+    const warnings: RunWarning[] = [];
+    return {
+      runId: randomUUID(),
+      modelKey: canonicalModelName(request.model),
+      request,
+      modelLimit: settings.concurrency,
+      breaker: { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs },
+      timeoutMs: request.timeoutMs ?? settings.timeoutMs,
+      maxRetries: request.maxRetries ?? settings.maxRetries,
+      warnings,
+      // The circuit is checked twice (admission, leaving the queue): say each thing once.
+      note: (warning) => void (warnings.some((w) => w.kind === warning.kind) || warnings.push(warning)),
+    };
+  }
+
+  async #settle(call: ScheduledCall, status: RunStatus, transition: CircuitTransition): Promise<Settled> {
+    try {
+      return await this.#ledger.settle(call, status, transition);
+    } finally {
+      // This may have been the probe others wait for: let them read its verdict now.
+      this.#probes.wake(call.modelKey);
+    }
+  }
+
+  /** Log and answer an attempt that touched neither the ledger nor a circuit, and spawned nothing. */
+  #refuse(
+    request: RunRequest,
+    context: RunContext,
+    status: 'invalid_input' | 'not_started',
+    message: string,
+    maxRetries: number,
+    retryCount: number,
+    tool?: string,
+  ): Promise<RunResult> {
+    const settled = this.#ledger.unsettled(retryCount, { escalate: false, reason: null });
+    const attempt: Attempt = {
+      runId: randomUUID(),
+      request,
+      timeoutMs: null,
+      maxRetries,
+      status,
+      classification: failure(status, message),
+      settled,
+    };
+    return this.#track(this.#finish(attempt, { warnings: [], ...(tool ? { tool } : {}) }, context));
+  }
+
+  #track(attempt: Promise<RunResult>): Promise<RunResult> {
+    this.#inFlight.add(attempt);
+    void attempt.finally(() => this.#inFlight.delete(attempt)).catch(noop);
+    return attempt;
+  }
+
+  async #finish(attempt: Attempt, call: { warnings: RunWarning[]; tool?: string }, context: RunContext): Promise<RunResult> {
+    context.onPhase?.({ phase: 'done' });
+    const metadata = toRunMetadata(attempt, call.warnings);
+    const answer = attempt.classification.answer;
+    await this.#log.record(
+      toRunRecord(metadata, {
+        ts: this.#clock(),
+        batchId: context.batchId ?? null,
+        tool: call.tool ?? (context.batchId ? 'ollama_run_many' : 'ollama_run'),
+        transition: attempt.settled.transition,
+        prompt: attempt.request.prompt,
+        output: answer,
+        serverPid: process.pid,
+      }),
+    );
+    return {
+      output: answer,
+      ...(attempt.request.includeThinking ? { thinking: attempt.classification.thinking } : {}),
+      metadata,
+    };
+  }
+}
+
+function noop(): void {}
+
+function failure(status: RunStatus, error: string): Classification {
+  return { status, error, answer: '', thinking: '' };
+}

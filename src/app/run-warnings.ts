@@ -1,0 +1,50 @@
+import { decideEscalation, type EscalationDecision } from '../policy/escalation.js';
+import type { RunStatus } from '../policy/run-status.js';
+import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
+import type { RunWarning } from './run-result.js';
+
+/** What the caller is told about an attempt whose ledger update failed. */
+export interface UnsavedVerdict {
+  readonly retryCount: number;
+  readonly escalation: EscalationDecision;
+  readonly warning: RunWarning;
+}
+
+/**
+ * retry_count and escalation of an attempt the ledger could not record, from what could still be
+ * read (`ledger`: the last saved state, or `unreadable` when even reading failed). Counting then
+ * uses the saved failure streak (or the caller's retry_count if larger), so a task whose ledger
+ * already holds max_retries failures still escalates, and the warning says the count is frozen.
+ */
+export function unsavedVerdict(input: {
+  readonly ledger: { readonly entry: TaskLedgerEntry | undefined } | 'unreadable';
+  readonly taskId: string | undefined;
+  readonly status: RunStatus;
+  readonly callerRetryCount: number | undefined;
+  readonly maxRetries: number;
+  readonly error: string;
+}): UnsavedVerdict {
+  const readable = input.ledger !== 'unreadable';
+  const entry = readable ? (input.ledger as { entry: TaskLedgerEntry | undefined }).entry : undefined;
+  const retryCount = retryCountFor(entry, input.callerRetryCount);
+  const escalation = decideEscalation({ status: input.status, retryCount, maxRetries: input.maxRetries, openedCircuit: false });
+  const task = input.taskId === undefined ? 'this attempt' : `task "${input.taskId}"`;
+  const warning: RunWarning = readable
+    ? {
+        kind: 'ledger_not_updated',
+        message: `the retry ledger could not be updated (${input.error}): this attempt is not counted for ${task} nor in the model's circuit; retry_count ${retryCount} is from the ledger as last saved and will not grow until it can be written again. Pass retry_count yourself meanwhile, and fix the telemetry dir (see ollama_health).`,
+      }
+    : {
+        kind: 'ledger_unreadable',
+        message: `the retry ledger could not be read or updated (${input.error}): retry_count ${retryCount} is only what the call passed, and this attempt is not counted. Pass retry_count yourself meanwhile, and fix the telemetry dir (see ollama_health).`,
+      };
+  return { retryCount, escalation, warning };
+}
+
+/** The circuit could not be updated at admission: the run was judged from the last saved state. */
+export function circuitNotUpdated(model: string, error: string, admitted: boolean): RunWarning {
+  return {
+    kind: 'circuit_not_updated',
+    message: `the circuit of ${model} could not be updated at admission (${error}); it was judged from the state as last saved, and the run was ${admitted ? 'let through' : 'refused'}.`,
+  };
+}

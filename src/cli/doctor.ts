@@ -1,0 +1,58 @@
+import path from 'node:path';
+import type { Config } from '../config/config.js';
+import { collectHealth, type HealthStateSource } from '../health/collect-health.js';
+import { renderHealth } from '../health/render-health.js';
+import { cliEnvironment } from '../ollama/child-env.js';
+import { InstalledModels } from '../ollama/installed-models.js';
+import { StateStore } from '../store/state-store.js';
+import { prepareTelemetryDir } from '../config/telemetry-dir.js';
+
+/**
+ * `ollama-runner-mcp doctor`: check the setup the way the server sees it, print the report to
+ * `out`, and return the exit code (0 when everything needed to run works, 1 otherwise).
+ * Runs no model and writes nothing but a temporary file in the telemetry dir (removed at once),
+ * creating that dir (0700) when it is missing.
+ */
+export async function runDoctor(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const storeWarnings: string[] = [];
+  // Create the dir as the server would (0700) before the store creates it with default modes; a
+  // failure is not fatal here: the writability check below reports it with the fix.
+  await prepareTelemetryDir(config.telemetryDir).catch(() => {});
+  let store: HealthStateSource;
+  try {
+    store = new StateStore(path.join(config.telemetryDir, 'state.json'), { onWarning: (message) => storeWarnings.push(message) });
+  } catch (error) {
+    // The telemetry dir cannot be created or used: the report says so (the writability check fails too).
+    store = { snapshot: () => Promise.reject(error as Error) };
+  }
+  const env = cliEnvironment(config);
+  const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
+  let code: number;
+  let text: string;
+  try {
+    const report = await collectHealth({
+      config,
+      store,
+      runs: { inFlight: 0, limiter: { running: 0, waiting: 0, limit: config.concurrency } },
+      installedModels,
+    });
+    const withStore = storeWarnings.length > 0 ? { ...report, warnings: [...report.warnings, ...storeWarnings] } : report;
+    text = withTelemetryReason(renderHealth(withStore), config.telemetryDirReason);
+    code = withStore.ok ? 0 : 1;
+  } catch (error) {
+    text = `doctor: the check itself failed: ${(error as Error).message}`;
+    code = 1;
+  }
+  await new Promise<void>((resolve) => {
+    out.write(`${text}\n`, () => resolve());
+  });
+  return code;
+}
+
+/** Say why the telemetry dir is where it is, under the report's telemetry line. */
+function withTelemetryReason(text: string, reason: string): string {
+  const lines = text.split('\n');
+  const at = lines.findIndex((line) => /^\S+ telemetry: /.test(line));
+  lines.splice(at === -1 ? lines.length : at + 1, 0, `  telemetry dir chosen because: ${reason}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,170 @@
+import { writeFile } from 'node:fs/promises';
+
+import { loadChartLibrary } from '../report/chart-library.js';
+import { isReportUsageError, parseSince, parseStatusFilter, ReportUsageError, type RunFilters } from '../report/filters.js';
+import { listRunLogFiles } from '../telemetry/log-files.js';
+import { renderReportHtml } from '../report/render-html.js';
+import { renderReportText } from '../report/render-text.js';
+import { summarizeRuns } from '../report/summary.js';
+import type { RunsSummary } from '../report/summary-schema.js';
+
+/** Where the command writes: `process.stdout` / `process.stderr`, or anything with `write`. */
+export interface TextSink {
+  write(text: string): unknown;
+}
+
+/** What {@link runReportCommand} needs from its caller. */
+export interface ReportCommandDeps {
+  /** The configured telemetry directory (`--dir` overrides it). */
+  readonly telemetryDir: string;
+  /** The report or JSON document goes here (stdout). */
+  readonly out: TextSink;
+  /** Usage errors and read errors go here (stderr). */
+  readonly err: TextSink;
+  /** The time `--since 24h` counts back from. @default new Date() */
+  readonly now?: Date;
+}
+
+export const REPORT_USAGE = `Usage: ollama-runner-mcp report [options]
+
+Summarizes the run logs of the telemetry directory (runs.jsonl, then its rotated
+runs-YYYY-MM-DD-NNN.jsonl files): runs, ok %, timeouts and failures per model, escalations,
+circuit openings, duration percentiles, and the escalated tasks.
+
+Options:
+  --since WHEN    only runs since WHEN: a duration back from now (30m, 24h, 7d; units s m h d w),
+                  an ISO date or time (2025-11-22, 2025-11-22T10:00; UTC unless an offset is given),
+                  or "all" (the default)
+  --model NAME    only this model (llama3.2 also matches llama3.2:latest)
+  --task ID       only this task_id
+  --status LIST   only these statuses, comma-separated (timeout,crashed)
+  --json          print the summary as one JSON document instead of the text report
+  --html FILE     write the report as one self-contained HTML page with charts to FILE (opens
+                  offline); prints "wrote FILE (N runs)"
+  --color         colour the text report
+  --dir DIR       read the logs in DIR instead of the telemetry directory (OLLAMA_MCP_TELEMETRY_DIR)
+  -h, --help      this text
+
+Exit codes: 0 report printed (or written), 1 the logs could not be read or FILE not written, 2 bad usage.
+`;
+
+interface ParsedArgs {
+  readonly help: boolean;
+  readonly json: boolean;
+  readonly color: boolean;
+  readonly dir: string | undefined;
+  /** `--html FILE`: write the HTML report there instead of printing the text report. */
+  readonly html: string | undefined;
+  readonly filters: RunFilters;
+}
+
+const VALUE_OPTIONS = new Set(['--since', '--model', '--task', '--status', '--dir', '--html']);
+const FLAG_OPTIONS = new Set(['--json', '--color', '--help', '-h']);
+
+/**
+ * `ollama-runner-mcp report [options]`: prints the summary of the run logs as text, or as one JSON
+ * document with `--json` (see src/report/README.md for its fields), or writes it as an HTML page
+ * with `--html FILE` (one `writeFile`; then `wrote FILE (N runs)` on `out`).
+ *
+ * @param argv the arguments after `report`
+ * @returns the exit code: 0 printed or written, 1 the logs could not be read or the file not
+ *   written, 2 usage error (message on `err`)
+ */
+export async function runReportCommand(argv: readonly string[], deps: ReportCommandDeps): Promise<number> {
+  const now = deps.now ?? new Date();
+  let args: ParsedArgs;
+  try {
+    args = parseArgs(argv, now);
+  } catch (error) {
+    if (!isReportUsageError(error)) throw error;
+    deps.err.write(`report: ${error.message}\nRun \`ollama-runner-mcp report --help\` for the options.\n`);
+    return 2;
+  }
+  if (args.help) {
+    deps.out.write(REPORT_USAGE);
+    return 0;
+  }
+  const dir = args.dir ?? deps.telemetryDir;
+  let summary: RunsSummary;
+  try {
+    summary = await summarizeRuns(await listRunLogFiles(dir), args.filters, { now });
+  } catch (error) {
+    deps.err.write(`report: could not read the run logs in ${dir}: ${(error as Error).message}\n`);
+    return 1;
+  }
+  if (args.html === undefined) {
+    deps.out.write(args.json ? `${JSON.stringify(summary, null, 2)}\n` : renderReportText(summary, { color: args.color }));
+    return 0;
+  }
+  const file = args.html;
+  try {
+    const html = renderReportHtml(summary, { chartLibrary: await loadChartLibrary() });
+    await writeFile(file, html);
+  } catch (error) {
+    deps.err.write(`report: could not write the HTML report to ${file}: ${(error as Error).message}\n`);
+    return 1;
+  }
+  deps.out.write(`wrote ${file} (${summary.total_runs.toLocaleString('en-US')} run${summary.total_runs === 1 ? '' : 's'})\n`);
+  return 0;
+}
+
+function parseArgs(argv: readonly string[], now: Date): ParsedArgs {
+  const values = new Map<string, string>();
+  const flags = new Set<string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const name = eq === -1 ? arg : arg.slice(0, eq);
+    if (FLAG_OPTIONS.has(name)) {
+      if (eq !== -1) throw new ReportUsageError(`${name} takes no value, got \`${arg}\``);
+      flags.add(name === '-h' ? '--help' : name);
+      continue;
+    }
+    if (!VALUE_OPTIONS.has(name)) {
+      throw new ReportUsageError(arg.startsWith('-') ? `unknown option \`${arg}\`` : `unexpected argument \`${arg}\``);
+    }
+    let value: string | undefined;
+    if (eq !== -1) value = arg.slice(eq + 1);
+    else {
+      value = argv[i + 1];
+      if (value === undefined || (value.startsWith('--') && value.length > 2))
+        throw new ReportUsageError(`${name} needs a value`);
+      i += 1;
+    }
+    if (values.has(name)) throw new ReportUsageError(`${name} given more than once`);
+    if (value.trim() === '') throw new ReportUsageError(`${name} must not be empty`);
+    values.set(name, value);
+  }
+
+  const filters: { -readonly [K in keyof RunFilters]: RunFilters[K] } = {};
+  const since = values.get('--since');
+  if (since !== undefined && since.trim() !== 'all') filters.since = withOption('--since', () => parseSince(since, now));
+  const status = values.get('--status');
+  if (status !== undefined) filters.status = withOption('--status', () => parseStatusFilter(status));
+  const model = values.get('--model');
+  if (model !== undefined) filters.model = model.trim();
+  const task = values.get('--task');
+  if (task !== undefined) filters.task = task;
+  if (values.has('--html')) {
+    const other = ['--json', '--color'].filter((flag) => flags.has(flag));
+    if (other.length > 0) throw new ReportUsageError(`--html cannot be combined with ${other.join(' or ')}`);
+  }
+  return {
+    help: flags.has('--help'),
+    json: flags.has('--json'),
+    color: flags.has('--color'),
+    dir: values.get('--dir'),
+    html: values.get('--html'),
+    filters,
+  };
+}
+
+/** Re-labels a filter's error with the option's name (`since: ...` -> `--since: ...`). */
+function withOption<T>(option: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (isReportUsageError(error)) throw new ReportUsageError(`${option}${error.message.slice(error.message.indexOf(':'))}`);
+    throw error;
+  }
+}

@@ -1,0 +1,159 @@
+import path from 'node:path';
+import {
+  currentTelemetryDirContext,
+  isTelemetryDirProblem,
+  resolveTelemetryDir,
+  type TelemetryDirContext,
+} from './telemetry-dir.js';
+import { HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT, SETTING_RANGES } from './ranges.js';
+
+/** Everything the server can be told, validated once at start-up. Each field names its variable. */
+export interface Config {
+  /** `OLLAMA_BIN`: the CLI to spawn. @default "ollama" (found on PATH) */
+  readonly ollamaBin: string;
+  /** `OLLAMA_HOST`: passed through to the CLI when set. */
+  readonly ollamaHost: string | undefined;
+  /**
+   * `OLLAMA_MCP_TELEMETRY_DIR`: holds runs.jsonl and the state files. @default the repo's telemetry/ in a
+   * source checkout, else the per-user state dir (see resolveTelemetryDir in telemetry-dir.ts)
+   */
+  readonly telemetryDir: string;
+  /** Why telemetryDir is where it is (the variable, a source checkout, or the per-user state dir). */
+  readonly telemetryDirReason: string;
+  /** `OLLAMA_MCP_CONCURRENCY`: model processes at once in this server (1-32). @default 3 */
+  readonly concurrency: number;
+  /** `OLLAMA_MCP_TIMEOUT_MS`: default per-run timeout (100-3600000). @default 120000 */
+  readonly timeoutMs: number;
+  /** `OLLAMA_MCP_MAX_RETRIES`: default `max_retries` (0-100, 0 = no limit). @default 3 */
+  readonly maxRetries: number;
+  /** `OLLAMA_MCP_BREAKER_THRESHOLD`: consecutive model failures that open a circuit (1-1000). @default 5 */
+  readonly breakerThreshold: number;
+  /** `OLLAMA_MCP_BREAKER_COOLDOWN_MS`: how long a circuit stays open (1000-86400000). @default 60000 */
+  readonly breakerCooldownMs: number;
+  /** `OLLAMA_MCP_KILL_GRACE_MS`: after SIGTERM, wait this long before SIGKILL (100-60000). @default 2000 */
+  readonly killGraceMs: number;
+  /** `OLLAMA_MCP_MAX_OUTPUT_BYTES`: stdout kept per run; more stops the model (1024-104857600). @default 1048576 */
+  readonly maxOutputBytes: number;
+  /** `OLLAMA_MCP_LOG_CONTENT`: `1`/`true` logs prompt and output text in runs.jsonl. @default false */
+  readonly logContent: boolean;
+  /** `OLLAMA_MCP_TASK_TTL_DAYS`: task ledger entries untouched this long are pruned (1-3650). @default 30 */
+  readonly taskTtlMs: number;
+  /** `OLLAMA_MCP_MAX_TASKS`: at most this many task ledger entries are kept (100-1000000). @default 10000 */
+  readonly maxTasks: number;
+  /** `OLLAMA_MCP_PROGRESS_INTERVAL_MS`: progress heartbeat period when the client asks for progress (100-60000). @default 5000 */
+  readonly progressIntervalMs: number;
+  /**
+   * `OLLAMA_MCP_ESCALATION`: `signal` only tells the caller to escalate; `block` also refuses, without
+   * spawning, further runs of a task that escalated until it is reset. @default "signal"
+   */
+  readonly escalationMode: 'signal' | 'block';
+  /** `OLLAMA_MCP_PREFLIGHT`: check a model is installed (`ollama list`) before running it. @default true */
+  readonly preflight: boolean;
+  /** `OLLAMA_MCP_MODEL_LIST_TTL_MS`: how long the installed-model list is trusted (0-3600000). @default 30000 */
+  readonly modelListTtlMs: number;
+  /** `OLLAMA_MCP_CONFIG`: optional JSON file with defaults and per-model tiers. */
+  readonly configFile: string | undefined;
+  /** `OLLAMA_MCP_HTTP_TOKEN`: bearer token required by the HTTP transport, when set. */
+  readonly httpToken: string | undefined;
+  /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size (1024-107374182400). @default 52428800 */
+  readonly logMaxBytes: number;
+}
+
+/** Start-up stops with this: it names the variable, the bad value and what is allowed. */
+export class ConfigError extends Error {
+  readonly kind = 'config_error';
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export function isConfigError(error: unknown): error is ConfigError {
+  return typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'config_error';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The telemetry dir and why, as the server, `doctor` and `report` choose it. Throws ConfigError. */
+export function telemetryDirFor(context: TelemetryDirContext): { dir: string; why: string } {
+  const choice = resolveTelemetryDir(context);
+  if (isTelemetryDirProblem(choice)) throw new ConfigError(choice.variable, choice.message);
+  return { dir: choice.dir, why: choice.why };
+}
+
+/**
+ * Read and validate the configuration from an environment. Throws ConfigError naming the first bad
+ * variable. `where` says where this process runs from (for the default telemetry dir).
+ */
+export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemetryDirContext(env)): Config {
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === '') return fallback;
+    const value = Number(raw.trim());
+    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+      throw new ConfigError(name, `${name} must be a whole number from ${min} to ${max}, got \`${raw}\``);
+    }
+    return value;
+  };
+  const setting = (name: string, fallback: number, key: keyof typeof SETTING_RANGES): number =>
+    int(name, fallback, SETTING_RANGES[key].min, SETTING_RANGES[key].max);
+  const bool = (name: string): boolean => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (raw === undefined || raw === '' || raw === '0' || raw === 'false' || raw === 'no') return false;
+    if (raw === '1' || raw === 'true' || raw === 'yes') return true;
+    throw new ConfigError(name, `${name} must be 1/true/yes or 0/false/no, got \`${env[name]}\``);
+  };
+  const text = (name: string, fallback: string): string => {
+    const raw = env[name];
+    if (raw === undefined) return fallback;
+    if (raw.trim() === '') throw new ConfigError(name, `${name} is set but empty; unset it to use the default (${fallback})`);
+    return raw;
+  };
+
+  const choice = <T extends string>(name: string, fallback: T, allowed: readonly T[]): T => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (raw === undefined || raw === '') return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    throw new ConfigError(name, `${name} must be one of ${allowed.join(', ')}, got \`${env[name]}\``);
+  };
+  const optional = (name: string): string | undefined => (env[name]?.trim() ? env[name]!.trim() : undefined);
+  const boolDefault = (name: string, fallback: boolean): boolean => (env[name]?.trim() ? bool(name) : fallback);
+
+  const httpToken = optional('OLLAMA_MCP_HTTP_TOKEN');
+  if (httpToken !== undefined && httpToken.length < HTTP_TOKEN_MIN_CHARS) {
+    throw new ConfigError('OLLAMA_MCP_HTTP_TOKEN', HTTP_TOKEN_TOO_SHORT);
+  }
+  const configFile = optional('OLLAMA_MCP_CONFIG');
+
+  const ollamaHost = env.OLLAMA_HOST?.trim() ? env.OLLAMA_HOST.trim() : undefined;
+  if (ollamaHost !== undefined && /\s/.test(ollamaHost)) {
+    throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${ollamaHost}\``);
+  }
+  const telemetry = telemetryDirFor({ ...where, env });
+  return {
+    ollamaBin: text('OLLAMA_BIN', 'ollama'),
+    ollamaHost,
+    telemetryDir: telemetry.dir,
+    telemetryDirReason: telemetry.why,
+    concurrency: setting('OLLAMA_MCP_CONCURRENCY', 3, 'concurrency'),
+    timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
+    maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
+    breakerThreshold: setting('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 'breaker_threshold'),
+    breakerCooldownMs: setting('OLLAMA_MCP_BREAKER_COOLDOWN_MS', 60_000, 'breaker_cooldown_ms'),
+    killGraceMs: int('OLLAMA_MCP_KILL_GRACE_MS', 2_000, 100, 60_000),
+    maxOutputBytes: int('OLLAMA_MCP_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 104_857_600),
+    logContent: bool('OLLAMA_MCP_LOG_CONTENT'),
+    taskTtlMs: int('OLLAMA_MCP_TASK_TTL_DAYS', 30, 1, 3_650) * 86_400_000,
+    maxTasks: int('OLLAMA_MCP_MAX_TASKS', 10_000, 100, 1_000_000),
+    progressIntervalMs: int('OLLAMA_MCP_PROGRESS_INTERVAL_MS', 5_000, 100, 60_000),
+    escalationMode: choice('OLLAMA_MCP_ESCALATION', 'signal', ['signal', 'block'] as const),
+    preflight: boolDefault('OLLAMA_MCP_PREFLIGHT', true),
+    modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, 0, 3_600_000),
+    configFile: configFile === undefined ? undefined : path.resolve(configFile),
+    httpToken,
+    logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, 1_024, 107_374_182_400),
+  };
+}

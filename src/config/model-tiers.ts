@@ -1,0 +1,388 @@
+import { readFile, stat } from 'node:fs/promises';
+import * as z from 'zod';
+import { describeJsonError } from './json-position.js';
+import { SETTING_RANGES } from './ranges.js';
+import { describeIssue, formatPath, type KeyHints } from './zod-english.js';
+import { ConfigError, type Config } from './config.js';
+import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from '../ollama/model-name.js';
+
+/**
+ * Per-model tiers: an optional JSON file (`OLLAMA_MCP_CONFIG`) with defaults, named tiers and
+ * ordered `models` rules matched by exact name or glob. See {@link EXAMPLE_TIERS_JSON}.
+ *
+ * Resolution for one model, later wins: Config (environment) < file `defaults` < the first matching
+ * rule's tier < that rule's own keys < per-call arguments (applied by the caller, not here).
+ */
+
+const VARIABLE = 'OLLAMA_MCP_CONFIG';
+
+/** What one run of a model may use, after the tiers file is applied. */
+export interface ModelSettings {
+  readonly timeoutMs: number;
+  /** 0 = no limit. */
+  readonly maxRetries: number;
+  readonly breakerThreshold: number;
+  readonly breakerCooldownMs: number;
+  /** At most this many runs of the model at once in this server (within the global limit); null = only the global limit. */
+  readonly concurrency: number | null;
+  /** Which rule/tier applied, for metadata and health: e.g. "deepseek-r1* (tier reasoning)"; null when no rule matched. */
+  readonly source: string | null;
+}
+
+/** One `models` rule as resolved, for health output. */
+export interface TierRule {
+  /** The rule's `match`, as written. */
+  readonly match: string;
+  readonly tier: string | null;
+  /** What a model matched by this rule gets (defaults, tier and rule keys applied over Config). */
+  readonly settings: ModelSettings;
+}
+
+export interface ModelTiers {
+  /** Settings for a model name (any spelling: `llama3.2`, `library/llama3.2:latest`). Memoised; cheap. */
+  settingsFor(model: string): ModelSettings;
+  /** What a model that matches no rule gets: Config values with the file's `defaults` over them. */
+  readonly defaults: ModelSettings;
+  /** The `models` rules in file order (first match wins). */
+  readonly rules: readonly TierRule[];
+  /** The tiers file, or null when there is none. */
+  readonly file: string | null;
+}
+
+type SettingKey = keyof typeof SETTING_RANGES;
+const SETTING_KEYS = Object.keys(SETTING_RANGES) as SettingKey[];
+
+const setting = (key: SettingKey) => z.int().min(SETTING_RANGES[key].min).max(SETTING_RANGES[key].max).optional();
+const settingsShape = {
+  timeout_ms: setting('timeout_ms'),
+  max_retries: setting('max_retries'),
+  breaker_threshold: setting('breaker_threshold'),
+  breaker_cooldown_ms: setting('breaker_cooldown_ms'),
+  concurrency: setting('concurrency'),
+};
+const settingsSchema = z.strictObject(settingsShape);
+const ruleSchema = z.strictObject({ match: z.string(), tier: z.string().optional(), ...settingsShape });
+
+const ROOT_KEYS = ['defaults', 'tiers', 'models'] as const;
+const RULE_KEYS = ['match', 'tier', ...SETTING_KEYS] as const;
+const TIER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+const TIER_NAME_MAX_LENGTH = 64;
+const MATCH_PATTERN = /^[A-Za-z0-9._\-/:*?]+$/;
+
+/** The tiers file. Every key is optional; unknown keys are errors. Cross-checks (tier names, rule reachability) included. */
+export const tiersFileSchema = z
+  .strictObject({
+    defaults: settingsSchema.optional(),
+    tiers: z.record(z.string(), settingsSchema).optional(),
+    models: z.array(ruleSchema).optional(),
+  })
+  .superRefine((file, ctx) => {
+    for (const issue of crossCheck(file)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+  });
+
+export type TiersFile = z.infer<typeof tiersFileSchema>;
+type Settings = z.infer<typeof settingsSchema>;
+type Rule = z.infer<typeof ruleSchema>;
+
+/** The example from the README; valid. */
+export const EXAMPLE_TIERS_JSON = `{
+  "defaults": { "timeout_ms": 120000, "max_retries": 3 },
+  "tiers": {
+    "quick":     { "timeout_ms": 30000,  "max_retries": 2 },
+    "standard":  { "timeout_ms": 120000, "max_retries": 3 },
+    "reasoning": { "timeout_ms": 600000, "max_retries": 1, "breaker_threshold": 3, "breaker_cooldown_ms": 300000, "concurrency": 1 }
+  },
+  "models": [
+    { "match": "deepseek-r1*", "tier": "reasoning" },
+    { "match": "*:70b", "tier": "reasoning", "timeout_ms": 900000 },
+    { "match": "qwen2.5-coder:1.5b", "tier": "quick" }
+  ]
+}
+`;
+
+// ---------------------------------------------------------------------------------------------
+// Matching
+
+/**
+ * Glob match: `*` any run of characters (`/` and `:` included), `?` exactly one, everything else
+ * literal. Linear-time two-pointer matcher (no RegExp, so no escaping and no catastrophic
+ * backtracking). Case-sensitive: callers lower-case both sides.
+ */
+export function globMatches(pattern: string, text: string): boolean {
+  let p = 0;
+  let t = 0;
+  let star = -1;
+  let resume = 0;
+  while (t < text.length) {
+    if (p < pattern.length && (pattern[p] === '?' || pattern[p] === text[t])) {
+      p++;
+      t++;
+    } else if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      resume = t;
+    } else if (star !== -1) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (pattern[p] === '*') p++;
+  return p === pattern.length;
+}
+
+const isGlob = (match: string): boolean => /[*?]/.test(match);
+
+/** A compiled `match`: exact names compare canonical forms; globs try the name as given and its canonical form. */
+interface Matcher {
+  readonly glob: boolean;
+  /** Canonical name for an exact rule, lower-cased pattern (consecutive `*` collapsed) for a glob. */
+  readonly key: string;
+}
+
+function compileMatch(match: string): Matcher {
+  return isGlob(match)
+    ? { glob: true, key: match.trim().toLowerCase().replace(/\*+/g, '*') }
+    : { glob: false, key: canonicalModelName(match) };
+}
+
+function matches(matcher: Matcher, lower: string, canonical: string): boolean {
+  if (!matcher.glob) return canonical === matcher.key;
+  return globMatches(matcher.key, lower) || (canonical !== lower && globMatches(matcher.key, canonical));
+}
+
+/** Why rule `later` can never apply because `earlier` comes first, or null. */
+function shadowedBy(earlier: Matcher, later: Matcher): string | null {
+  if (earlier.glob && earlier.key === '*') return 'matches every model';
+  if (earlier.glob === later.glob && earlier.key === later.key) return 'has the same match';
+  // An exact rule matches only names whose canonical form is its own; an earlier rule that matches that
+  // canonical form takes every one of them first.
+  if (!later.glob && matches(earlier, later.key, later.key)) return `already matches "${later.key}"`;
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cross-checks: tier names, rule `match` and `tier`, reachability
+
+interface Problem {
+  readonly path: (string | number)[];
+  readonly message: string;
+}
+
+/** Checks zod cannot express per field. Defensive about shapes: it also runs when some fields were invalid. */
+function crossCheck(file: TiersFile): Problem[] {
+  const problems: Problem[] = [];
+  const tiers = isRecord(file.tiers) ? Object.keys(file.tiers) : [];
+  for (const name of tiers) {
+    if (!TIER_NAME_PATTERN.test(name) || name.length > TIER_NAME_MAX_LENGTH) {
+      problems.push({
+        path: ['tiers'],
+        message: `tier name ${JSON.stringify(name)} must be 1-${TIER_NAME_MAX_LENGTH} letters, digits, ".", "_" or "-", starting with a letter or digit`,
+      });
+    }
+  }
+  const rules = Array.isArray(file.models) ? file.models : [];
+  const compiled: { index: number; match: string; matcher: Matcher }[] = [];
+  rules.forEach((rule: Rule, index) => {
+    if (!isRecord(rule)) return;
+    if (typeof rule.tier === 'string' && !tiers.includes(rule.tier)) {
+      const defined = tiers.length > 0 ? `defined: ${tiers.join(', ')}` : 'no tiers are defined';
+      problems.push({ path: ['models', index, 'tier'], message: `no tier named ${JSON.stringify(rule.tier)} (${defined})` });
+    }
+    if (typeof rule.match !== 'string') return;
+    const problem = matchProblem(rule.match);
+    if (problem !== null) {
+      problems.push({ path: ['models', index, 'match'], message: problem });
+      return;
+    }
+    const matcher = compileMatch(rule.match);
+    for (const earlier of compiled) {
+      const why = shadowedBy(earlier.matcher, matcher);
+      if (why !== null) {
+        problems.push({
+          path: ['models', index],
+          message: `unreachable: models[${earlier.index}] (${JSON.stringify(earlier.match)}) comes first and ${why}; put more specific rules first`,
+        });
+        break;
+      }
+    }
+    compiled.push({ index, match: rule.match, matcher });
+  });
+  return problems;
+}
+
+function matchProblem(match: string): string | null {
+  if (match.trim() === '') return 'must not be empty';
+  if (match.length > MODEL_NAME_MAX_LENGTH) return `must be at most ${MODEL_NAME_MAX_LENGTH} characters`;
+  if (!MATCH_PATTERN.test(match)) {
+    return `${JSON.stringify(match)} may contain only letters, digits, ".", "_", "-", "/", ":" and the wildcards "*" and "?"`;
+  }
+  if (!isGlob(match) && !MODEL_NAME_PATTERN.test(match)) {
+    return `${JSON.stringify(match)} is not a valid model name (and has no wildcard), so it would never match`;
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building
+
+const CACHE_MAX = 1_024;
+
+/** The settings of every model when there is no tiers file: the environment's. */
+export function configSettings(
+  config: Pick<Config, 'timeoutMs' | 'maxRetries' | 'breakerThreshold' | 'breakerCooldownMs'>,
+): ModelSettings {
+  const { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs } = config;
+  return { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs, concurrency: null, source: null };
+}
+
+/**
+ * Tiers from Config and a parsed (or hand-built) file. Pure. The file is validated again here, so
+ * anything that is not a valid {@link TiersFile} throws ConfigError naming `filePath` and the key.
+ */
+export function buildModelTiers(config: Config, file: TiersFile | null, filePath: string | null): ModelTiers {
+  const base = configSettings(config);
+  if (file === null) return tiersOf(Object.freeze(base), [], filePath);
+
+  const valid = parseTiersFile(file, filePath);
+  const defaults = Object.freeze(overlay(base, valid.defaults));
+  const tiers = new Map(Object.entries(valid.tiers ?? {}));
+  const rules = (valid.models ?? []).map((rule) => {
+    const tier = rule.tier ?? null;
+    const source = tier === null ? rule.match : `${rule.match} (tier ${tier})`;
+    const settings = Object.freeze({ ...overlay(overlay(defaults, tier === null ? undefined : tiers.get(tier)), rule), source });
+    return { rule: Object.freeze({ match: rule.match, tier, settings }), matcher: compileMatch(rule.match) };
+  });
+  return tiersOf(defaults, rules, filePath);
+}
+
+function tiersOf(defaults: ModelSettings, rules: { rule: TierRule; matcher: Matcher }[], file: string | null): ModelTiers {
+  const cache = new Map<string, ModelSettings>();
+  const resolve = (model: string): ModelSettings => {
+    const lower = model.trim().toLowerCase();
+    const canonical = canonicalModelName(model);
+    for (const { rule, matcher } of rules) if (matches(matcher, lower, canonical)) return rule.settings;
+    return defaults;
+  };
+  return Object.freeze({
+    settingsFor(model: string): ModelSettings {
+      if (rules.length === 0) return defaults;
+      const hit = cache.get(model);
+      if (hit !== undefined) return hit;
+      const settings = resolve(model);
+      // Names come from callers: keep the memo bounded.
+      if (cache.size >= CACHE_MAX) cache.clear();
+      cache.set(model, settings);
+      return settings;
+    },
+    defaults,
+    rules: Object.freeze(rules.map(({ rule }) => rule)),
+    file,
+  });
+}
+
+const CAMEL: Record<SettingKey, keyof ModelSettings> = {
+  timeout_ms: 'timeoutMs',
+  max_retries: 'maxRetries',
+  breaker_threshold: 'breakerThreshold',
+  breaker_cooldown_ms: 'breakerCooldownMs',
+  concurrency: 'concurrency',
+};
+
+function overlay(settings: ModelSettings, layer: Settings | undefined): ModelSettings {
+  if (layer === undefined) return settings;
+  const next: Record<string, unknown> = { ...settings };
+  for (const key of SETTING_KEYS) if (layer[key] !== undefined) next[CAMEL[key]] = layer[key];
+  return next as unknown as ModelSettings;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation messages
+
+/** Validate a parsed JSON value. Throws ConfigError: `OLLAMA_MCP_CONFIG (<path>): <key path> <problem>[; ...]`. */
+export function parseTiersFile(raw: unknown, filePath: string | null): TiersFile {
+  const result = tiersFileSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const seen = new Set<string>();
+  const messages: string[] = [];
+  for (const issue of result.error.issues) {
+    const where = formatPath(issue.path);
+    // One message per key: an out-of-range huge integer also fails the safe-integer check.
+    if (issue.code !== 'custom' && seen.has(where)) continue;
+    seen.add(where);
+    messages.push(describeIssue(issue, where, raw, TIERS_KEYS));
+  }
+  const shown = messages.slice(0, 5).join('; ');
+  const more = messages.length > 5 ? ` (and ${messages.length - 5} more)` : '';
+  throw tiersError(filePath, `${shown}${more}`);
+}
+
+function tiersError(filePath: string | null, message: string): ConfigError {
+  return new ConfigError(VARIABLE, `${VARIABLE}${filePath === null ? '' : ` (${filePath})`}: ${message}`);
+}
+
+/** What the messages may say about the tiers file's keys. */
+const TIERS_KEYS: KeyHints = {
+  allowedKeys(path) {
+    if (path.length === 0) return ROOT_KEYS;
+    if (path[0] === 'models' && path.length === 2) return RULE_KEYS;
+    if ((path[0] === 'defaults' && path.length === 1) || (path[0] === 'tiers' && path.length === 2)) return SETTING_KEYS;
+    return [];
+  },
+  // The documented range of a setting key (zod also reports the safe-integer range for huge numbers).
+  rangeOf(path) {
+    const key = path[path.length - 1];
+    return typeof key === 'string' && Object.hasOwn(SETTING_RANGES, key) ? SETTING_RANGES[key as SettingKey] : undefined;
+  },
+};
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+/** A tiers file larger than this is surely the wrong file. */
+const MAX_FILE_BYTES = 1_048_576;
+
+/**
+ * Tiers for this server: from Config alone when `configFile` is unset, else read, parse and
+ * validate the file. Every problem throws ConfigError naming the file and the key.
+ */
+export async function loadModelTiers(config: Config): Promise<ModelTiers> {
+  const filePath = config.configFile;
+  if (filePath === undefined) return buildModelTiers(config, null, null);
+
+  let text: string;
+  try {
+    // stat first: a directory, FIFO or device (/dev/zero) would fail oddly or never finish reading.
+    const info = await stat(filePath);
+    if (!info.isFile()) throw tiersError(filePath, 'not a regular file');
+    if (info.size > MAX_FILE_BYTES)
+      throw tiersError(filePath, `file is ${info.size} bytes; a tiers file must be at most ${MAX_FILE_BYTES}`);
+    text = await readFile(filePath, 'utf8');
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw tiersError(filePath, readProblem(error));
+  }
+  return buildModelTiers(config, parseTiersFile(parseJson(text, filePath), filePath), filePath);
+}
+
+function readProblem(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ENOENT') return 'file not found';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied reading the file';
+  if (code === 'ENOTDIR') return 'file not found (a parent is not a folder)';
+  return `cannot read the file: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/** JSON.parse with a message that says where: line, column and offset. */
+export function parseJson(rawText: string, filePath: string | null): unknown {
+  const text = rawText.startsWith('\uFEFF') ? rawText.slice(1) : rawText;
+  if (text.trim() === '') throw tiersError(filePath, 'the file is empty; it must hold a JSON object (e.g. {})');
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw tiersError(filePath, describeJsonError(text, error));
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * Inclusive ranges of the per-model settings: the same for the `OLLAMA_MCP_*` variables, the tiers
+ * file and the tool arguments that override them.
+ */
+export const SETTING_RANGES = {
+  timeout_ms: { min: 100, max: 3_600_000 },
+  max_retries: { min: 0, max: 100 },
+  breaker_threshold: { min: 1, max: 1_000 },
+  breaker_cooldown_ms: { min: 1_000, max: 86_400_000 },
+  concurrency: { min: 1, max: 32 },
+} as const;
+
+/** OLLAMA_MCP_HTTP_TOKEN's shortest length, checked by the config and by the HTTP server itself. */
+export const HTTP_TOKEN_MIN_CHARS = 16;
+export const HTTP_TOKEN_TOO_SHORT = `OLLAMA_MCP_HTTP_TOKEN must be at least ${HTTP_TOKEN_MIN_CHARS} characters (use a random secret)`;

@@ -1,0 +1,206 @@
+import { existsSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureDirSync } from '../store/durable-fs.js';
+
+/** The folder name under the per-user state dir. */
+export const APP_DIR_NAME = 'ollama-runner-mcp';
+export const TELEMETRY_DIR_VARIABLE = 'OLLAMA_MCP_TELEMETRY_DIR';
+
+/** Where runs.jsonl and the state files go, and why there (shown by the banner and `doctor`). */
+export interface TelemetryDirChoice {
+  readonly dir: string;
+  /** `env`: OLLAMA_MCP_TELEMETRY_DIR; `source_checkout`: the repo's telemetry/; `user_state`: the per-user state dir. */
+  readonly source: 'env' | 'source_checkout' | 'user_state';
+  readonly why: string;
+}
+
+/** No dir can be chosen (a blank or unusable setting, no home): start-up stops with this message. */
+export interface TelemetryDirProblem {
+  readonly kind: 'telemetry_dir_problem';
+  readonly variable: string;
+  readonly message: string;
+}
+
+export interface TelemetryDirContext {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly platform: NodeJS.Platform;
+  /** The user's home ('' when unknown). */
+  readonly home: string;
+  /** Relative OLLAMA_MCP_TELEMETRY_DIR values are resolved against this. */
+  readonly cwd: string;
+  /** The folder holding package.json and dist/. */
+  readonly packageRoot: string;
+  /** What marks packageRoot as a source checkout (see detectSourceCheckout), or null for an installed package. */
+  readonly sourceCheckout: string | null;
+}
+
+/**
+ * Choose the telemetry dir. Pure: everything it depends on is in `context`.
+ *
+ * 1. `OLLAMA_MCP_TELEMETRY_DIR`, with a leading `~` expanded (MCP clients start servers without a
+ *    shell, so nothing else expands it), relative to the working directory otherwise.
+ * 2. A source checkout keeps using the repo's git-ignored `telemetry/`, next to the code being worked on.
+ * 3. An installed package must not write inside itself: `npm i -g` replaces the package folder on
+ *    every upgrade (the data would be deleted), a non-root user cannot write there, and under npx it
+ *    is a cache. It uses the per-user state dir instead:
+ *    - Linux and other Unixes: `$XDG_STATE_HOME/ollama-runner-mcp`, else `~/.local/state/ollama-runner-mcp`
+ *      (the XDG base-dir spec's place for state that persists across restarts but is not worth
+ *      backing up like documents: logs, history; a relative XDG_STATE_HOME is ignored, as the spec says).
+ *    - macOS: `~/Library/Application Support/ollama-runner-mcp`, whatever XDG_STATE_HOME says: MCP
+ *      clients launched from the Dock do not see a shell's variables, so honouring it would split the
+ *      data between two dirs. Caches/ may be purged by the system; Logs/ is for logs only, and the
+ *      retry ledger is not a log.
+ *    - Windows: `%LOCALAPPDATA%\ollama-runner-mcp` (Local, not Roaming: the lock and the ledger belong
+ *      to this machine's server processes and must not be synced by a roaming profile).
+ */
+export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirChoice | TelemetryDirProblem {
+  const paths = context.platform === 'win32' ? path.win32 : path.posix;
+  const raw = context.env[TELEMETRY_DIR_VARIABLE];
+  if (raw !== undefined) {
+    const value = raw.trim();
+    if (value === '') {
+      return problem(TELEMETRY_DIR_VARIABLE, `${TELEMETRY_DIR_VARIABLE} is set but empty; unset it to use the default`);
+    }
+    if (/^~[^/\\]/.test(value)) {
+      return problem(
+        TELEMETRY_DIR_VARIABLE,
+        `${TELEMETRY_DIR_VARIABLE}=${value}: only \`~\` and \`~/...\` are expanded; write the full path`,
+      );
+    }
+    if (value.startsWith('~')) {
+      if (context.home === '') {
+        return problem(
+          TELEMETRY_DIR_VARIABLE,
+          `${TELEMETRY_DIR_VARIABLE}=${value}: the home directory is unknown; write the full path`,
+        );
+      }
+      return { dir: paths.join(context.home, value.slice(1)), source: 'env', why: `${TELEMETRY_DIR_VARIABLE} is set` };
+    }
+    return { dir: paths.resolve(context.cwd, value), source: 'env', why: `${TELEMETRY_DIR_VARIABLE} is set` };
+  }
+
+  if (context.sourceCheckout !== null) {
+    return {
+      dir: paths.join(context.packageRoot, 'telemetry'),
+      source: 'source_checkout',
+      why: `running from a source checkout: ${context.sourceCheckout}`,
+    };
+  }
+
+  const installed = (dir: string, where: string): TelemetryDirChoice => ({
+    dir: paths.join(dir, APP_DIR_NAME),
+    source: 'user_state',
+    why: `installed package: the per-user state dir ${where}`,
+  });
+  const noHome = problem(
+    TELEMETRY_DIR_VARIABLE,
+    `cannot choose a telemetry dir: the home directory is unknown; set ${TELEMETRY_DIR_VARIABLE} to a writable folder`,
+  );
+  if (context.platform === 'win32') {
+    const localAppData = context.env.LOCALAPPDATA?.trim();
+    if (localAppData && paths.isAbsolute(localAppData)) return installed(localAppData, 'under %LOCALAPPDATA%');
+    return context.home === ''
+      ? noHome
+      : installed(paths.join(context.home, 'AppData', 'Local'), 'in AppData\\Local, as %LOCALAPPDATA% is unset');
+  }
+  if (context.platform === 'darwin') {
+    return context.home === ''
+      ? noHome
+      : installed(paths.join(context.home, 'Library', 'Application Support'), 'of macOS, in ~/Library/Application Support');
+  }
+  const xdgStateHome = context.env.XDG_STATE_HOME?.trim();
+  if (xdgStateHome && paths.isAbsolute(xdgStateHome)) return installed(xdgStateHome, 'under $XDG_STATE_HOME');
+  if (context.home === '') return noHome;
+  return installed(
+    paths.join(context.home, '.local', 'state'),
+    xdgStateHome
+      ? 'in ~/.local/state, as XDG_STATE_HOME is not an absolute path'
+      : 'in ~/.local/state, as XDG_STATE_HOME is unset',
+  );
+}
+
+export function isTelemetryDirProblem(value: TelemetryDirChoice | TelemetryDirProblem): value is TelemetryDirProblem {
+  return (value as TelemetryDirProblem).kind === 'telemetry_dir_problem';
+}
+
+function problem(variable: string, message: string): TelemetryDirProblem {
+  return { kind: 'telemetry_dir_problem', variable, message };
+}
+
+/**
+ * Whether `packageRoot` is a source checkout rather than an installed package, and by what sign:
+ * `.git` (a clone, or a worktree's `.git` file), or `src/cli.ts` with `tsconfig.json` (a checkout
+ * without git, such as an unpacked source archive). Never inside `node_modules`: an installed
+ * package is not a checkout whatever files it ships. The published package has none of these
+ * (`files` in package.json lists dist/ only; npm never packs `.git`). `npm link` or `npm i -g .`
+ * links to the checkout itself, which counts as a checkout: a developer's data stays in the repo.
+ */
+export function detectSourceCheckout(packageRoot: string, exists: (file: string) => boolean = existsSync): string | null {
+  if (packageRoot.split(/[/\\]/).includes('node_modules')) return null;
+  if (exists(path.join(packageRoot, '.git'))) return `${packageRoot} has .git`;
+  if (exists(path.join(packageRoot, 'src', 'cli.ts')) && exists(path.join(packageRoot, 'tsconfig.json'))) {
+    return `${packageRoot} has src/ and tsconfig.json`;
+  }
+  return null;
+}
+
+/** The package's root: the parent of dist/ (built) or src/ (tests), where package.json is. */
+export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The context of this process (reads the file system to detect a checkout). */
+export function currentTelemetryDirContext(env: TelemetryDirContext['env'] = process.env): TelemetryDirContext {
+  let home = '';
+  try {
+    home = os.homedir();
+  } catch {
+    // No HOME and no passwd entry: only OLLAMA_MCP_TELEMETRY_DIR can say where the data goes.
+  }
+  return {
+    env,
+    platform: process.platform,
+    home,
+    cwd: process.cwd(),
+    packageRoot: PACKAGE_ROOT,
+    sourceCheckout: detectSourceCheckout(PACKAGE_ROOT),
+  };
+}
+
+/** The telemetry dir cannot be created or written: start-up stops with this one line. */
+export class TelemetryDirError extends Error {
+  readonly kind = 'telemetry_dir_error';
+  constructor(
+    readonly dir: string,
+    readonly reason: string,
+  ) {
+    super(
+      `cannot use the telemetry dir ${dir} (${reason}): runs.jsonl and the retry ledger are kept there. ` +
+        `Make it writable, or set ${TELEMETRY_DIR_VARIABLE} to a writable folder.`,
+    );
+    this.name = 'TelemetryDirError';
+  }
+}
+
+/**
+ * Create the telemetry dir (and missing parents) with mode 0700, as the XDG spec asks and
+ * telemetry/README.md promises: the log may hold prompts. An existing dir keeps its mode (it is the
+ * user's). Then prove it writable by creating and removing a probe file: a server that cannot save
+ * its ledger must not start and fail every run later.
+ */
+export async function prepareTelemetryDir(dir: string): Promise<void> {
+  const probe = path.join(dir, `.write-probe-${process.pid}`);
+  try {
+    ensureDirSync(dir); // names the real cause (EROFS, EACCES) where a recursive mkdir says ENOENT
+    const handle = await open(probe, 'wx', 0o600);
+    await handle.close();
+    await rm(probe, { force: true });
+  } catch (error) {
+    throw new TelemetryDirError(dir, error instanceof Error ? error.message : String(error));
+  }
+}
+
+export function isTelemetryDirError(error: unknown): error is TelemetryDirError {
+  return typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'telemetry_dir_error';
+}

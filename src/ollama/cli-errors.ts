@@ -1,0 +1,73 @@
+import { stripVTControlCharacters } from 'node:util';
+
+// How the ollama CLI reports failures, read the same way by `ollama run` (classify-outcome.ts)
+// and the short commands (`ollama list`, `ollama -v`: cli-command.ts).
+
+/** The message of a CLI that could not be started at all, from the spawn error's code. */
+export function spawnErrorMessage(bin: string, code: string | null, message: string | undefined): string {
+  switch (code) {
+    case 'ENOENT':
+      return `cannot run \`${bin}\`: not found (install Ollama, or set OLLAMA_BIN to the CLI's path)`;
+    case 'EACCES':
+      return `cannot run \`${bin}\`: permission denied (is it executable?)`;
+    default:
+      return `cannot run \`${bin}\`: ${code ?? message ?? 'unknown error'}`;
+  }
+}
+
+/**
+ * The server cannot be reached: the CLI's own wording (every version, `ollama -v`'s warning
+ * included), a refused connection, or the raw Go error of a remote OLLAMA_HOST that fails
+ * (`Head "http://gpu-box:11434/": dial tcp: lookup gpu-box on 127.0.0.53:53: no such host`).
+ */
+const UNREACHABLE =
+  /could not connect to (?:ollama|a running ollama)|connection refused|timed out waiting for server to start|could not locate ollama app|upgrade in progress|(?:Head|Post|Get) "https?:\/\/[^"]*": dial tcp|(?:Head|Post|Get) "https?:\/\/[^"]*": .*(?:no route to host|no such host|i\/o timeout|connection timed out|network is unreachable|connection reset)/i;
+
+export function isUnreachableMessage(text: string): boolean {
+  return UNREACHABLE.test(text);
+}
+
+/** Braille spinner frames the CLI draws on stderr. */
+const SPINNER_FRAMES = /[\u2800-\u28ff]/g;
+
+function readableLines(raw: string): string[] {
+  return stripVTControlCharacters(raw)
+    .replace(SPINNER_FRAMES, '')
+    .split(/\r?\n|\r/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+}
+
+/**
+ * The CLI's error from its stderr (`Error: <message>`, after the spinner escapes), or the last
+ * non-empty line when there is none. A message can span several lines (a cloud hint follows some):
+ * the lines after the last `Error:` line are kept, joined by newlines. `null` when stderr says
+ * nothing readable.
+ */
+export function errorFromStderr(raw: string): string | null {
+  const lines = readableLines(raw);
+  const at = lines.findLastIndex((line) => line.startsWith('Error: '));
+  if (at !== -1) return [lines[at]!.slice('Error: '.length), ...lines.slice(at + 1)].join('\n');
+  return lines.at(-1) ?? null;
+}
+
+/**
+ * What the CLI said about a file it tried to attach for a multimodal model (`Couldn't process file:
+ * "invalid file type: text/plain; charset=utf-8"`), or `null`. Printed on stderr just before the error.
+ */
+export function fileProblemFromStderr(raw: string): string | null {
+  const line = readableLines(raw).findLast((l) => l.includes("Couldn't process file: "));
+  if (line === undefined) return null;
+  const quoted = line.slice(line.indexOf("Couldn't process file: ") + "Couldn't process file: ".length);
+  try {
+    const text: unknown = JSON.parse(quoted);
+    return typeof text === 'string' ? text : quoted;
+  } catch {
+    return quoted;
+  }
+}
+
+/** The first line of the CLI's error (see `errorFromStderr`): a one-line reason for a status sentence. */
+export function lastErrorLine(text: string): string | null {
+  return errorFromStderr(text)?.split('\n', 1)[0] ?? null;
+}

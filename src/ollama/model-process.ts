@@ -1,0 +1,107 @@
+import { execa } from 'execa';
+import { spawnErrorMessage } from './cli-errors.js';
+
+export interface ModelProcessRequest {
+  readonly bin: string;
+  readonly args: readonly string[];
+  /** Written to stdin, which is then closed: the CLI reads stdin to EOF before it starts. */
+  readonly prompt: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly timeoutMs: number;
+  /** After SIGTERM (timeout, cancel, output cap), SIGKILL follows this much later. */
+  readonly killGraceMs: number;
+  /** stdout bytes kept; past this the process is stopped and the output marked truncated. */
+  readonly maxOutputBytes: number;
+  /** Aborting it kills the process (client cancelled, server shutting down). */
+  readonly signal?: AbortSignal;
+  /** Called with the number of stdout bytes received so far, as they arrive. */
+  readonly onOutput?: (bytesSoFar: number) => void;
+}
+
+/** How the CLI process ended. Success and every failure share this one shape. */
+export interface ProcessOutcome {
+  readonly stdout: string;
+  /** The last few KiB of stderr (the spinner can fill it; the error line is at the end). */
+  readonly stderrTail: string;
+  readonly exitCode: number | null;
+  /** Signal that ended the process, if any. */
+  readonly signal: string | null;
+  readonly timedOut: boolean;
+  readonly truncated: boolean;
+  readonly cancelled: boolean;
+  /** Set when the CLI could not be started at all (not found, not executable). */
+  readonly spawnError: string | null;
+  readonly durationMs: number;
+  readonly pid: number | null;
+  readonly timeoutMs: number;
+  readonly maxOutputBytes: number;
+}
+
+const STDERR_TAIL_BYTES = 16 * 1024;
+
+/**
+ * Run the CLI once: no shell, prompt on stdin, hard timeout (SIGTERM, then SIGKILL after the
+ * grace; never SIGINT, which makes the CLI exit 0 with partial output), bounded capture.
+ * Never rejects: every ending is described by the returned outcome.
+ */
+export async function runModelProcess(request: ModelProcessRequest): Promise<ProcessOutcome> {
+  const started = performance.now();
+  const stdoutChunks: Buffer[] = [];
+  let stdoutBytes = 0;
+  let truncated = false;
+  let stderrTail = Buffer.alloc(0);
+
+  const subprocess = execa(request.bin, request.args, {
+    input: request.prompt,
+    buffer: false,
+    reject: false,
+    env: request.env,
+    extendEnv: false,
+    timeout: request.timeoutMs,
+    killSignal: 'SIGTERM',
+    forceKillAfterDelay: request.killGraceMs,
+    ...(request.signal ? { cancelSignal: request.signal } : {}),
+    windowsHide: true,
+  });
+
+  subprocess.stdout?.on('data', (chunk: Buffer) => {
+    if (truncated) return;
+    const room = request.maxOutputBytes - stdoutBytes;
+    if (chunk.length > room) {
+      stdoutChunks.push(chunk.subarray(0, room));
+      stdoutBytes += room;
+      truncated = true;
+      subprocess.kill('SIGTERM');
+    } else {
+      stdoutChunks.push(chunk);
+      stdoutBytes += chunk.length;
+    }
+    request.onOutput?.(stdoutBytes);
+  });
+  subprocess.stderr?.on('data', (chunk: Buffer) => {
+    const joined = Buffer.concat([stderrTail, chunk]);
+    stderrTail = joined.length > STDERR_TAIL_BYTES ? joined.subarray(joined.length - STDERR_TAIL_BYTES) : joined;
+  });
+
+  const result = await subprocess;
+  const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.isCanceled && !result.signal;
+  return {
+    stdout: decodeUtf8Prefix(Buffer.concat(stdoutChunks)),
+    stderrTail: stderrTail.toString('utf8'),
+    exitCode: result.exitCode ?? null,
+    signal: result.signal ?? null,
+    timedOut: result.timedOut,
+    truncated,
+    cancelled: result.isCanceled,
+    spawnError: spawnFailed ? spawnErrorMessage(request.bin, (result as { code?: string }).code ?? null, result.message) : null,
+    durationMs: Math.round(performance.now() - started),
+    pid: subprocess.pid ?? null,
+    timeoutMs: request.timeoutMs,
+    maxOutputBytes: request.maxOutputBytes,
+  };
+}
+
+/** Decode, dropping a multi-byte character cut in half by the output cap. */
+function decodeUtf8Prefix(bytes: Buffer): string {
+  return new TextDecoder('utf-8', { fatal: false }).decode(bytes).replace(/\uFFFD$/, '');
+}

@@ -1,0 +1,238 @@
+import type { RunStatus } from '../policy/run-status.js';
+import { compareStatuses, ownCount } from './summary.js';
+import type { RunsSummary } from './summary-schema.js';
+
+/** How many models the charts show. */
+export interface ChartOptions {
+  /** Models in the outcomes chart (most runs first). @default 25 */
+  readonly maxOutcomeModels?: number;
+  /** Models in the latency chart (most runs first, spawned ones only). @default 8 */
+  readonly maxLatencyModels?: number;
+}
+
+/**
+ * One colour per run status, the same in every chart and table of the report. Statuses outside the
+ * list (a newer server's) take {@link EXTRA_COLORS} in order of appearance.
+ */
+export const STATUS_COLORS: Readonly<Record<RunStatus, string>> = {
+  ok: '#2e7d32',
+  timeout: '#ef6c00',
+  model_not_found: '#6d4c41',
+  ollama_unreachable: '#546e7a',
+  server_busy: '#fbc02d',
+  pull_failed: '#a1887f',
+  signin_required: '#26c6da',
+  cloud_access_denied: '#00acc1',
+  rate_limited: '#f9a825',
+  prompt_too_long: '#5e35b1',
+  model_unsupported: '#4e342e',
+  input_file_error: '#00695c',
+  empty_output: '#9e9d24',
+  output_limit: '#8e24aa',
+  crashed: '#c62828',
+  cli_not_found: '#263238',
+  circuit_open: '#ec407a',
+  unsupported_option: '#1e88e5',
+  cancelled: '#9e9e9e',
+  blocked: '#283593',
+  not_started: '#bcaaa4',
+  invalid_input: '#00897b',
+};
+const EXTRA_COLORS = ['#7cb342', '#5c6bc0', '#ffa726', '#8d6e63', '#26a69a', '#ab47bc', '#78909c', '#d4e157'];
+/** Models in the latency chart (Tableau 10, without its grey). */
+const MODEL_COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f'];
+const TIMELINE_COLORS = {
+  ok: STATUS_COLORS.ok,
+  failed: '#e57373',
+  escalation: '#ffb300',
+  escalation_border: '#6d4c00',
+  circuit_opening: '#4527a0',
+};
+
+/** One series of a chart: a status (outcomes) or a model (latency). */
+export interface ChartSeries {
+  readonly key: string;
+  readonly label: string;
+  readonly color: string;
+  readonly data: readonly number[];
+}
+
+/** What the page's charts draw, computed from the summary (`null`: nothing to draw, a note instead). */
+export interface ReportCharts {
+  /** Stacked bars: one bar per model (`labels`), one series per status that occurred (ok first). */
+  readonly outcomes: {
+    readonly labels: readonly string[];
+    readonly series: readonly ChartSeries[];
+    readonly models_total: number;
+  } | null;
+  /** Grouped bars: one group per duration bucket (`labels`), one series per model that spawned a run. */
+  readonly latency: {
+    readonly labels: readonly string[];
+    /** The bucket's range in words (`250 ms to 500 ms`), for tooltips. */
+    readonly ranges: readonly string[];
+    readonly series: readonly ChartSeries[];
+    readonly models_total: number;
+  } | null;
+  /** Stacked bars of ok and failed runs per bucket, and one marker per event at its exact time. */
+  readonly timeline: {
+    readonly bucket: string;
+    readonly bucket_ms: number;
+    readonly starts_ms: readonly number[];
+    readonly ok: readonly number[];
+    readonly failed: readonly number[];
+    readonly events: readonly {
+      readonly ts_ms: number;
+      readonly kind: 'escalation' | 'circuit_opening';
+      readonly model: string;
+      readonly task_id: string | null;
+      readonly detail: string | null;
+    }[];
+    /** The x axis: from the first bucket's start to the last one's end, ticks at `ticks_ms` (every `step_ms`, aligned to UTC). */
+    readonly min_ms: number;
+    readonly max_ms: number;
+    readonly step_ms: number;
+    readonly ticks_ms: readonly number[];
+    readonly tick_style: 'time' | 'day-time' | 'date';
+    readonly axis_title: string;
+    readonly y_title: string;
+    readonly colors: typeof TIMELINE_COLORS;
+  } | null;
+}
+
+/**
+ * The data of the report's charts. Pure. Statuses are in the README's order with `ok` first and
+ * keep their colour everywhere; charts show at most `maxOutcomeModels` / `maxLatencyModels` models
+ * (most runs first).
+ */
+export function buildReportCharts(summary: RunsSummary, options: ChartOptions = {}): ReportCharts {
+  if (summary.total_runs === 0 || summary.models.length === 0) return { outcomes: null, latency: null, timeline: null };
+  const colorOf = statusColors(summary);
+
+  const outcomeModels = summary.models.slice(0, options.maxOutcomeModels ?? 25);
+  const statuses = failureStatuses(summary);
+  const anyOk = summary.models.some((m) => m.ok > 0);
+  const outcomeSeries: ChartSeries[] = [
+    ...(anyOk ? [{ key: 'ok', label: 'ok', color: colorOf('ok'), data: outcomeModels.map((m) => m.ok) }] : []),
+    ...statuses.map((status) => ({
+      key: status,
+      label: status,
+      color: colorOf(status),
+      data: outcomeModels.map((m) => ownCount(m.failures, status)),
+    })),
+  ];
+
+  const spawnedModels = summary.models.filter((m) => m.spawned > 0);
+  const bounds = summary.duration_buckets_ms;
+  const latency =
+    spawnedModels.length === 0
+      ? null
+      : {
+          labels: [...bounds.map((b) => `\u2264${shortDuration(b)}`), `>${shortDuration(bounds[bounds.length - 1] ?? 0)}`],
+          ranges: [
+            ...bounds.map((b, i) =>
+              i === 0 ? `up to ${shortDuration(b)}` : `over ${shortDuration(bounds[i - 1]!)}, up to ${shortDuration(b)}`,
+            ),
+            `over ${shortDuration(bounds[bounds.length - 1] ?? 0)}`,
+          ],
+          series: spawnedModels.slice(0, options.maxLatencyModels ?? 8).map((m, i) => ({
+            key: m.model,
+            label: m.model,
+            color: MODEL_COLORS[i % MODEL_COLORS.length]!,
+            data: m.duration_histogram,
+          })),
+          models_total: spawnedModels.length,
+        };
+
+  const { timeline } = summary;
+  let timelineChart: ReportCharts['timeline'] = null;
+  if (timeline.buckets.length > 0) {
+    const bucketMs = timeline.bucket_seconds * 1000;
+    const starts = timeline.buckets.map((b) => Date.parse(b.start));
+    const min = starts[0]!;
+    const max = starts[starts.length - 1]! + bucketMs;
+    const step = tickStep(max - min, bucketMs);
+    const firstDay = new Date(min).toISOString().slice(0, 10);
+    const lastDay = new Date(max - 1).toISOString().slice(0, 10);
+    const tickStyle = step >= DAY_MS ? 'date' : firstDay === lastDay ? 'time' : 'day-time';
+    timelineChart = {
+      bucket: timeline.bucket,
+      bucket_ms: bucketMs,
+      starts_ms: starts,
+      ok: timeline.buckets.map((b) => b.runs - b.failures),
+      failed: timeline.buckets.map((b) => b.failures),
+      events: timeline.events.map((e) => ({
+        ts_ms: Date.parse(e.ts),
+        kind: e.kind,
+        model: e.model,
+        task_id: e.task_id,
+        detail: e.detail,
+      })),
+      min_ms: min,
+      max_ms: max,
+      step_ms: step,
+      ticks_ms: Array.from(
+        { length: Math.floor(max / step) - Math.ceil(min / step) + 1 },
+        (_, i) => (Math.ceil(min / step) + i) * step,
+      ),
+      tick_style: tickStyle,
+      axis_title: `time (UTC${tickStyle === 'time' ? `, ${firstDay}` : ''}); one bar per ${bucketWords(timeline.bucket)}`,
+      y_title: `runs per ${bucketWords(timeline.bucket)} (count)`,
+      colors: TIMELINE_COLORS,
+    };
+  }
+  return {
+    outcomes: { labels: outcomeModels.map((m) => m.model), series: outcomeSeries, models_total: summary.models.length },
+    latency,
+    timeline: timelineChart,
+  };
+}
+
+/** The failure statuses that occurred, in the README's order. */
+export function failureStatuses(s: RunsSummary): string[] {
+  const statuses = new Set<string>();
+  for (const m of s.models) for (const status of Object.keys(m.failures)) statuses.add(status);
+  return [...statuses].sort(compareStatuses);
+}
+
+/** A colour per status: the fixed one, or the next extra colour for a status the list does not know. */
+export function statusColors(s: RunsSummary): (status: string) => string {
+  const extra = new Map<string, string>();
+  for (const status of failureStatuses(s)) {
+    if (!(status in STATUS_COLORS) && !extra.has(status)) extra.set(status, EXTRA_COLORS[extra.size % EXTRA_COLORS.length]!);
+  }
+  return (status) =>
+    (Object.hasOwn(STATUS_COLORS, status) ? (STATUS_COLORS as Record<string, string>)[status] : undefined) ??
+    extra.get(status) ??
+    '#757575';
+}
+
+/** A bucket bound for an axis: `100ms`, `2.5s`, `1m`, `10m`. */
+function shortDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  if (ms < 60_000) return `${ms / 1000}s`;
+  if (ms < 3_600_000) return `${ms / 60_000}m`;
+  return `${ms / 3_600_000}h`;
+}
+
+export /** `5m` -> `5 minutes`. */
+function bucketWords(bucket: string): string {
+  const match = /^(\d+)([mhd])$/.exec(bucket);
+  if (match === null) return bucket;
+  const n = Number(match[1]);
+  const unit = { m: 'minute', h: 'hour', d: 'day' }[match[2] as 'm' | 'h' | 'd'];
+  return `${n} ${unit}${n === 1 ? '' : 's'}`;
+}
+
+const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
+const TICK_STEPS_MS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720]
+  .map((m) => m * MINUTE_MS)
+  .concat([1, 2, 7, 14, 28].map((d) => d * DAY_MS));
+
+/** Ticks every step, no finer than a bucket, at most about 12 over the span. */
+function tickStep(spanMs: number, bucketMs: number): number {
+  for (const step of TICK_STEPS_MS) if (step >= bucketMs && spanMs / step <= 12) return step;
+  let step = TICK_STEPS_MS[TICK_STEPS_MS.length - 1]!;
+  while (step < bucketMs || spanMs / step > 12) step *= 2;
+  return step;
+}

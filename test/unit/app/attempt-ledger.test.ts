@@ -1,0 +1,100 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt-ledger.js';
+import { loadConfig } from '../../../src/config/config.js';
+import type { RunWarning } from '../../../src/app/run-result.js';
+import { StateStore, StateStoreError } from '../../../src/store/state-store.js';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** An AttemptLedger on a temp state dir with an injected clock. */
+function ledger(env: Record<string, string> = {}) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'attempt-ledger-'));
+  const config = loadConfig({ OLLAMA_MCP_TELEMETRY_DIR: dir, ...env });
+  const store = new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} });
+  let now = Date.UTC(2026, 10, 1);
+  const warnings: string[] = [];
+  const l = new AttemptLedger({ store, clock: () => now, config, warn: (m) => warnings.push(m) });
+  let n = 0;
+  const attempt = (taskId?: string, extra: Partial<LedgerAttempt> = {}) => {
+    const notes: RunWarning[] = [];
+    n += 1;
+    const a: LedgerAttempt = {
+      runId: `run-${n}`,
+      modelKey: 'm:latest',
+      request: { model: 'm', prompt: 'x', ...(taskId ? { taskId } : {}) },
+      maxRetries: 2,
+      timeoutMs: 1_000,
+      breaker: { threshold: 10, cooldownMs: 60_000 },
+      note: (w) => notes.push(w),
+      ...extra,
+    };
+    return { a, notes };
+  };
+  return { l, store, warnings, attempt, advance: (ms: number) => void (now += ms) };
+}
+
+describe('AttemptLedger', () => {
+  it('counts a task’s failures and escalates once they pass max_retries', async () => {
+    const s = ledger();
+    const verdicts = [];
+    for (let i = 0; i < 3; i += 1) verdicts.push(await s.l.settle(s.attempt('t').a, 'crashed', null));
+    expect(verdicts.map((v) => v.retryCount)).toEqual([0, 1, 2]);
+    expect(verdicts.map((v) => v.escalation.escalate)).toEqual([false, false, true]);
+    expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ failures: 3, escalated: true });
+  });
+
+  it('opens the circuit at the threshold, then refuses and records the refusal for the task', async () => {
+    const s = ledger();
+    const breaker = { threshold: 2, cooldownMs: 60_000 };
+    await s.l.settle(s.attempt(undefined, { breaker }).a, 'crashed', null);
+    const second = await s.l.settle(s.attempt(undefined, { breaker }).a, 'crashed', null);
+    expect(second).toMatchObject({ transition: 'opened', circuit: { state: 'open', retry_after_seconds: 60 } });
+    const refusal = await s.l.admit(s.attempt('t', { breaker }).a);
+    expect(refusal).toMatchObject({
+      admitted: false,
+      status: 'circuit_open',
+      settled: { escalation: { reason: 'circuit_open' } },
+    });
+    expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ lastStatus: 'circuit_open' });
+    s.advance(60_000);
+    expect(await s.l.admit(s.attempt(undefined, { breaker }).a)).toMatchObject({ admitted: true });
+  });
+
+  it('in block mode refuses a task that escalated, until it is reset', async () => {
+    const s = ledger({ OLLAMA_MCP_ESCALATION: 'block' });
+    for (let i = 0; i < 3; i += 1) await s.l.settle(s.attempt('t', { maxRetries: 2 }).a, 'crashed', null);
+    const refusal = await s.l.admit(s.attempt('t').a);
+    expect(refusal).toMatchObject({ admitted: false, status: 'blocked', error: expect.stringMatching(/ollama_reset/) });
+    expect(await s.l.admit(s.attempt('other').a)).toMatchObject({ admitted: true });
+  });
+
+  it('prunes entries older than the TTL, at most once an hour', async () => {
+    const s = ledger({ OLLAMA_MCP_TASK_TTL_DAYS: '1' });
+    await s.l.settle(s.attempt('old').a, 'ok', null);
+    s.advance(DAY - 10 * 60_000);
+    await s.l.settle(s.attempt('b').a, 'ok', null); // prunes: 'old' is not yet a day old
+    s.advance(20 * 60_000);
+    await s.l.settle(s.attempt('c').a, 'ok', null); // 'old' is now past the TTL, but the last prune was 20 min ago
+    expect(Object.keys((await s.store.snapshot('all')).tasks).sort()).toEqual(['b', 'c', 'old']);
+    s.advance(HOUR);
+    await s.l.settle(s.attempt('d').a, 'ok', null);
+    expect(Object.keys((await s.store.snapshot('all')).tasks).sort()).toEqual(['b', 'c', 'd']);
+  });
+
+  it('when the state can be neither written nor read, keeps the caller’s retry_count and says so', async () => {
+    const s = ledger();
+    const broken = new StateStoreError('cannot lock state.json: EROFS: read-only file system', { step: 'lock' });
+    s.store.transact = () => Promise.reject(broken);
+    s.store.snapshot = () => Promise.reject(broken);
+    const { a, notes } = s.attempt('t', { request: { model: 'm', prompt: 'x', taskId: 't', retryCount: 1 } });
+    expect(await s.l.admit(a)).toMatchObject({ admitted: true });
+    const settled = await s.l.settle(a, 'crashed', null);
+    expect(settled).toMatchObject({ retryCount: 1, escalation: { escalate: false }, circuit: { state: 'closed' } });
+    expect(notes.map((w) => w.kind)).toEqual(['circuit_not_updated', 'ledger_unreadable']);
+    expect(s.warnings.some((w) => /ledger not readable either/.test(w))).toBe(true);
+  });
+});
