@@ -2,7 +2,8 @@ import { basename } from 'node:path';
 
 import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../model-name.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
-import type { JsonObject, SkipReason } from '../telemetry/jsonl-reader.js';
+import { createRecordParser, type SelectedFields } from '../telemetry/fast-record-parser.js';
+import type { SkipReason } from '../telemetry/jsonl-reader.js';
 import type { RunFilters } from './filters.js';
 import { DURATION_BUCKETS_MS, durationBucketIndex, LogHistogram, roundMs } from './histogram.js';
 import { forEachJsonLine } from './json-lines.js';
@@ -52,6 +53,22 @@ const MAX_STATUSES = 64;
 const OTHER_STATUSES = '(other)';
 const OPENING_TRANSITIONS = new Set(['opened', 'reopened']);
 const STATUS_ORDER = new Map<string, number>(RUN_STATUSES.map((status, index) => [status, index]));
+/** The fields `onRecord` reads, the only ones parsed (reading another does not compile: add it here). */
+const SUMMARY_FIELDS = [
+  'kind',
+  'model',
+  'status',
+  'ts',
+  'task_id',
+  'escalate',
+  'circuit',
+  'duration_ms',
+  'queue_ms',
+  'escalation_reason',
+  'error',
+  'retry_count',
+] as const;
+const parseSummaryLine = createRecordParser(SUMMARY_FIELDS);
 
 class ModelStats {
   runs = 0;
@@ -170,7 +187,7 @@ export async function summarizeRuns(
   let blank = 0;
   let unrecognized = 0;
 
-  const onRecord = (rec: JsonObject): void => {
+  const onRecord = (rec: SelectedFields<(typeof SUMMARY_FIELDS)[number]>): void => {
     if (rec.kind === 'control') return; // a reset or status look-up logged beside the runs, not a run
     const rawModel = rec.model;
     const status = rec.status;
@@ -287,7 +304,7 @@ export async function summarizeRuns(
     if (reason === 'blank') blank += 1;
     else skipped += 1;
   };
-  for (const file of files) await forEachJsonLine(file, onRecord, onSkip);
+  for (const file of files) await forEachJsonLine(file, onRecord, onSkip, parseSummaryLine);
 
   pruneEscalated();
   const modelRows = [...models.values()]
