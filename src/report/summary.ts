@@ -7,6 +7,7 @@ import type { SkipReason } from '../telemetry/jsonl-reader.js';
 import type { RunFilters } from './filters.js';
 import { DURATION_BUCKETS_MS, durationBucketIndex, LogHistogram, roundMs } from './histogram.js';
 import { forEachJsonLine } from './json-lines.js';
+import { RecentCounts } from './recent-counts.js';
 import { SUMMARY_SCHEMA_VERSION, type EscalatedTask, type ModelSummary, type RunsSummary } from './summary-schema.js';
 import { TimelineAccumulator } from './timeline.js';
 
@@ -353,44 +354,6 @@ export async function summarizeRuns(
     escalated_tasks: escalatedRows,
     timeline: timeline.result(),
   };
-}
-
-/**
- * Attempt counts of the most recently seen keys, at most `limit` of them, O(1) per operation: two
- * generations of `limit / 2`; when the young one is full the old one is dropped. (A Map used as an
- * LRU, evicting `keys().next()`, degrades badly in V8 as deleted slots pile up at its front.)
- */
-class RecentCounts {
-  readonly #half: number;
-  #young = new Map<string, number>();
-  #old = new Map<string, number>();
-
-  constructor(limit: number) {
-    this.#half = Math.max(1, Math.floor(limit / 2));
-  }
-
-  increment(key: string): void {
-    const young = this.#young.get(key);
-    if (young !== undefined) {
-      this.#young.set(key, young + 1);
-      return;
-    }
-    const old = this.#old.get(key);
-    if (old !== undefined) this.#old.delete(key);
-    if (this.#young.size >= this.#half) {
-      this.#old = this.#young;
-      this.#young = new Map();
-    }
-    this.#young.set(key, (old ?? 0) + 1);
-  }
-
-  /** The count of `key` (0 when unknown or forgotten), and forget it. */
-  take(key: string): number {
-    const count = this.#young.get(key) ?? this.#old.get(key) ?? 0;
-    this.#young.delete(key);
-    this.#old.delete(key);
-    return count;
-  }
 }
 
 /** The README's status order (RUN_STATUSES), then unknown statuses by name. */
