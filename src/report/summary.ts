@@ -6,6 +6,7 @@ import { createRecordParser, type SelectedFields } from '../telemetry/fast-recor
 import type { SkipReason } from '../telemetry/jsonl-reader.js';
 import type { RunFilters } from './filters.js';
 import { DURATION_BUCKETS_MS, durationBucketIndex, LogHistogram, roundMs } from './histogram.js';
+import { parseIsoTime } from './iso-time.js';
 import { forEachJsonLine } from './json-lines.js';
 import { RecentCounts } from './recent-counts.js';
 import { SUMMARY_SCHEMA_VERSION, type EscalatedTask, type ModelSummary, type RunsSummary } from './summary-schema.js';
@@ -369,7 +370,7 @@ const MAX_TS_MS = 253_402_300_799_999;
 
 /** Epoch milliseconds of a record's `ts`, or NaN when it is not a time from 1970 to 9999 (treated as absent). */
 function parseTs(text: string): number {
-  const ms = Date.parse(text);
+  const ms = parseIsoTime(text);
   return ms >= 0 && ms <= MAX_TS_MS ? ms : NaN;
 }
 
