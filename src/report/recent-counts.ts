@@ -1,9 +1,11 @@
-/** Marks a slot whose key was removed: lookups go on past it, inserts may reuse it. */
-const REMOVED = Object.freeze({ removed: true });
-type Slot = string | typeof REMOVED | undefined;
-
+/** `#lengths` of a slot never used: lookups stop here. */
+const EMPTY = -1;
+/** `#lengths` of a slot whose key was taken or moved: lookups go on past it, inserts may reuse it. */
+const REMOVED = -2;
 /** A table fuller than this (live, dead and removed slots) is rebuilt with its live entries only. */
 const MAX_FILL = 0.7;
+/** Key characters stored per slot to begin with (task ids are short); the store grows when needed. */
+const CHARS_PER_ENTRY = 16;
 
 /**
  * Attempt counts of the most recently seen keys, at most `limit` of them, O(1) per operation: two
@@ -11,126 +13,168 @@ const MAX_FILL = 0.7;
  *
  * The same answers as two `Map`s swapped per generation, without their cost on a large log (a
  * million distinct task ids): each new generation's Map grew from empty through every power of
- * two, and the dropped tables and the promoted keys made most of the report's peak memory. Here
- * one open-addressing table, allocated once and rebuilt in place into a second one, holds both
- * generations: an entry is young when stamped with the current generation, old with the previous
- * one, and dead (a free slot) with any earlier one, so dropping a generation costs nothing.
+ * two, and every key string lived long enough to be promoted to the old heap and die there, which
+ * made most of the report's peak memory. Here one open-addressing table in typed arrays, allocated
+ * once and rebuilt into a spare one, holds both generations, and the keys' characters are copied
+ * into a character store, so no key string outlives the line it came from. An entry is young when
+ * stamped with the current generation, old with the previous one, and dead (a free slot) with any
+ * earlier one, so dropping a generation costs nothing.
  */
 export class RecentCounts {
   readonly #half: number;
   readonly #mask: number;
-  #keys: Slot[];
-  #counts: Float64Array;
-  #stamps: Int32Array;
+  #table: Table;
   /** The spare table that the next rebuild fills. */
-  #spareKeys: Slot[];
-  #spareCounts: Float64Array;
-  #spareStamps: Int32Array;
+  #spare: Table;
   /** The young generation's stamp; the old one's is `#generation - 1`. Starts past 0 so 0 is dead. */
   #generation = 2;
   #youngSize = 0;
-  /** Slots not `undefined` (live, dead or removed): lookups stop only at `undefined`. */
+  /** Slots not EMPTY (live, dead or removed): lookups stop only at EMPTY. */
   #used = 0;
+  /** Characters used in `#table.chars`. */
+  #charsUsed = 0;
 
   constructor(limit: number) {
     this.#half = Math.max(1, Math.floor(limit / 2));
     let capacity = 16;
     while (capacity * MAX_FILL < 2 * this.#half + 1) capacity *= 2;
     this.#mask = capacity - 1;
-    this.#keys = new Array<Slot>(capacity).fill(undefined);
-    this.#counts = new Float64Array(capacity);
-    this.#stamps = new Int32Array(capacity);
-    this.#spareKeys = new Array<Slot>(capacity).fill(undefined);
-    this.#spareCounts = new Float64Array(capacity);
-    this.#spareStamps = new Int32Array(capacity);
+    const chars = Math.max(1024, 2 * this.#half * CHARS_PER_ENTRY);
+    this.#table = new Table(capacity, chars);
+    this.#spare = new Table(capacity, chars);
   }
 
   increment(key: string): void {
-    const at = this.#find(key);
+    const h = hash(key);
+    const t = this.#table;
+    const at = this.#find(key, h);
     let count = 1;
     if (at !== -1) {
-      if (this.#stamps[at] === this.#generation) {
-        this.#counts[at]! += 1;
+      if (t.stamps[at] === this.#generation) {
+        t.counts[at]! += 1;
         return;
       }
-      count += this.#counts[at]!; // old: moves to the young generation
-      this.#keys[at] = REMOVED;
+      count += t.counts[at]!; // old: moves to the young generation
+      t.lengths[at] = REMOVED;
     }
     if (this.#youngSize >= this.#half) {
       this.#generation += 1; // the young generation becomes the old one; the old one is dropped
       this.#youngSize = 0;
     }
-    this.#insert(key, count);
+    this.#insert(key, h, count);
     this.#youngSize += 1;
   }
 
   /** The count of `key` (0 when unknown or forgotten), and forget it. */
   take(key: string): number {
-    const at = this.#find(key);
+    const at = this.#find(key, hash(key));
     if (at === -1) return 0;
-    if (this.#stamps[at] === this.#generation) this.#youngSize -= 1;
-    this.#keys[at] = REMOVED;
-    return this.#counts[at]!;
+    const t = this.#table;
+    if (t.stamps[at] === this.#generation) this.#youngSize -= 1;
+    t.lengths[at] = REMOVED;
+    return t.counts[at]!;
   }
 
   /** The live slot of `key`, or -1. */
-  #find(key: string): number {
+  #find(key: string, h: number): number {
+    const t = this.#table;
     const oldest = this.#generation - 1;
-    for (let at = hash(key) & this.#mask; ; at = (at + 1) & this.#mask) {
-      const slot = this.#keys[at];
-      if (slot === undefined) return -1;
-      if (slot === key && this.#stamps[at]! >= oldest) return at;
+    for (let at = h & this.#mask; ; at = (at + 1) & this.#mask) {
+      const length = t.lengths[at]!;
+      if (length === EMPTY) return -1;
+      if (length === key.length && t.hashes[at] === h && t.stamps[at]! >= oldest && t.holds(at, key)) return at;
     }
   }
 
   /** Puts a key known to be absent in the first free slot on its path. */
-  #insert(key: string, count: number): void {
-    if (this.#used + 1 > (this.#mask + 1) * MAX_FILL) this.#rebuild();
+  #insert(key: string, h: number, count: number): void {
+    if (this.#used + 1 > (this.#mask + 1) * MAX_FILL || this.#charsUsed + key.length > this.#table.chars.length)
+      this.#rebuild(key.length);
+    const t = this.#table;
     const oldest = this.#generation - 1;
-    for (let at = hash(key) & this.#mask; ; at = (at + 1) & this.#mask) {
-      const slot = this.#keys[at];
-      if (slot === undefined || slot === REMOVED || this.#stamps[at]! < oldest) {
-        if (slot === undefined) this.#used += 1;
-        this.#keys[at] = key;
-        this.#counts[at] = count;
-        this.#stamps[at] = this.#generation;
+    for (let at = h & this.#mask; ; at = (at + 1) & this.#mask) {
+      const length = t.lengths[at]!;
+      if (length < 0 || t.stamps[at]! < oldest) {
+        if (length === EMPTY) this.#used += 1;
+        for (let i = 0; i < key.length; i++) t.chars[this.#charsUsed + i] = key.charCodeAt(i);
+        t.offsets[at] = this.#charsUsed;
+        this.#charsUsed += key.length;
+        t.lengths[at] = key.length;
+        t.hashes[at] = h;
+        t.counts[at] = count;
+        t.stamps[at] = this.#generation;
         return;
       }
     }
   }
 
-  /** Moves the live entries into the spare table, which becomes the table. */
-  #rebuild(): void {
+  /** Moves the live entries into the spare table (with room for `needed` more characters), which becomes the table. */
+  #rebuild(needed: number): void {
     const oldest = this.#generation - 1;
-    const keys = this.#spareKeys;
-    const counts = this.#spareCounts;
-    const stamps = this.#spareStamps;
-    keys.fill(undefined);
+    const from = this.#table;
+    const fromChars = from.chars;
+    let liveChars = 0;
+    for (let i = 0; i <= this.#mask; i++) if (from.lengths[i]! >= 0 && from.stamps[i]! >= oldest) liveChars += from.lengths[i]!;
+    let to = this.#spare;
+    if (to.chars.length < 2 * (liveChars + needed)) {
+      // Keys longer than planned: a bigger store, for both tables.
+      to = new Table(this.#mask + 1, 4 * (liveChars + needed));
+      from.chars = new Uint16Array(0);
+    }
+    to.lengths.fill(EMPTY);
     let used = 0;
-    for (let from = 0; from <= this.#mask; from++) {
-      const slot = this.#keys[from];
-      if (typeof slot !== 'string' || this.#stamps[from]! < oldest) continue;
-      let at = hash(slot) & this.#mask;
-      while (keys[at] !== undefined) at = (at + 1) & this.#mask;
-      keys[at] = slot;
-      counts[at] = this.#counts[from]!;
-      stamps[at] = this.#stamps[from]!;
+    let chars = 0;
+    for (let i = 0; i <= this.#mask; i++) {
+      const length = from.lengths[i]!;
+      if (length < 0 || from.stamps[i]! < oldest) continue;
+      let at = from.hashes[i]! & this.#mask;
+      while (to.lengths[at] !== EMPTY) at = (at + 1) & this.#mask;
+      to.chars.set(fromChars.subarray(from.offsets[i]!, from.offsets[i]! + length), chars);
+      to.offsets[at] = chars;
+      chars += length;
+      to.lengths[at] = length;
+      to.hashes[at] = from.hashes[i]!;
+      to.counts[at] = from.counts[i]!;
+      to.stamps[at] = from.stamps[i]!;
       used += 1;
     }
-    this.#keys.fill(undefined); // let the dropped keys go
-    this.#spareKeys = this.#keys;
-    this.#spareCounts = this.#counts;
-    this.#spareStamps = this.#stamps;
-    this.#keys = keys;
-    this.#counts = counts;
-    this.#stamps = stamps;
+    if (from.chars.length < to.chars.length) from.chars = new Uint16Array(to.chars.length);
+    this.#spare = from;
+    this.#table = to;
     this.#used = used;
+    this.#charsUsed = chars;
   }
 }
 
-/** FNV-1a over the UTF-16 code units. */
+/** One open-addressing table: per slot a key (its characters in `chars`), its count and generation. */
+class Table {
+  readonly offsets: Int32Array;
+  readonly lengths: Int32Array;
+  readonly hashes: Int32Array;
+  readonly counts: Float64Array;
+  readonly stamps: Int32Array;
+  chars: Uint16Array;
+
+  constructor(capacity: number, chars: number) {
+    this.offsets = new Int32Array(capacity);
+    this.lengths = new Int32Array(capacity).fill(EMPTY);
+    this.hashes = new Int32Array(capacity);
+    this.counts = new Float64Array(capacity);
+    this.stamps = new Int32Array(capacity);
+    this.chars = new Uint16Array(chars);
+  }
+
+  /** Whether slot `at` holds `key` (its length already checked). */
+  holds(at: number, key: string): boolean {
+    const offset = this.offsets[at]!;
+    for (let i = 0; i < key.length; i++) if (this.chars[offset + i] !== key.charCodeAt(i)) return false;
+    return true;
+  }
+}
+
+/** FNV-1a over the UTF-16 code units, as a signed 32-bit integer (what `Int32Array` keeps). */
 function hash(key: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  return h >>> 0;
+  return h | 0;
 }

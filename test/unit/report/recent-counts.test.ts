@@ -64,6 +64,22 @@ describe('RecentCounts', () => {
     for (let k = 0; k < pool; k++) expect(ours.take(`task-${k}`)).toBe(reference.take(`task-${k}`));
   });
 
+  it('answers as the Maps do with long and non-ASCII keys, whose characters outgrow the first store', () => {
+    const random = prng(9);
+    const ours = new RecentCounts(100);
+    const reference = new MapRecentCounts(100);
+    const long = (n: number): string => `${'é😀x'.repeat(n % 97)}-${n}`;
+    for (let i = 0; i < 50_000; i++) {
+      const key = long(Math.floor(random() * random() * 600));
+      if (random() < 0.15) expect(ours.take(key), `op ${i}`).toBe(reference.take(key));
+      else {
+        ours.increment(key);
+        reference.increment(key);
+      }
+    }
+    for (let k = 0; k < 600; k++) expect(ours.take(long(k))).toBe(reference.take(long(k)));
+  });
+
   it('forgets the oldest keys past its limit and keeps the recent ones', () => {
     const counts = new RecentCounts(4); // two generations of 2
     for (const key of ['a', 'a', 'b', 'c', 'd', 'e']) counts.increment(key);
