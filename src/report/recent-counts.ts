@@ -4,8 +4,10 @@ const EMPTY = -1;
 const REMOVED = -2;
 /** A table fuller than this (live, dead and removed slots) is rebuilt with its live entries only. */
 const MAX_FILL = 0.7;
+/** Slots to begin with; the table doubles as it fills, up to what its limit needs. */
+const INITIAL_CAPACITY = 1024;
 /** Key characters stored per slot to begin with (task ids are short); the store grows when needed. */
-const CHARS_PER_ENTRY = 16;
+const CHARS_PER_ENTRY = 8;
 
 /**
  * Attempt counts of the most recently seen keys, at most `limit` of them, O(1) per operation: two
@@ -22,10 +24,12 @@ const CHARS_PER_ENTRY = 16;
  */
 export class RecentCounts {
   readonly #half: number;
-  readonly #mask: number;
+  /** The most slots the table grows to: room for both full generations. */
+  readonly #maxCapacity: number;
+  #mask: number;
   #table: Table;
-  /** The spare table that the next rebuild fills. */
-  #spare: Table;
+  /** The spare table that the next rebuild fills (made then, when missing or too small). */
+  #spare: Table | null = null;
   /** The young generation's stamp; the old one's is `#generation - 1`. Starts past 0 so 0 is dead. */
   #generation = 2;
   #youngSize = 0;
@@ -38,10 +42,11 @@ export class RecentCounts {
     this.#half = Math.max(1, Math.floor(limit / 2));
     let capacity = 16;
     while (capacity * MAX_FILL < 2 * this.#half + 1) capacity *= 2;
+    this.#maxCapacity = capacity;
+    // Small to begin with: a summary of a short log (the ollama_runs_summary tool) allocates little.
+    capacity = Math.min(capacity, INITIAL_CAPACITY);
     this.#mask = capacity - 1;
-    const chars = Math.max(1024, 2 * this.#half * CHARS_PER_ENTRY);
-    this.#table = new Table(capacity, chars);
-    this.#spare = new Table(capacity, chars);
+    this.#table = new Table(capacity, capacity * CHARS_PER_ENTRY);
   }
 
   increment(key: string): void {
@@ -108,41 +113,50 @@ export class RecentCounts {
     }
   }
 
-  /** Moves the live entries into the spare table (with room for `needed` more characters), which becomes the table. */
+  /**
+   * Moves the live entries into the spare table, which becomes the table: twice as large when they
+   * fill more than half of what is allowed, with room for `needed` more characters.
+   */
   #rebuild(needed: number): void {
     const oldest = this.#generation - 1;
     const from = this.#table;
-    const fromChars = from.chars;
+    let live = 0;
     let liveChars = 0;
-    for (let i = 0; i <= this.#mask; i++) if (from.lengths[i]! >= 0 && from.stamps[i]! >= oldest) liveChars += from.lengths[i]!;
-    let to = this.#spare;
-    if (to.chars.length < 2 * (liveChars + needed)) {
-      // Keys longer than planned: a bigger store, for both tables.
-      to = new Table(this.#mask + 1, 4 * (liveChars + needed));
-      from.chars = new Uint16Array(0);
+    for (let i = 0; i <= this.#mask; i++) {
+      if (from.lengths[i]! >= 0 && from.stamps[i]! >= oldest) {
+        live += 1;
+        liveChars += from.lengths[i]!;
+      }
     }
-    to.lengths.fill(EMPTY);
+    let capacity = this.#mask + 1;
+    while (capacity < this.#maxCapacity && live + 1 > (capacity * MAX_FILL) / 2) capacity *= 2;
+    const chars = Math.max(capacity * CHARS_PER_ENTRY, 2 * (liveChars + needed));
+    let to = this.#spare;
+    if (to === null || to.lengths.length !== capacity || to.chars.length < 2 * (liveChars + needed))
+      to = new Table(capacity, chars);
+    else to.lengths.fill(EMPTY);
+    const mask = capacity - 1;
     let used = 0;
-    let chars = 0;
+    let charsUsed = 0;
     for (let i = 0; i <= this.#mask; i++) {
       const length = from.lengths[i]!;
       if (length < 0 || from.stamps[i]! < oldest) continue;
-      let at = from.hashes[i]! & this.#mask;
-      while (to.lengths[at] !== EMPTY) at = (at + 1) & this.#mask;
-      to.chars.set(fromChars.subarray(from.offsets[i]!, from.offsets[i]! + length), chars);
-      to.offsets[at] = chars;
-      chars += length;
+      let at = from.hashes[i]! & mask;
+      while (to.lengths[at] !== EMPTY) at = (at + 1) & mask;
+      to.chars.set(from.chars.subarray(from.offsets[i]!, from.offsets[i]! + length), charsUsed);
+      to.offsets[at] = charsUsed;
+      charsUsed += length;
       to.lengths[at] = length;
       to.hashes[at] = from.hashes[i]!;
       to.counts[at] = from.counts[i]!;
       to.stamps[at] = from.stamps[i]!;
       used += 1;
     }
-    if (from.chars.length < to.chars.length) from.chars = new Uint16Array(to.chars.length);
-    this.#spare = from;
+    this.#spare = from.lengths.length === capacity ? from : null; // a smaller one is garbage now
     this.#table = to;
+    this.#mask = mask;
     this.#used = used;
-    this.#charsUsed = chars;
+    this.#charsUsed = charsUsed;
   }
 }
 
@@ -153,7 +167,7 @@ class Table {
   readonly hashes: Int32Array;
   readonly counts: Float64Array;
   readonly stamps: Int32Array;
-  chars: Uint16Array;
+  readonly chars: Uint16Array;
 
   constructor(capacity: number, chars: number) {
     this.offsets = new Int32Array(capacity);
