@@ -75,8 +75,9 @@ interface Template {
 /**
  * A parser for the lines the server writes itself (run and control records, see run-record.ts):
  * `JSON.stringify` output of an object, keys in the writer's fixed order. It builds only the
- * fields asked for, exactly as `JSON.parse` would, for less than `JSON.parse` costs (about 0.85 of
- * it on a 1M-line log: the regex still reads every character, but no other field is built).
+ * fields asked for, exactly as `JSON.parse` would, for less than `JSON.parse` costs (about a third
+ * to two thirds of it on a 1M-line log, on a busy machine: the regex still reads every character,
+ * but no other field is built).
  *
  * How: each key order seen is compiled once into a regex of the strict JSON grammar for exactly
  * those keys (no whitespace, no escapes, ASCII only, values nested at most as `{…}` of primitives
