@@ -2,10 +2,13 @@ import { basename } from 'node:path';
 
 import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../ollama/model-name.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
-import type { JsonObject, SkipReason } from '../telemetry/jsonl-reader.js';
+import { createRecordParser, type SelectedFields } from '../telemetry/fast-record-parser.js';
+import type { SkipReason } from '../telemetry/jsonl-reader.js';
 import type { RunFilters } from './filters.js';
 import { DURATION_BUCKETS_MS, durationBucketIndex, LogHistogram, roundMs } from './histogram.js';
+import { parseIsoTime } from './iso-time.js';
 import { forEachJsonLine } from './json-lines.js';
+import { RecentCounts } from './recent-counts.js';
 import { SUMMARY_SCHEMA_VERSION, type EscalatedTask, type ModelSummary, type RunsSummary } from './summary-schema.js';
 import { TimelineAccumulator } from './timeline.js';
 
@@ -52,6 +55,22 @@ const MAX_STATUSES = 64;
 const OTHER_STATUSES = '(other)';
 const OPENING_TRANSITIONS = new Set(['opened', 'reopened']);
 const STATUS_ORDER = new Map<string, number>(RUN_STATUSES.map((status, index) => [status, index]));
+/** The fields `onRecord` reads, the only ones parsed (reading another does not compile: add it here). */
+const SUMMARY_FIELDS = [
+  'kind',
+  'model',
+  'status',
+  'ts',
+  'task_id',
+  'escalate',
+  'circuit',
+  'duration_ms',
+  'queue_ms',
+  'escalation_reason',
+  'error',
+  'retry_count',
+] as const;
+const parseSummaryLine = createRecordParser(SUMMARY_FIELDS);
 
 class ModelStats {
   runs = 0;
@@ -165,7 +184,7 @@ export async function summarizeRuns(
   let blank = 0;
   let unrecognized = 0;
 
-  const onRecord = (rec: JsonObject): void => {
+  const onRecord = (rec: SelectedFields<(typeof SUMMARY_FIELDS)[number]>): void => {
     if (rec.kind === 'control') return; // a reset or status look-up logged beside the runs, not a run
     const rawModel = rec.model;
     const status = rec.status;
@@ -282,7 +301,7 @@ export async function summarizeRuns(
     if (reason === 'blank') blank += 1;
     else skipped += 1;
   };
-  for (const file of files) await forEachJsonLine(file, onRecord, onSkip);
+  for (const file of files) await forEachJsonLine(file, onRecord, onSkip, parseSummaryLine);
 
   pruneEscalated();
   const modelRows = [...models.values()]
@@ -333,44 +352,6 @@ export async function summarizeRuns(
   };
 }
 
-/**
- * Attempt counts of the most recently seen keys, at most `limit` of them, O(1) per operation: two
- * generations of `limit / 2`; when the young one is full the old one is dropped. (A Map used as an
- * LRU, evicting `keys().next()`, degrades badly in V8 as deleted slots pile up at its front.)
- */
-class RecentCounts {
-  readonly #half: number;
-  #young = new Map<string, number>();
-  #old = new Map<string, number>();
-
-  constructor(limit: number) {
-    this.#half = Math.max(1, Math.floor(limit / 2));
-  }
-
-  increment(key: string): void {
-    const young = this.#young.get(key);
-    if (young !== undefined) {
-      this.#young.set(key, young + 1);
-      return;
-    }
-    const old = this.#old.get(key);
-    if (old !== undefined) this.#old.delete(key);
-    if (this.#young.size >= this.#half) {
-      this.#old = this.#young;
-      this.#young = new Map();
-    }
-    this.#young.set(key, (old ?? 0) + 1);
-  }
-
-  /** The count of `key` (0 when unknown or forgotten), and forget it. */
-  take(key: string): number {
-    const count = this.#young.get(key) ?? this.#old.get(key) ?? 0;
-    this.#young.delete(key);
-    this.#old.delete(key);
-    return count;
-  }
-}
-
 /** The README's status order (RUN_STATUSES), then unknown statuses by name. */
 export function compareStatuses(a: string, b: string): number {
   const ia = STATUS_ORDER.get(a) ?? Infinity;
@@ -384,7 +365,7 @@ const MAX_TS_MS = 253_402_300_799_999;
 
 /** Epoch milliseconds of a record's `ts`, or NaN when it is not a time from 1970 to 9999 (treated as absent). */
 function parseTs(text: string): number {
-  const ms = Date.parse(text);
+  const ms = parseIsoTime(text);
   return ms >= 0 && ms <= MAX_TS_MS ? ms : NaN;
 }
 

@@ -1,0 +1,190 @@
+// Run-time imports stay inside src/telemetry/ (see run-log.ts).
+import { parseLine, type JsonObject, type SkipReason } from './jsonl-reader.js';
+
+/**
+ * The fields of a parsed line that a reader asked for: reading any other field does not compile,
+ * so a reader that starts using a new field must add it to its list (or it would silently see
+ * `undefined` on every fast-parsed line).
+ */
+export type SelectedFields<K extends string> = { readonly [P in K]?: unknown };
+
+/** Parses the bytes `start..end` (no `\n`) of one JSON line: the selected fields, or why it is skipped. */
+export type LineParser<R> = (bytes: Buffer, start: number, end: number) => R | SkipReason;
+
+/** The default parser: the whole object, through `parseLine`. */
+export function parseLineBytes(bytes: Buffer, start: number, end: number): JsonObject | SkipReason {
+  return parseLine(bytes.toString('utf8', start, end));
+}
+
+/**
+ * What the fast path never reads: control characters (not allowed raw in JSON strings),
+ * backslashes (escapes) and bytes past ASCII (UTF-8 text). Without them a string runs from a quote
+ * to the next quote and its characters are its bytes.
+ */
+const NOT_PLAIN = /[\x00-\x1f\\\x80-\xff]/;
+const PLAIN_KEY = /^[\x20-\x7e]*$/;
+
+// The JSON grammar, without whitespace, escapes or non-ASCII (RFC 8259, section 3 to 7).
+const STRING_BODY = '[^"\\\\\\x00-\\x1f\\x80-\\xff]*';
+const STRING = `"${STRING_BODY}"`;
+const NUMBER = '-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?';
+const PRIMITIVE = `(?:${STRING}|${NUMBER}|true|false|null)`;
+/** An object of primitives (`circuit`, `usage`). */
+const FLAT_OBJECT = `\\{(?:${STRING}:${PRIMITIVE}(?:,${STRING}:${PRIMITIVE})*)?\\}`;
+/** An array of primitives and flat objects (`warnings`). */
+const FLAT_ARRAY = `\\[(?:(?:${PRIMITIVE}|${FLAT_OBJECT})(?:,(?:${PRIMITIVE}|${FLAT_OBJECT}))*)?\\]`;
+/**
+ * What a key's value may be in a template, by the kind of value it had in the line the template was
+ * learnt from (a primitive, or null and an object, or null and an array). One pattern for every
+ * kind would be simpler, but a regex over 20 KB is one V8 does not optimize: 3 times slower.
+ */
+const NON_STRING: Record<ValueKind, string> = {
+  primitive: `${NUMBER}|true|false|null`,
+  object: `null|${FLAT_OBJECT}`,
+  array: `null|${FLAT_ARRAY}`,
+};
+type ValueKind = 'primitive' | 'object' | 'array';
+
+function kindOf(value: unknown): ValueKind {
+  if (typeof value !== 'object' || value === null) return 'primitive';
+  return Array.isArray(value) ? 'array' : 'object';
+}
+
+/** Key orders tried per line, most recently matched first. */
+const MAX_TEMPLATES = 8;
+/** Key orders compiled at most in the parser's life: a log of random key orders must not compile one per line. */
+const MAX_COMPILED = 32;
+/** Flat objects remembered by their text (`circuit` takes a few dozen forms in a day). */
+const MAX_CACHED_OBJECTS = 1000;
+/** Up to this many digits an integer is exact when accumulated (< 2^53). */
+const MAX_EXACT_DIGITS = 15;
+/**
+ * V8 makes a substring this long or longer a view of its parent: a value kept by the reader (a
+ * task id in the summary's maps) would keep the whole line alive. Longer strings are copied from
+ * the bytes instead.
+ */
+const MIN_SLICED_LENGTH = 13;
+
+/** One key order: a regex matching exactly the lines with these keys, and where the wanted values are. */
+interface Template {
+  readonly regex: RegExp;
+  /** Wanted keys in line order; value `k` is in group `2k+1` (string contents) or `2k+2` (other). */
+  readonly names: readonly string[];
+}
+
+/**
+ * A parser for the lines the server writes itself (run and control records, see run-record.ts):
+ * `JSON.stringify` output of an object, keys in the writer's fixed order. It builds only the
+ * fields asked for, exactly as `JSON.parse` would, for less than `JSON.parse` costs (about a third
+ * to two thirds of it on a 1M-line log, on a busy machine: the regex still reads every character,
+ * but no other field is built).
+ *
+ * How: each key order seen is compiled once into a regex of the strict JSON grammar for exactly
+ * those keys (no whitespace, no escapes, ASCII only, values nested at most as `{…}` of primitives
+ * or `[…]` of those), capturing the wanted values. A line that matches is valid JSON by
+ * construction, skipped values included (a torn line never matches), and its captures convert
+ * exactly: plain strings are their text, numbers go through `Number` (the conversion JSON.parse
+ * uses), nested values through `JSON.parse` itself. Any other line (a new key order, escapes, UTF-8
+ * text, whitespace, duplicate keys, deeper nesting, a blank, torn or non-object line) goes to
+ * `parseLine`, which returns the whole object (a reader must rely on the selected fields only);
+ * when it was a plain line that parsed, its key order is learnt for the next ones.
+ *
+ * @param fields top-level keys to build (printable ASCII); their nested values are built whole
+ */
+export function createRecordParser<K extends string>(fields: readonly K[]): LineParser<SelectedFields<K>> {
+  for (const name of fields)
+    if (!PLAIN_KEY.test(name) || name.includes('"') || name === '__proto__')
+      throw new RangeError(`not a field name the fast path can match: ${JSON.stringify(name)}`);
+  const wanted = new Set<string>(fields);
+  const templates: Template[] = [];
+  const objects = new Map<string, JsonObject>();
+  let compiled = 0;
+
+  function build(template: Template, match: RegExpExecArray, line: string, bytes: Buffer, base: number): SelectedFields<K> {
+    const out: Record<string, unknown> = {};
+    const names = template.names;
+    for (let k = 0; k < names.length; k++) {
+      const text = match[2 * k + 1];
+      if (text !== undefined) {
+        // A long substring would be a view keeping the whole line alive: copy it from the bytes,
+        // from any place the same text occurs (the string is ASCII: characters are bytes).
+        if (text.length < MIN_SLICED_LENGTH) out[names[k]!] = text;
+        else {
+          const at = line.indexOf(text);
+          out[names[k]!] = bytes.toString('latin1', base + at, base + at + text.length);
+        }
+      } else out[names[k]!] = other(match[2 * k + 2]!);
+    }
+    return out as SelectedFields<K>;
+  }
+
+  function other(raw: string): unknown {
+    const c = raw.charCodeAt(0);
+    if (c === 0x74) return true;
+    if (c === 0x66) return false;
+    if (c === 0x6e) return null;
+    if (c === 0x7b) {
+      // Primitives only (FLAT_OBJECT): a shallow copy of the remembered parse is what JSON.parse makes.
+      let known = objects.get(raw);
+      if (known === undefined) {
+        known = JSON.parse(raw) as JsonObject;
+        if (objects.size < MAX_CACHED_OBJECTS) objects.set(raw, known);
+      }
+      return { ...known };
+    }
+    if (c === 0x5b) return raw === '[]' ? [] : JSON.parse(raw);
+    return number(raw);
+  }
+
+  function learn(record: JsonObject, line: string): void {
+    if (compiled >= MAX_COMPILED) return;
+    const keys = Object.keys(record);
+    if (new Set(keys).size !== keys.length || !keys.every((key) => PLAIN_KEY.test(key))) return;
+    compiled += 1;
+    const names: string[] = [];
+    const parts = keys.map((key) => {
+      const literal = `"${key.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')}":`;
+      const other = NON_STRING[kindOf(record[key])];
+      if (!wanted.has(key)) return `${literal}(?:${STRING}|${other})`;
+      names.push(key);
+      return `${literal}(?:"(${STRING_BODY})"|(${other}))`;
+    });
+    const template: Template = { regex: new RegExp(`^\\{${parts.join(',')}\\}$`), names };
+    // Only a template that takes the line it was learnt from is worth trying on the next ones.
+    if (!template.regex.test(line)) return;
+    templates.unshift(template);
+    if (templates.length > MAX_TEMPLATES) templates.pop();
+  }
+
+  return (bytes: Buffer, start: number, end: number): SelectedFields<K> | SkipReason => {
+    const line = bytes.toString('latin1', start, end);
+    for (let t = 0; t < templates.length; t++) {
+      const template = templates[t]!;
+      const match = template.regex.exec(line);
+      if (match === null) continue;
+      if (t > 0) {
+        templates.splice(t, 1);
+        templates.unshift(template);
+      }
+      return build(template, match, line, bytes, start);
+    }
+    const result = parseLine(bytes.toString('utf8', start, end));
+    if (typeof result !== 'string' && !NOT_PLAIN.test(line)) learn(result, line);
+    // The whole object: it holds the selected fields, as JSON.parse gives them.
+    return result as SelectedFields<K> | SkipReason;
+  };
+}
+
+/** A JSON number's value: short integers by hand, the rest by `Number` (the conversion JSON.parse uses). */
+function number(raw: string): number {
+  const negative = raw.charCodeAt(0) === 0x2d;
+  const digits = negative ? raw.length - 1 : raw.length;
+  if (digits > MAX_EXACT_DIGITS) return Number(raw);
+  let n = 0;
+  for (let k = negative ? 1 : 0; k < raw.length; k++) {
+    const d = raw.charCodeAt(k) - 0x30;
+    if (d < 0 || d > 9) return Number(raw); // a fraction or an exponent
+    n = n * 10 + d;
+  }
+  return negative ? -n : n;
+}

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+
+import { parseIsoTime } from '../../../src/report/iso-time.js';
+
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const pad = (n: number, width: number): string => String(n).padStart(width, '0');
+
+describe('parseIsoTime', () => {
+  it('gives what Date.parse gives for toISOString() times of any date', () => {
+    const random = prng(7);
+    for (let i = 0; i < 50_000; i++) {
+      const text = new Date(Math.floor((random() * 2 - 0.2) * 253_402_300_799_999)).toISOString();
+      expect(parseIsoTime(text), text).toBe(Date.parse(text));
+    }
+  });
+
+  it('gives what Date.parse gives for out-of-range fields and other forms, NaN included', () => {
+    const random = prng(8);
+    const texts = [
+      '2025-02-29T00:00:00.000Z',
+      '2024-02-29T23:59:59.999Z',
+      '2025-04-31T00:00:00.000Z',
+      '2025-13-01T00:00:00.000Z',
+      '2025-00-10T00:00:00.000Z',
+      '2025-01-00T00:00:00.000Z',
+      '2025-01-01T24:00:00.000Z',
+      '2025-01-01T23:60:00.000Z',
+      '2025-01-01T23:59:60.000Z',
+      '0050-01-01T00:00:00.000Z',
+      '0000-01-01T00:00:00.000Z',
+      '2025-01-01T00:00:00.000z',
+      '2025-01-01 00:00:00.000Z',
+      '2025-01-01T00:00:00.000+01:00',
+      '2025-01-01T00:00:00Z',
+      '2025-01-01',
+      '+002025-01-01T00:00:00.000Z',
+      'not a time',
+      '',
+    ];
+    for (let i = 0; i < 20_000; i++) {
+      texts.push(
+        `${pad(Math.floor(random() * 10_000), 4)}-${pad(Math.floor(random() * 14), 2)}-${pad(Math.floor(random() * 33), 2)}T` +
+          `${pad(Math.floor(random() * 26), 2)}:${pad(Math.floor(random() * 62), 2)}:${pad(Math.floor(random() * 62), 2)}.${pad(Math.floor(random() * 1000), 3)}Z`,
+      );
+    }
+    for (const text of texts) expect(Object.is(parseIsoTime(text), Date.parse(text)), text).toBe(true);
+  });
+});
