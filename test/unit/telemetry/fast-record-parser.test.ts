@@ -83,8 +83,28 @@ function agree(parse: LineParser<Parsed>, line: string | Buffer): boolean {
 
 // ---------------------------------------------------------------------------------------- values
 
-const ASCII = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.:/@#$%^&*()[]{}<>,;=+~`|!?\'';
-const TRICKY = ['"', '\\', '\n', '\t', '\r', '\u0000', '\u001f', '\u007f', 'é', 'ü', '€', '中', '😀', '\u2028', '\u2029', '\ufeff', '\ud800', '\udfff', '\ufffd'];
+const ASCII = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.:/@#$%^&*()[]{}<>,;=+~`|!?'";
+const TRICKY = [
+  '"',
+  '\\',
+  '\n',
+  '\t',
+  '\r',
+  '\u0000',
+  '\u001f',
+  '\u007f',
+  'é',
+  'ü',
+  '€',
+  '中',
+  '😀',
+  '\u2028',
+  '\u2029',
+  '\ufeff',
+  '\ud800',
+  '\udfff',
+  '\ufffd',
+];
 
 function randomString(random: () => number, plain: boolean): string {
   const length = Math.floor(random() * (random() < 0.1 ? 80 : 20));
@@ -111,7 +131,9 @@ function randomNumberText(random: () => number): string {
   else int = String(1 + Math.floor(random() * 9)) + digits(14 + Math.floor(random() * 12)); // past 2^53
   const frac = random() < 0.25 ? `.${digits(1 + Math.floor(random() * 20))}` : '';
   const exp =
-    random() < 0.2 ? `${random() < 0.5 ? 'e' : 'E'}${['', '+', '-'][Math.floor(random() * 3)]}${digits(1 + Math.floor(random() * 3))}` : '';
+    random() < 0.2
+      ? `${random() < 0.5 ? 'e' : 'E'}${['', '+', '-'][Math.floor(random() * 3)]}${digits(1 + Math.floor(random() * 3))}`
+      : '';
   return sign + int + frac + exp;
 }
 
@@ -126,7 +148,8 @@ function randomValue(random: () => number, plain: boolean, depth = 0): string {
     const keys = ['state', 'transition', 'kind', 'message', 'n', '__proto__', 'constructor'];
     const n = Math.floor(random() * 4);
     const parts: string[] = [];
-    for (let i = 0; i < n; i++) parts.push(`${JSON.stringify(keys[Math.floor(random() * keys.length)])}:${randomValue(random, plain, depth + 1)}`);
+    for (let i = 0; i < n; i++)
+      parts.push(`${JSON.stringify(keys[Math.floor(random() * keys.length)])}:${randomValue(random, plain, depth + 1)}`);
     return `{${parts.join(',')}}`;
   }
   const n = Math.floor(random() * 4);
@@ -188,7 +211,8 @@ function keyOrders(random: () => number): string[][] {
   for (let i = 0; i < 12; i++) {
     const order = ['run_id'];
     const n = Math.floor(random() * 10);
-    for (let k = 0; k < n; k++) order.splice(Math.floor(random() * (order.length + 1)), 0, keys[Math.floor(random() * keys.length)]!);
+    for (let k = 0; k < n; k++)
+      order.splice(Math.floor(random() * (order.length + 1)), 0, keys[Math.floor(random() * keys.length)]!);
     orders.push(order);
   }
   return orders;
@@ -207,7 +231,9 @@ function mutate(random: () => number, line: string): Buffer {
   const r = random();
   if (r < 0.3) return bytes.subarray(0, at); // torn
   if (r < 0.5) return Buffer.concat([bytes.subarray(0, at), bytes.subarray(at + 1)]);
-  const inserted = Buffer.from([[0x20, 0x09, 0x0d, 0x22, 0x5c, 0x2c, 0x7d, 0x5d, 0x30, 0x2d, 0x65, 0x80, 0xff, 0x00][Math.floor(random() * 14)]!]);
+  const inserted = Buffer.from([
+    [0x20, 0x09, 0x0d, 0x22, 0x5c, 0x2c, 0x7d, 0x5d, 0x30, 0x2d, 0x65, 0x80, 0xff, 0x00][Math.floor(random() * 14)]!,
+  ]);
   if (r < 0.75) return Buffer.concat([bytes.subarray(0, at), inserted, bytes.subarray(at + 1)]);
   return Buffer.concat([bytes.subarray(0, at), inserted, bytes.subarray(at)]);
 }
@@ -267,8 +293,25 @@ describe('createRecordParser', () => {
     const random = prng(5);
     const parse = createRecordParser(FIELDS);
     const base = JSON.parse(JSON.stringify(sampleRecord())) as Record<string, unknown>;
-    const numberLine = (text: string): string => JSON.stringify({ ...base, duration_ms: 0 }).replace('"duration_ms":0', `"duration_ms":${text}`);
-    const forms = ['0', '-0', '-0.0', '1e3', '1E+3', '1e-3', '0.1', '123456789012345', '1234567890123456', '9007199254740993', '-9007199254740993', '1e400', '-1e400', '5e-324', '1.7976931348623157e308'];
+    const numberLine = (text: string): string =>
+      JSON.stringify({ ...base, duration_ms: 0 }).replace('"duration_ms":0', `"duration_ms":${text}`);
+    const forms = [
+      '0',
+      '-0',
+      '-0.0',
+      '1e3',
+      '1E+3',
+      '1e-3',
+      '0.1',
+      '123456789012345',
+      '1234567890123456',
+      '9007199254740993',
+      '-9007199254740993',
+      '1e400',
+      '-1e400',
+      '5e-324',
+      '1.7976931348623157e308',
+    ];
     for (let i = 0; i < 5000; i++) forms.push(randomNumberText(random));
     agree(parse, numberLine('1')); // learn the key order
     let fast = 0;
