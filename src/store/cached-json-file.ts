@@ -1,7 +1,7 @@
-import { copyFile, readFile, rename, stat } from 'node:fs/promises';
-import { Low, type Adapter } from 'lowdb';
+import { copyFileSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { LowSync, type SyncAdapter } from 'lowdb';
 import type { Parsed } from './state-schema.js';
-import { writeFileAtomic } from './durable-fs.js';
+import { writeFileAtomicSync } from './durable-fs.js';
 
 /** A state file's text as lowdb holds it: boxed, since lowdb treats an empty string as "no data". */
 type StoredText = { readonly text: string } | null;
@@ -9,23 +9,24 @@ type StoredText = { readonly text: string } | null;
 /**
  * lowdb's storage for one state file: read as text (`null`: no file); written atomically through a
  * temp file that is created 0600 and unique to its writer (lowdb's own TextFile shares one temp
- * name between processes and creates files with the umask's mode).
+ * name between processes and creates files with the umask's mode). Synchronous, so that a whole
+ * locked transaction runs within one event-loop turn.
  */
-export class OwnerOnlyTextFile implements Adapter<StoredText> {
+export class OwnerOnlyTextFile implements SyncAdapter<StoredText> {
   readonly #path: string;
   constructor(path: string) {
     this.#path = path;
   }
-  async read(): Promise<StoredText> {
+  read(): StoredText {
     try {
-      return { text: await readFile(this.#path, 'utf8') };
+      return { text: readFileSync(this.#path, 'utf8') };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
     }
   }
-  async write(stored: StoredText): Promise<void> {
-    if (stored) await writeFileAtomic(this.#path, stored.text);
+  write(stored: StoredText): void {
+    if (stored) writeFileAtomicSync(this.#path, stored.text);
   }
 }
 
@@ -45,14 +46,15 @@ export interface CachedJsonFileOptions<T> {
 }
 
 /**
- * One JSON document on disk, kept through lowdb (`Low` over an owner-only, atomic text adapter:
- * a 0600 temp file renamed over it, so lock-free readers never see a torn file) and read through a cache keyed on the file's inode, size and
- * mtime: a file nobody else touched is not parsed again.
+ * One JSON document on disk, kept through lowdb (`LowSync` over an owner-only, atomic text
+ * adapter: a 0600 temp file renamed over it, so lock-free readers never see a torn file) and read
+ * through a cache keyed on the file's inode, size and mtime: a file nobody else touched is not
+ * parsed again. Every method is synchronous (see `StateStore.transact`).
  * Locking is the caller's job.
  */
 export class CachedJsonFile<T> {
   readonly path: string;
-  readonly #db: Low<StoredText>;
+  readonly #db: LowSync<StoredText>;
   readonly #options: CachedJsonFileOptions<T>;
   readonly #emptyText: string;
   /**
@@ -63,7 +65,7 @@ export class CachedJsonFile<T> {
 
   constructor(path: string, options: CachedJsonFileOptions<T>) {
     this.path = path;
-    this.#db = new Low<StoredText>(new OwnerOnlyTextFile(path), null);
+    this.#db = new LowSync<StoredText>(new OwnerOnlyTextFile(path), null);
     this.#options = options;
     this.#emptyText = options.serialize(options.empty());
   }
@@ -76,8 +78,8 @@ export class CachedJsonFile<T> {
    * entries is copied there, so the next write destroys nothing; if that copy cannot be made, the
    * read throws rather than let the file be overwritten.
    */
-  async read(locked: boolean): Promise<T> {
-    const identity = await this.#identity();
+  read(locked: boolean): T {
+    const identity = this.#identity();
     if (identity === null) {
       const data = this.#options.empty();
       this.#cache = { identity: null, text: this.#emptyText, data };
@@ -86,13 +88,13 @@ export class CachedJsonFile<T> {
     if (this.#cache?.identity && sameFile(this.#cache.identity, identity)) {
       // Parsed without the lock, where no copy is made: make it before a write can drop the entries.
       if (locked && this.#cache.dropped) {
-        this.#options.warn(`${this.#cache.dropped}; a copy of the file is at ${await this.#keepCopy()}`);
+        this.#options.warn(`${this.#cache.dropped}; a copy of the file is at ${this.#keepCopy()}`);
         delete this.#cache.dropped;
       }
       return this.#cache.data;
     }
 
-    const stored = await this.#readStored();
+    const stored = this.#readStored();
     if (stored === null) {
       // Removed between the stat and the read: it is missing now.
       const data = this.#options.empty();
@@ -103,7 +105,7 @@ export class CachedJsonFile<T> {
     const parsed = this.#parse(text);
     if (typeof parsed === 'string') {
       const lost = `${this.path} ${parsed}: ${this.#options.contents} ${locked ? 'started afresh' : 'reads as empty'}`;
-      if (locked) this.#options.warn(`${lost}; moved it to ${await this.#setAside()}`);
+      if (locked) this.#options.warn(`${lost}; moved it to ${this.#setAside()}`);
       else this.#options.warn(`${lost}; it will be moved aside at the next write`);
       this.#cache = null;
       return this.#options.empty();
@@ -112,7 +114,7 @@ export class CachedJsonFile<T> {
     if (parsed.dropped.length > 0) {
       const noun = parsed.dropped.length === 1 ? 'entry' : 'entries';
       const what = `${this.path}: dropped ${parsed.dropped.length} malformed ${noun}: ${parsed.dropped.slice(0, 5).join(', ')}`;
-      if (locked) this.#options.warn(`${what}; a copy of the file is at ${await this.#keepCopy()}`);
+      if (locked) this.#options.warn(`${what}; a copy of the file is at ${this.#keepCopy()}`);
       else {
         this.#options.warn(`${what}; a copy will be kept before the file is next written`);
         dropped = what;
@@ -128,7 +130,7 @@ export class CachedJsonFile<T> {
    * `data` is empty). Call it only after a `read` under the same lock, so the cache describes the
    * file as it is now.
    */
-  async write(data: T): Promise<void> {
+  write(data: T): void {
     const text = this.#options.serialize(data);
     if (this.#cache && this.#cache.text === text) {
       this.#cache = { ...this.#cache, data };
@@ -136,19 +138,19 @@ export class CachedJsonFile<T> {
     }
     try {
       this.#db.data = { text };
-      await this.#db.write();
+      this.#db.write();
     } catch (error) {
       this.#cache = null;
       throw error;
     }
-    const identity = await this.#identity();
+    const identity = this.#identity();
     this.#cache = identity ? { identity, text, data } : null;
   }
 
   /** The file's text through lowdb, fresh from disk (`null`: there is no file). */
-  async #readStored(): Promise<StoredText> {
+  #readStored(): StoredText {
     this.#db.data = null;
-    await this.#db.read();
+    this.#db.read();
     return this.#db.data;
   }
 
@@ -173,16 +175,16 @@ export class CachedJsonFile<T> {
   }
 
   /** Move the unusable file out of the way; returns where it went. */
-  async #setAside(): Promise<string> {
+  #setAside(): string {
     const aside = this.#asideName();
-    await rename(this.path, aside);
+    renameSync(this.path, aside);
     return aside;
   }
 
   /** Copy the file before a write drops part of it; returns the copy's name. */
-  async #keepCopy(): Promise<string> {
+  #keepCopy(): string {
     const aside = this.#asideName();
-    await copyFile(this.path, aside);
+    copyFileSync(this.path, aside);
     return aside;
   }
 
@@ -190,14 +192,10 @@ export class CachedJsonFile<T> {
     return `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   }
 
-  async #identity(): Promise<FileIdentity | null> {
-    try {
-      const s = await stat(this.path, { bigint: true });
-      return { ino: s.ino, size: s.size, mtimeNs: s.mtimeNs };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw error;
-    }
+  #identity(): FileIdentity | null {
+    // No exception for a missing file: most shards do not exist yet, and a throw costs a stack trace.
+    const s = statSync(this.path, { bigint: true, throwIfNoEntry: false });
+    return s ? { ino: s.ino, size: s.size, mtimeNs: s.mtimeNs } : null;
   }
 }
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, statSync } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
+import { closeSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** State files hold task ids and model names: only the owner reads them. */
@@ -11,21 +10,28 @@ const STATE_DIR_MODE = 0o700;
  * Replace `file` with `text` atomically: write a temp file beside it (created 0600, unique per
  * writer so two processes never share one), then rename it over the file. A reader sees the old
  * or the new document, never a torn one. The temp file is removed when anything fails.
+ * Synchronous: the state is written inside one locked transaction that never yields.
  */
-export async function writeFileAtomic(file: string, text: string): Promise<void> {
+export function writeFileAtomicSync(file: string, text: string): void {
   const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
   let created = false;
   try {
-    const handle = await open(temp, 'wx', STATE_FILE_MODE);
+    const fd = openSync(temp, 'wx', STATE_FILE_MODE);
     created = true;
     try {
-      await handle.writeFile(text, 'utf8');
+      writeFileSync(fd, text, 'utf8');
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
-    await rename(temp, file);
+    renameSync(temp, file);
   } catch (error) {
-    if (created) await unlink(temp).catch(() => {});
+    if (created) {
+      try {
+        unlinkSync(temp);
+      } catch {
+        // the original error says what went wrong
+      }
+    }
     throw error;
   }
 }

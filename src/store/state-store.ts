@@ -2,10 +2,10 @@ import { constants } from 'node:fs';
 import { access, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import lockfile from 'proper-lockfile';
 import { CachedJsonFile } from './cached-json-file.js';
+import { DirLock, sleepSync } from './dir-lock.js';
 import { ensureDirSync } from './durable-fs.js';
-import { nextLockAttempt } from './lock-policy.js';
+import { CONTENDED, nextLockAttempt } from './lock-policy.js';
 import {
   dict,
   parseMainFile,
@@ -52,6 +52,22 @@ export interface StoreWriteFailure {
 /** The task ledger is split into this many files, so a transaction's cost does not grow with the number of tasks. */
 export const TASK_SHARDS = 64;
 
+/**
+ * How long a contended lock is waited for with the thread blocked (jittered sleeps of 0.1-2 ms)
+ * before the wait yields to the event loop. A holder keeps the lock ~1 ms, so this usually ends
+ * the wait within the turn; it bounds how long one transaction can stall the server.
+ */
+const BLOCKING_WAIT_MS = 25;
+
+/** A lock attempt that found the lock held past {@link BLOCKING_WAIT_MS}: wait, then try again. */
+interface Contended {
+  /** `performance.now()` of the first attempt. */
+  readonly started: number;
+  /** Attempts made so far. */
+  readonly attempt: number;
+  readonly retryInMs: number;
+}
+
 /** Which tasks a transaction reads and writes: the ids it touches, or every task (pruning). */
 export type TaskScope = readonly string[] | 'all';
 
@@ -60,10 +76,13 @@ export type TaskScope = readonly string[] | 'all';
  * `state.json` (every model's circuit) and `state.tasks/NN.json` (the task ledger, split into
  * 64 shards by a hash of the task id).
  *
- * - `transact(scope, fn)` is exact across processes: under one cross-process lock
- *   (proper-lockfile) it reads the files it needs fresh, applies `fn`, and writes back only the
- *   files that changed, atomically. (lowdb's own `update()` does no re-read and loses updates
- *   between processes.)
+ * - `transact(scope, fn)` is exact across processes: under one cross-process lock (a
+ *   `state.json.lock` dir, proper-lockfile's format: see `dir-lock.ts`) it reads the files it
+ *   needs fresh, applies `fn`, and writes back only the files that changed, atomically. (lowdb's
+ *   own `update()` does no re-read and loses updates between processes.) Lock, reads, `fn`, writes and unlock run synchronously, in
+ *   one event-loop turn (~1 ms): nothing else in this process can interleave, and the lock is
+ *   held for the shortest time. Only a lock held by another process for longer than
+ *   {@link BLOCKING_WAIT_MS} makes a transaction yield and wait.
  * - `snapshot(scope)` reads without the lock: writes are renames, so a reader never sees a torn file.
  * - Parsed files are cached against their inode, size and mtime: with 10,000 tasks a transaction
  *   parses and writes one small shard, not the whole ledger.
@@ -74,10 +93,11 @@ export class StateStore {
   readonly file: string;
   readonly #main: CachedJsonFile<MainFile>;
   readonly #shards: CachedJsonFile<ShardFile>[];
-  readonly #lockPath: string;
+  readonly #lock: DirLock;
   readonly #staleLockMs: number;
   readonly #warn: (message: string) => void;
-  #queue: Promise<void> = Promise.resolve();
+  /** Transactions of this process waiting (without blocking) for a contended lock, in order. */
+  #queue: Promise<void> | null = null;
   #writeFailure: StoreWriteFailure | null = null;
   /** `state.tasks`: the ledger shards. */
   readonly shardDir: string;
@@ -114,8 +134,8 @@ export class StateStore {
           contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
         }),
     );
-    this.#lockPath = `${this.file}.lock`;
     this.#staleLockMs = options.staleLockMs ?? 10_000;
+    this.#lock = new DirLock(`${this.file}.lock`, this.#staleLockMs);
   }
 
   /**
@@ -123,7 +143,7 @@ export class StateStore {
    * Treat it as read-only and do not keep it.
    */
   async snapshot(scope: TaskScope = []): Promise<StateData> {
-    return (await this.#load(scope, false)).state;
+    return this.#load(scope, false).state;
   }
 
   /** Set when the last transaction could not be saved (cleared by the next one that is). */
@@ -162,7 +182,7 @@ export class StateStore {
     for (const shard of this.#shards) {
       if (!names.includes(path.basename(shard.path))) continue;
       try {
-        await shard.read(false);
+        shard.read(false);
       } catch (error) {
         problems.push(`${shard.path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
       }
@@ -175,62 +195,97 @@ export class StateStore {
    * `fn` sees every circuit and the tasks in `scope` (tasks outside it are absent, and writing
    * them is an error). It mutates the state it is given and returns a value for the caller; it
    * must be synchronous and do no I/O (the lock is held while it runs).
+   *
+   * The work is done before this returns, unless the lock was contended past a short blocking
+   * wait; the Promise only carries the outcome (callers `await` it either way).
    */
-  async transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
-    // One transaction at a time within this process: concurrent runs of one server then queue
-    // here in order instead of sleeping in proper-lockfile's retry backoff against each other.
-    const turn = this.#queue.then(() => this.#transactLocked(scope, fn));
-    this.#queue = turn.then(
+  transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
+    // Transactions of this process already waiting go first: keep the order of the calls.
+    if (this.#queue !== null) return this.#enqueue(() => this.#transactAfterWait(scope, fn, null));
+    let contended: Contended;
+    try {
+      const acquired = this.#acquire(performance.now(), 1);
+      if (acquired === 'locked') {
+        const result = this.#transactLocked(scope, fn);
+        this.#writeFailure = null;
+        return Promise.resolve(result);
+      }
+      contended = acquired;
+    } catch (error) {
+      this.#noteFailure(error);
+      return Promise.reject(error as Error);
+    }
+    return this.#enqueue(() => this.#transactAfterWait(scope, fn, contended));
+  }
+
+  #enqueue<T>(work: () => Promise<T>): Promise<T> {
+    const turn = (this.#queue ?? Promise.resolve()).then(work);
+    const tail = turn.then(
       () => undefined,
       () => undefined,
     );
+    this.#queue = tail;
+    void tail.then(() => {
+      if (this.#queue === tail) this.#queue = null;
+    });
     return turn;
   }
 
-  async #transactLocked<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
+  async #transactAfterWait<T>(scope: TaskScope, fn: (state: StateData) => T, contended: Contended | null): Promise<T> {
     try {
-      const result = await this.#transactOnce(scope, fn);
+      let wait = contended ?? { started: performance.now(), attempt: 0, retryInMs: 0 };
+      for (;;) {
+        if (wait.retryInMs > 0) await delay(wait.retryInMs);
+        const acquired = this.#acquire(wait.started, wait.attempt + 1);
+        if (acquired === 'locked') break;
+        wait = acquired;
+      }
+      const result = this.#transactLocked(scope, fn);
       this.#writeFailure = null;
       return result;
     } catch (error) {
-      if (isStateStoreError(error)) this.#writeFailure = { at: Date.now(), message: error.message };
+      this.#noteFailure(error);
       throw error;
     }
   }
 
+  #noteFailure(error: unknown): void {
+    if (isStateStoreError(error)) this.#writeFailure = { at: Date.now(), message: error.message };
+  }
+
   /**
-   * Take the cross-process lock. Contention waits (bounded: a crashed holder's lock goes stale
-   * sooner); an error that waiting cannot cure (EROFS, EACCES, ENOSPC...) fails at once.
+   * Take the cross-process lock, waiting with the thread blocked while that stays short. Returns
+   * `'locked'`, or how to go on waiting without blocking. Contention waits (bounded: a crashed
+   * holder's lock goes stale sooner); an error that waiting cannot cure (EROFS, EACCES,
+   * ENOSPC...) fails at once.
    */
-  async #lock(): Promise<() => Promise<void>> {
-    const started = performance.now();
-    for (let attempt = 1; ; attempt += 1) {
+  #acquire(started: number, firstAttempt: number): 'locked' | Contended {
+    for (let attempt = firstAttempt; ; attempt += 1) {
+      let failure: NodeJS.ErrnoException | undefined;
       try {
-        return await lockfile.lock(this.file, {
-          realpath: false,
-          lockfilePath: this.#lockPath,
-          stale: this.#staleLockMs,
-          retries: 0,
-          onCompromised: (error) => this.#warn(`state lock was lost while held (${error.message}); continuing`),
-        });
+        if (this.#lock.tryAcquire()) return 'locked';
       } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        const next = nextLockAttempt(
-          { code, attempt, elapsedMs: performance.now() - started },
-          { maxWaitMs: this.#staleLockMs + 5_000 },
-        );
-        if (next === 'give_up') {
-          throw new StateStoreError(`cannot lock ${this.file}: ${(error as Error).message}`, { step: 'lock', cause: error });
-        }
-        await delay(next.retryInMs * (0.5 + Math.random()));
+        failure = error as NodeJS.ErrnoException;
       }
+      const elapsedMs = performance.now() - started;
+      const next = nextLockAttempt(
+        { code: failure ? failure.code : CONTENDED, attempt, elapsedMs },
+        { maxWaitMs: this.#staleLockMs + 5_000, blockingMs: BLOCKING_WAIT_MS },
+        Math.random(),
+      );
+      if (next === 'give_up') {
+        const why = failure?.message ?? `${this.#lock.path} is held by a live process (waited ${Math.round(elapsedMs)} ms)`;
+        throw new StateStoreError(`cannot lock ${this.file}: ${why}`, { step: 'lock', cause: failure });
+      }
+      if (!next.blocking) return { started, attempt, retryInMs: next.retryInMs };
+      sleepSync(next.retryInMs);
     }
   }
 
-  async #transactOnce<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
-    const release = await this.#lock();
+  /** Under the lock, which it releases: read, apply `fn`, write. Synchronous from end to end. */
+  #transactLocked<T>(scope: TaskScope, fn: (state: StateData) => T): T {
     try {
-      const { state, shardIndexes } = await this.#load(scope, true);
+      const { state, shardIndexes } = this.#load(scope, true);
       let result: T;
       try {
         result = fn(state);
@@ -238,28 +293,28 @@ export class StateStore {
         this.#forget(shardIndexes); // fn may have half-changed cached documents
         throw error;
       }
-      await this.#save(state, shardIndexes);
+      this.#save(state, shardIndexes);
       return result;
     } catch (error) {
       if (error instanceof StateStoreError || !(error as NodeJS.ErrnoException).code) throw error;
       throw new StateStoreError(`cannot update ${this.file}: ${(error as Error).message}`, { step: 'update', cause: error });
     } finally {
-      await release().catch((error: Error) => this.#warn(`could not release the state lock: ${error.message}`));
+      const warning = this.#lock.release();
+      if (warning) this.#warn(warning);
     }
   }
 
-  async #load(scope: TaskScope, locked: boolean): Promise<{ state: StateData; shardIndexes: number[] }> {
+  #load(scope: TaskScope, locked: boolean): { state: StateData; shardIndexes: number[] } {
     const shardIndexes = scope === 'all' ? this.#shards.map((_, index) => index) : [...new Set(scope.map(shardOf))];
-    const [main, ...shards] = await Promise.all([
-      this.#main.read(locked),
-      ...shardIndexes.map((index) => this.#shards[index]!.read(locked)),
-    ]);
+    const main = this.#main.read(locked);
     const tasks = dict<StateData['tasks'][string]>();
-    for (const shard of shards) for (const [taskId, entry] of Object.entries(shard!.tasks)) tasks[taskId] = entry;
-    return { state: { tasks, breakers: main!.breakers, prunedAt: main!.prunedAt }, shardIndexes };
+    for (const index of shardIndexes) {
+      for (const [taskId, entry] of Object.entries(this.#shards[index]!.read(locked).tasks)) tasks[taskId] = entry;
+    }
+    return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, shardIndexes };
   }
 
-  async #save(state: StateData, shardIndexes: readonly number[]): Promise<void> {
+  #save(state: StateData, shardIndexes: readonly number[]): void {
     const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
     for (const [taskId, entry] of Object.entries(state.tasks)) {
       const shard = byShard.get(shardOf(taskId));
@@ -270,10 +325,8 @@ export class StateStore {
       }
       shard.tasks[taskId] = entry;
     }
-    await Promise.all([
-      this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt }),
-      ...[...byShard].map(([index, shard]) => this.#shards[index]!.write(shard)),
-    ]);
+    this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
+    for (const [index, shard] of byShard) this.#shards[index]!.write(shard);
   }
 
   #forget(shardIndexes: readonly number[]): void {

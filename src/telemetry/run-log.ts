@@ -1,9 +1,10 @@
 // Run-time imports stay inside src/telemetry/ (type-only ones may come from anywhere): the
 // multi-process rotation test transpiles this folder alone and runs it in plain `node` children.
+import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 import { JsonlAppender } from './jsonl-appender.js';
-import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME } from './log-files.js';
+import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME, sortRunLogNames } from './log-files.js';
 import { RUN_RECORD_SCHEMA_VERSION, type ControlEvent, type ControlRecord, type RunRecord } from './run-record.js';
 
 /** File name of the first file of the run log inside the telemetry directory. */
@@ -58,13 +59,16 @@ export class RunLog {
       onError: options.onError,
       rotation: {
         maxBytes: options.maxBytes ?? DEFAULT_RUN_LOG_MAX_BYTES,
-        files: { list: () => listRunLogFiles(this.dir), next: nextLogFileName },
+        files: { list: () => listRunLogFiles(this.dir), listSync: () => listRunLogFilesSync(this.dir), next: nextLogFileName },
         now: options.now,
       },
     });
   }
 
-  /** Appends one record, without its prompt and output unless `logContent`. Never rejects. */
+  /**
+   * Appends one record, without its prompt and output unless `logContent`. Never rejects. Written
+   * before this returns in the common case (see `JsonlAppender`); await it to be sure.
+   */
   record(rec: RunRecord): Promise<void> {
     if (this.#logContent) return this.#appender.append(rec);
     const { prompt: _prompt, output: _output, ...rest } = rec;
@@ -95,4 +99,17 @@ export class RunLog {
   idle(): Promise<void> {
     return this.#appender.idle();
   }
+}
+
+/** `listRunLogFiles`, synchronously: lets a record that needs a fresh listing be written at once. */
+function listRunLogFilesSync(dir: string): string[] {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const names = entries.filter((entry) => !entry.isDirectory()).map((entry) => entry.name);
+  return sortRunLogNames(names).map((name) => join(dir, name));
 }

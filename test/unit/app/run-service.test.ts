@@ -286,7 +286,10 @@ describe('RunService: the circuit is checked again when a call leaves the queue'
     s.hold(true);
     const first = s.runs.run({ model: 'm', prompt: 'first' });
     await vi.waitFor(() => expect(s.held).toHaveLength(1));
-    const queued = s.runs.run({ model: 'm', prompt: 'queued' });
+    const live = new LiveRun();
+    const queued = s.runs.run({ model: 'm', prompt: 'queued' }, live.listeners);
+    // In line before the circuit opens (a transaction can land before the call's first admission).
+    await vi.waitFor(() => expect(live.phase).toBe('queued'));
     await s.setCircuit('m', { state: 'open', consecutiveFailures: 5, openedAt: s.now() - 60_000, retryAt: s.now() });
     s.held[0]!({});
     expect((await first).metadata.circuit.state).toBe('open'); // a straggler's success does not close it

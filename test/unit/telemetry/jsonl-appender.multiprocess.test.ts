@@ -15,7 +15,7 @@ import { readAll } from './read-all.js';
 const APPENDER_TS = fileURLToPath(new URL('../../../src/telemetry/jsonl-appender.ts', import.meta.url));
 const CHILD = fileURLToPath(new URL('./fixtures/append-child.mjs', import.meta.url));
 
-const CHILDREN = 6;
+const CHILDREN = 8;
 const PER_CHILD = 200;
 const BIG_EVERY = 8; // 25 records of each child are big
 const BIG_BYTES = 600 * 1024; // above the 512 KiB chunk at which fs.promises.appendFile tears lines

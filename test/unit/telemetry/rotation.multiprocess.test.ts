@@ -16,7 +16,7 @@ import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 const SRC = fileURLToPath(new URL('../../../src/telemetry/', import.meta.url));
 const CHILD = fileURLToPath(new URL('./fixtures/rotate-child.mjs', import.meta.url));
 
-const CHILDREN = 4;
+const CHILDREN = 6;
 const PER_CHILD = 500;
 const LIMIT = 8 * 1024;
 const BIG_EVERY = 125; // 4 lines per child bigger than the limit
