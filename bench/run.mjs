@@ -406,7 +406,7 @@ function ledgerWhy(s, x, contended) {
   const wait = contended ? `; part of it is waiting for the other process's lock (it ran ${s.hammerTxPerS.toFixed(0)} tx/s)` : '';
   if (s.floor.p50 >= x.p50)
     return `${floor}, at or above the store's own p50: this run's disk or CPU contention dominates (see "other processes"), rerun on an idle machine${wait}.`;
-  return `${floor}; the ${ms(x.p50 - s.floor.p50, 3)} ms above it at p50 is the store's own cost (its lock, reads and writes on the thread pool, validation)${wait}.`;
+  return `${floor}; the ${ms(x.p50 - s.floor.p50, 3)} ms above it at p50 is the store's own cost (its lock with stale-lock checks, parsing and validation, the cache's stat calls)${wait}.`;
 }
 
 function renderTable(rows) {
