@@ -1,4 +1,4 @@
-import { execa } from 'execa';
+import { loadExeca } from './load-execa.js';
 import { spawnErrorMessage } from './cli-errors.js';
 
 export interface ModelProcessRequest {
@@ -51,6 +51,7 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
   let truncated = false;
   let stderrTail = Buffer.alloc(0);
 
+  const { execa } = await loadExeca();
   const subprocess = execa(request.bin, request.args, {
     input: request.prompt,
     buffer: false,
