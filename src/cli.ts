@@ -1,20 +1,22 @@
 #!/usr/bin/env node
 import { isConfigError, loadConfig, telemetryDirFor, type Config } from './config/config.js';
-import { runReportCommand } from './cli/report-command.js';
-import { runDoctor } from './cli/doctor.js';
 import { loadModelTiers } from './config/model-tiers.js';
-import { DEFAULT_HTTP_PORT, HttpServerError, startHttpServer } from './transport/http/server.js';
 import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION, type App } from './mcp/server.js';
 import { isStateStoreError } from './store/state-store.js';
 import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './config/telemetry-dir.js';
 import { LineStdioTransport } from './transport/stdio-transport.js';
 
-const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
+// `report`, `doctor` and `--http` are imported when asked for (await import), so a stdio start, which an
+// MCP client waits on, loads only what stdio serving needs.
+
+const helpText = (
+  defaultHttpPort: number,
+): string => `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 
 Usage:
   ${SERVER_NAME}            start the server on stdin/stdout (an MCP client launches this)
   ${SERVER_NAME} --http [--host H] [--port N]
-                            serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${DEFAULT_HTTP_PORT}); a host other
+                            serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${defaultHttpPort}); a host other
                             than loopback needs OLLAMA_MCP_HTTP_TOKEN (clients send Authorization: Bearer <token>)
   ${SERVER_NAME} doctor     check Ollama, the models, the circuits and the settings; exit 1 if something is wrong
   ${SERVER_NAME} report [--since 24h|7d|ISO] [--model M] [--task T] [--status S] [--json | --html FILE] [--dir DIR]
@@ -45,11 +47,13 @@ async function main(argv: readonly string[]): Promise<number> {
       warn(`configuration error: ${error.message}`);
       return 2;
     }
+    const { runReportCommand } = await import('./cli/report-command.js');
     return runReportCommand(argv.slice(1), { telemetryDir, out: process.stdout, err: process.stderr });
   }
   // Asked for, so the answer is the output (stdout), not a diagnostic: `--version | cut`, `--help | less`.
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${HELP}\n`);
+    const { DEFAULT_HTTP_PORT } = await import('./transport/http/server.js');
+    process.stdout.write(`${helpText(DEFAULT_HTTP_PORT)}\n`);
     return 0;
   }
   if (argv.includes('--version') || argv.includes('-v')) {
@@ -57,7 +61,8 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const [command, ...rest] = argv;
-  const http = command === '--http' ? parseHttpArgs(rest) : null;
+  const httpModule = command === '--http' ? await import('./transport/http/server.js') : null;
+  const http = httpModule ? parseHttpArgs(rest, httpModule.DEFAULT_HTTP_PORT) : null;
   if (typeof http === 'string') {
     warn(`${http}. Run \`${SERVER_NAME} --help\`.`);
     return 2;
@@ -74,16 +79,21 @@ async function main(argv: readonly string[]): Promise<number> {
         return 2;
       }
       await loadModelTiers(config); // a bad tier file stops the server: say so here too (exit 2)
+      const { runDoctor } = await import('./cli/doctor.js');
       return await runDoctor(config);
     }
     // Before anything opens a file there: a dir that cannot be written stops start-up with one
     // line naming it, instead of a stack trace the client shows as "Connection closed".
     await prepareTelemetryDir(config.telemetryDir);
-    if (http) await serveHttp(config, http.host, http.port);
+    if (http && httpModule) await serveHttp(config, httpModule, http.host, http.port);
     else await serveStdio(config);
     return 0;
   } catch (error) {
-    if (isConfigError(error) || error instanceof HttpServerError || isTelemetryDirError(error)) {
+    if (
+      isConfigError(error) ||
+      (httpModule !== null && error instanceof httpModule.HttpServerError) ||
+      isTelemetryDirError(error)
+    ) {
       warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
       return 2;
     }
@@ -96,9 +106,9 @@ async function main(argv: readonly string[]): Promise<number> {
 }
 
 /** `--http [--host H] [--port N]`, or what is wrong with them. */
-function parseHttpArgs(args: readonly string[]): { host: string; port: number } | string {
+function parseHttpArgs(args: readonly string[], defaultPort: number): { host: string; port: number } | string {
   let host = '127.0.0.1';
-  let port = DEFAULT_HTTP_PORT;
+  let port = defaultPort;
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i]!;
     const [flag, inline] = arg.split(/=(.*)/s, 2) as [string, string | undefined];
@@ -124,10 +134,19 @@ function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: stri
     })());
 }
 
+type HttpModule = typeof import('./transport/http/server.js');
+
 /** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
-async function serveHttp(config: Config, host: string, port: number): Promise<void> {
+async function serveHttp(config: Config, httpModule: HttpModule, host: string, port: number): Promise<void> {
   const app = await createApp(config, warn);
-  const server = await startHttpServer({ app, createServer: createMcpServer, host, port, token: config.httpToken, log: warn });
+  const server = await httpModule.startHttpServer({
+    app,
+    createServer: createMcpServer,
+    host,
+    port,
+    token: config.httpToken,
+    log: warn,
+  });
   const shutdown = shutdownOnce(app, () => server.close()); // aborts the in-flight calls of every session
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     process.on(signal, () => void shutdown(signal).finally(() => process.exit(0)));

@@ -1,4 +1,4 @@
-import { execa } from 'execa';
+import { loadExeca } from './load-execa.js';
 import { lastErrorLine, isUnreachableMessage, spawnErrorMessage } from './cli-errors.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -39,6 +39,7 @@ export interface CliCommandRequest {
 export async function runCliCommand(request: CliCommandRequest): Promise<CliCommandResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
+  const { execa } = await loadExeca();
   let subprocess;
   try {
     subprocess = execa(request.bin, [...request.args], {

@@ -1,4 +1,4 @@
-import { execa } from 'execa';
+import { loadExeca } from './load-execa.js';
 import { spawnErrorMessage } from './cli-errors.js';
 
 export interface ModelProcessRequest {
@@ -39,6 +39,22 @@ export interface ProcessOutcome {
 
 const STDERR_TAIL_BYTES = 16 * 1024;
 
+/** Model processes still running: killed if this process exits, so none outlives the server. */
+const liveProcesses = new Set<{ kill(signal: NodeJS.Signals): boolean }>();
+let exitHookInstalled = false;
+
+function killOnExit(child: { kill(signal: NodeJS.Signals): boolean }): void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    // Synchronous 'exit' (also after an uncaught error or process.exit): nothing can wait for a
+    // grace period any more, so SIGKILL.
+    process.on('exit', () => {
+      for (const live of liveProcesses) live.kill('SIGKILL');
+    });
+  }
+  liveProcesses.add(child);
+}
+
 /**
  * Run the CLI once: no shell, prompt on stdin, hard timeout (SIGTERM, then SIGKILL after the
  * grace; never SIGINT, which makes the CLI exit 0 with partial output), bounded capture.
@@ -51,8 +67,13 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
   let truncated = false;
   let stderrTail = Buffer.alloc(0);
 
+  const { execa } = await loadExeca();
   const subprocess = execa(request.bin, request.args, {
-    input: request.prompt,
+    // Lean options, measured on the hot path (paired with child_process.spawn): the prompt is
+    // written to the stdin pipe below instead of `input` (which builds a stream pipeline), and
+    // `cleanup` (signal-exit hooks added and removed on every spawn) is replaced by one exit hook.
+    stdin: 'pipe',
+    cleanup: false,
     buffer: false,
     reject: false,
     env: request.env,
@@ -63,6 +84,10 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
     ...(request.signal ? { cancelSignal: request.signal } : {}),
     windowsHide: true,
   });
+  killOnExit(subprocess);
+  // Written whole, then closed: the CLI reads stdin to EOF before it starts. A CLI that exits
+  // before reading it makes this EPIPE, which execa ignores (the exit code tells what happened).
+  subprocess.stdin?.end(request.prompt);
 
   subprocess.stdout?.on('data', (chunk: Buffer) => {
     if (truncated) return;
@@ -83,7 +108,7 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
     stderrTail = joined.length > STDERR_TAIL_BYTES ? joined.subarray(joined.length - STDERR_TAIL_BYTES) : joined;
   });
 
-  const result = await subprocess;
+  const result = await subprocess.finally(() => liveProcesses.delete(subprocess));
   const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.isCanceled && !result.signal;
   return {
     stdout: decodeUtf8Prefix(Buffer.concat(stdoutChunks)),

@@ -3,9 +3,6 @@ import * as z from 'zod';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
 import { isReportUsageError, parseSince, type RunFilters } from '../report/filters.js';
-import { listRunLogFiles } from '../telemetry/log-files.js';
-import { renderReportText } from '../report/render-text.js';
-import { summarizeRuns } from '../report/summary.js';
 import {
   compactRunsSummarySchema,
   SUMMARY_SCHEMA_VERSION,
@@ -142,6 +139,12 @@ export function ollamaRunsSummaryTool(deps: { readonly telemetryDir: string; rea
       if (input.model !== undefined) filters.model = input.model;
       if (input.task !== undefined) filters.task = input.task;
       if (input.status !== undefined) filters.status = input.status;
+      // The log reader and the report are loaded on the first call: a server start does not need them.
+      const [{ summarizeRuns }, { listRunLogFiles }, { renderReportText }] = await Promise.all([
+        import('../report/summary.js'),
+        import('../telemetry/log-files.js'),
+        import('../report/render-text.js'),
+      ]);
       let summary: RunsSummary;
       try {
         summary = await summarizeRuns(await listRunLogFiles(deps.telemetryDir), filters, { now });

@@ -1,0 +1,106 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { describe, expect, it } from 'vitest';
+import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv } from './harness.js';
+
+// An MCP client waits for the server's `initialize` reply before it can do anything: a stdio start
+// must not load the HTTP server, the report, `doctor`, or execa (loaded on the first spawn).
+// The `--import` hook records every module the process loads, dynamic imports included.
+const RECORDER = path.join(ROOT, 'test/fixtures/record-modules.mjs');
+
+const NOT_FOR_STDIO_START: Record<string, RegExp> = {
+  'the HTTP transport': /\/dist\/transport\/http\//,
+  'the report command': /\/dist\/cli\/report-command\.js$/,
+  'the report (summary, text, HTML)': /\/dist\/report\/(summary|render-text|render-html|html)\.js$/,
+  doctor: /\/dist\/cli\/doctor\.js$/,
+  execa: /\/node_modules\/execa\//,
+};
+
+function loadedModules(file: string): string[] {
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean);
+}
+
+function unexpectedlyLoaded(modules: readonly string[]): string[] {
+  return Object.entries(NOT_FOR_STDIO_START)
+    .filter(([, pattern]) => modules.some((url) => pattern.test(url)))
+    .map(([what]) => what);
+}
+
+describe('lazy loading', () => {
+  it('a stdio start loads only what serving needs; execa and the report load on first use', async () => {
+    const sandbox = makeSandbox();
+    const record = path.join(sandbox.traceDir, 'modules.txt');
+    const child = spawn(process.execPath, ['--import', RECORDER, SERVER_ENTRY], {
+      env: serverEnv(sandbox, { RECORD_MODULES_FILE: record }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const replies = new Map<number, (message: { result?: unknown }) => void>();
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const message = JSON.parse(line) as { id?: number; result?: unknown };
+      if (message.id !== undefined) replies.get(message.id)?.(message);
+    });
+    const request = (id: number, method: string, params: unknown) =>
+      new Promise<{ result?: unknown }>((resolve) => {
+        replies.set(id, resolve);
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+      });
+
+    try {
+      await request(1, 'initialize', {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'lazy-test', version: '1.0.0' },
+      });
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+      const list = (await request(2, 'tools/list', {})) as { result: { tools: { name: string }[] } };
+      expect(list.result.tools.map((tool) => tool.name)).toContain('ollama_runs_summary');
+
+      const atStart = loadedModules(record);
+      // The recorder works: it saw the entry and the MCP server.
+      expect(atStart.some((url) => url.endsWith('/dist/cli.js'))).toBe(true);
+      expect(atStart.some((url) => url.endsWith('/dist/mcp/server.js'))).toBe(true);
+      expect(unexpectedlyLoaded(atStart)).toEqual([]);
+
+      const run = (await request(3, 'tools/call', {
+        name: 'ollama_run',
+        arguments: { model: 'llama3.2', prompt: 'say ok', task_id: 'lazy-1' },
+      })) as { result: { isError?: boolean; content: { text: string }[] } };
+      expect(run.result.isError).toBeFalsy();
+      expect(run.result.content[0]!.text).toMatch(/^fake answer from llama3\.2: say ok/);
+      const summary = (await request(4, 'tools/call', { name: 'ollama_runs_summary', arguments: {} })) as {
+        result: { isError?: boolean; content: { text: string }[] };
+      };
+      expect(summary.result.isError).toBeFalsy();
+      expect(summary.result.content[0]!.text).toContain('llama3.2');
+
+      const afterUse = loadedModules(record);
+      expect(afterUse.some((url) => NOT_FOR_STDIO_START.execa!.test(url))).toBe(true);
+      expect(afterUse.some((url) => url.endsWith('/dist/report/summary.js'))).toBe(true);
+      // Still nothing of HTTP or doctor.
+      expect(unexpectedlyLoaded(afterUse).sort()).toEqual(['execa', 'the report (summary, text, HTML)']);
+    } finally {
+      child.stdin.end();
+      await exited;
+    }
+  });
+
+  it('`report` and `doctor` still load what they need when asked for', () => {
+    const sandbox = makeSandbox();
+    const record = path.join(sandbox.traceDir, 'modules.txt');
+    const env = serverEnv(sandbox, { RECORD_MODULES_FILE: record });
+    const report = spawnSync(process.execPath, ['--import', RECORDER, SERVER_ENTRY, 'report', '--json'], {
+      env,
+      encoding: 'utf8',
+    });
+    expect(report.status).toBe(0);
+    expect(() => JSON.parse(report.stdout)).not.toThrow();
+    expect(loadedModules(record).some((url) => url.endsWith('/dist/cli/report-command.js'))).toBe(true);
+
+    const doctor = spawnSync(process.execPath, ['--import', RECORDER, SERVER_ENTRY, 'doctor'], { env, encoding: 'utf8' });
+    expect(doctor.stdout + doctor.stderr).toMatch(/\S/);
+    expect(loadedModules(record).some((url) => url.endsWith('/dist/cli/doctor.js'))).toBe(true);
+  });
+});
