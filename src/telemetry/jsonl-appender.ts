@@ -99,14 +99,11 @@ const EMPTY = Buffer.alloc(0);
  * The file is opened and closed per append, so a log deleted or replaced by someone else is
  * recreated on the next append instead of written into a dead inode.
  *
- * **Synchronous in the common case.** When no earlier append of this instance is pending, the
- * record is written before `append` returns: open, fstat, a one-byte read of the tail, one
- * `writeSync` of the whole line, close, on the calling thread (a few syscalls, tens of µs for a
- * run record; a thread-pool round trip per step cost more than the work itself). The appender
- * falls back to the asynchronous path, which never blocks, only where waiting may be needed:
- * when the file's last line has no `\n` yet (a torn line, or another process's big write in
- * progress: see {@link guardTornTail}), or when rotation needs a listing and `files.listSync` is
- * not given. Appends issued while one is pending queue behind it, so call order is kept.
+ * **Synchronous in the common case**: with nothing pending, the line is written before `append`
+ * returns (open, fstat, a one-byte tail read, one `writeSync`, close: tens of µs, less than one
+ * thread-pool round trip). Only where waiting may be needed (a tail without `\n`, see
+ * {@link guardTornTail}; a rotation listing without `files.listSync`) does it go the asynchronous
+ * way; later appends queue behind it, so call order is kept.
  *
  * With `rotation`, the append goes to the active file (the last of `rotation.files.list()`, cached)
  * unless its size (fstat after open) plus the line would pass `maxBytes` and it is not empty; then
@@ -116,14 +113,10 @@ const EMPTY = Buffer.alloc(0);
  * Before leaving a full file whose last line is torn, the appender ends that line with `\n`, so
  * that the files concatenated in reading order never glue a torn line onto the next file's first.
  *
- * **Size bound.** The check and the write are not atomic across processes: with `k` processes
- * appending to the same log, a file holds at most `max(maxBytes, its largest line) + (k - 1) * L`
- * bytes, `L` being the largest line written (plus one byte per torn-line repair). Proof sketch:
- * take the write into the file whose fstat came last; every line that landed earlier is counted
- * in that fstat, which left room for that write's own line (or saw an empty file), and every line
- * that landed later was already in flight, at most one per process since each appender writes one
- * line at a time. One process alone never passes `maxBytes` except with a single oversized line.
- * (Escape hatch: after {@link MAX_HOPS} full files in a row the line is written anyway.)
+ * **Size bound.** The check and the write are not atomic across processes: with `k` processes on
+ * one log, a file holds at most `max(maxBytes, its largest line) + (k - 1) * L` bytes (`L` the
+ * largest line): every process has at most one line in flight past the last fstat. One process
+ * alone never passes `maxBytes` except with a single oversized line.
  */
 export class JsonlAppender {
   /**
