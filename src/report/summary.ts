@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 
-import { canonicalModelName, MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../ollama/model-name.js';
+import { canonicalModelName, modelKeyOf } from '../ollama/model-name.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
 import { createRecordParser, type SelectedFields } from '../telemetry/fast-record-parser.js';
 import type { SkipReason } from '../telemetry/jsonl-reader.js';
@@ -152,8 +152,7 @@ export async function summarizeRuns(
   const modelKey = (name: string): string => {
     let key = keyCache.get(name);
     if (key === undefined) {
-      // Only real model names are canonicalized; anything else (refused as invalid input) stays as logged.
-      key = name.length <= MODEL_NAME_MAX_LENGTH && MODEL_NAME_PATTERN.test(name) ? canonicalModelName(name) : name;
+      key = modelKeyOf(name); // only real model names are canonicalized; invalid input stays as logged
       if (keyCache.size < 10_000) keyCache.set(name, key);
     }
     return key;

@@ -1,22 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
 import { LogHistogram, roundMs } from '../../../src/report/histogram.js';
+import { prng } from '../../helpers/seeded-random.js';
 
 /** The exact nearest-rank quantile, as jq's `sort | .[ceil(n * q) - 1]` gives it. */
 function exact(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length))) - 1]!;
-}
-
-/** Seeded PRNG (mulberry32), so a failure can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const QUANTILES = [0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999];

@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { parseIsoTime } from '../../../src/report/iso-time.js';
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../../helpers/seeded-random.js';
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { RecentCounts } from '../../../src/report/recent-counts.js';
+import { prng } from '../../helpers/seeded-random.js';
 
 /** The reference: two Maps swapped per generation, as the summary first kept its tasks. */
 class MapRecentCounts {
@@ -33,17 +34,6 @@ class MapRecentCounts {
     this.#old.delete(key);
     return count;
   }
-}
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('RecentCounts', () => {

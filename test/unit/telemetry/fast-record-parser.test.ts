@@ -4,6 +4,7 @@ import { createRecordParser, type LineParser, type SelectedFields } from '../../
 import { parseLine, type JsonObject } from '../../../src/telemetry/jsonl-reader.js';
 import { RUN_RECORD_SCHEMA_VERSION, type ControlRecord, type RunRecord } from '../../../src/telemetry/run-record.js';
 import { sampleRecord } from './sample-record.js';
+import { prng } from '../../helpers/seeded-random.js';
 
 // What the summary reads, plus nested and array values (circuit, warnings) to cover their building.
 const FIELDS = [
@@ -23,18 +24,6 @@ const FIELDS = [
   'exit_code',
 ] as const;
 type Parsed = SelectedFields<(typeof FIELDS)[number]>;
-
-/** mulberry32: a seeded PRNG, so a failure can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Both paths on one line: the parser's answer, and `parseLine`'s (JSON.parse + the reader's checks). */
 function run(parse: LineParser<Parsed>, line: string | Buffer): { got: Parsed | string; want: JsonObject | string } {
