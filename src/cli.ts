@@ -5,18 +5,17 @@ import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION, type App } fro
 import { isStateStoreError } from './store/state-store.js';
 import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './config/telemetry-dir.js';
 import { LineStdioTransport } from './transport/stdio-transport.js';
+import { DEFAULT_HTTP_PORT } from './config/ranges.js';
 
 // `report`, `doctor` and `--http` are imported when asked for (await import), so a stdio start, which an
 // MCP client waits on, loads only what stdio serving needs.
 
-const helpText = (
-  defaultHttpPort: number,
-): string => `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
+const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 
 Usage:
   ${SERVER_NAME}            start the server on stdin/stdout (an MCP client launches this)
   ${SERVER_NAME} --http [--host H] [--port N]
-                            serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${defaultHttpPort}); a host other
+                            serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${DEFAULT_HTTP_PORT}); a host other
                             than loopback needs OLLAMA_MCP_HTTP_TOKEN (clients send Authorization: Bearer <token>)
   ${SERVER_NAME} doctor     check Ollama, the models, the circuits and the settings; exit 1 if something is wrong
   ${SERVER_NAME} report [--since 24h|7d|ISO] [--model M] [--task T] [--status S] [--json | --html FILE] [--dir DIR]
@@ -52,8 +51,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   // Asked for, so the answer is the output (stdout), not a diagnostic: `--version | cut`, `--help | less`.
   if (argv.includes('--help') || argv.includes('-h')) {
-    const { DEFAULT_HTTP_PORT } = await import('./transport/http/server.js');
-    process.stdout.write(`${helpText(DEFAULT_HTTP_PORT)}\n`);
+    process.stdout.write(`${HELP}\n`);
     return 0;
   }
   if (argv.includes('--version') || argv.includes('-v')) {
@@ -62,7 +60,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const [command, ...rest] = argv;
   const httpModule = command === '--http' ? await import('./transport/http/server.js') : null;
-  const http = httpModule ? parseHttpArgs(rest, httpModule.DEFAULT_HTTP_PORT) : null;
+  const http = httpModule ? parseHttpArgs(rest) : null;
   if (typeof http === 'string') {
     warn(`${http}. Run \`${SERVER_NAME} --help\`.`);
     return 2;
@@ -106,9 +104,9 @@ async function main(argv: readonly string[]): Promise<number> {
 }
 
 /** `--http [--host H] [--port N]`, or what is wrong with them. */
-function parseHttpArgs(args: readonly string[], defaultPort: number): { host: string; port: number } | string {
+function parseHttpArgs(args: readonly string[]): { host: string; port: number } | string {
   let host = '127.0.0.1';
-  let port = defaultPort;
+  let port = DEFAULT_HTTP_PORT;
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i]!;
     const [flag, inline] = arg.split(/=(.*)/s, 2) as [string, string | undefined];

@@ -13,3 +13,6 @@ export const SETTING_RANGES = {
 /** OLLAMA_MCP_HTTP_TOKEN's shortest length, checked by the config and by the HTTP server itself. */
 export const HTTP_TOKEN_MIN_CHARS = 16;
 export const HTTP_TOKEN_TOO_SHORT = `OLLAMA_MCP_HTTP_TOKEN must be at least ${HTTP_TOKEN_MIN_CHARS} characters (use a random secret)`;
+
+/** The port `--http` serves on when none is given (`startHttpServer`'s own default is 0: any free port). */
+export const DEFAULT_HTTP_PORT = 3333;

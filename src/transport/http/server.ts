@@ -37,8 +37,7 @@ import { SessionTable, type Session } from './sessions.js';
 
 export { isLoopbackHost };
 
-/** The port the CLI should use when none is given (not used by `startHttpServer`, whose default is 0). */
-export const DEFAULT_HTTP_PORT = 3333;
+export { DEFAULT_HTTP_PORT } from '../../config/ranges.js';
 /** The only path served. */
 export const MCP_PATH = '/mcp';
 /** Request bodies above this are refused with 413: the same limit as a stdio message, so every valid call fits. */
