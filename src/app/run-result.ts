@@ -32,6 +32,15 @@ export const runWarningSchema = z.object({
 
 export type RunWarning = z.infer<typeof runWarningSchema>;
 
+/** A model of a fallback chain that could not serve the call, before the one that produced the result. */
+export const fallbackEntrySchema = z.object({
+  model: z.string(),
+  status: z.enum(RUN_STATUSES).describe('how its attempt ended'),
+  run_id: z.string().describe("its attempt's runs.jsonl line"),
+});
+
+export type FallbackEntry = z.infer<typeof fallbackEntrySchema>;
+
 /** What every `ollama_run` result carries, success or failure. */
 export const runMetadataSchema = z.object({
   status: z.enum(RUN_STATUSES).describe('how the attempt ended; see the README failure table'),
@@ -65,6 +74,11 @@ export const runMetadataSchema = z.object({
     .describe(
       'empty normally; otherwise the retry ledger or the circuit could not be updated for this attempt, so retry_count and escalation may lag: read each message',
     ),
+  chain_id: z.string().nullable().describe("shared by every model's runs.jsonl line of this call; null without a fallback chain"),
+  fallback: z
+    .array(fallbackEntrySchema)
+    .describe('the models of the fallback chain tried before `model`, in order, and how each ended; [] when none'),
+  busy_retries: z.number().int().describe('retries inside this call after Ollama answered "server busy"'),
 });
 
 export type RunMetadata = z.infer<typeof runMetadataSchema>;

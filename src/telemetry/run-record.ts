@@ -15,6 +15,10 @@ export interface RunRecord {
   readonly run_id: string;
   /** Set when the attempt was one job of an `ollama_run_many` call. */
   readonly batch_id: string | null;
+  /** Shared by every model's attempt of a call with a fallback chain; null without one. Absent from older lines. */
+  readonly chain_id?: string | null;
+  /** 0 for the chain's first model, 1 for the next...; null without a chain. Absent from older lines. */
+  readonly chain_step?: number | null;
   readonly tool: string;
   /** The model name as given (cut to 200 characters when the input was invalid). */
   readonly model: string;
@@ -42,6 +46,10 @@ export interface RunRecord {
   readonly max_retries: number;
   readonly escalate: boolean;
   readonly escalation_reason: EscalationReason | null;
+  /** 0 for a model's first try in the call, n for its n-th retry after `server_busy`. Absent from older lines. */
+  readonly busy_try?: number;
+  /** The server went on after this line (a busy retry, or the chain's next model): not the caller's result. Absent from older lines. */
+  readonly will_retry?: boolean;
   readonly circuit: {
     readonly state: CircuitName;
     readonly consecutive_failures: number;
