@@ -43,8 +43,12 @@ export const FALLTHROUGH: Readonly<Record<RunStatus, FallthroughRule>> = {
   invalid_input: 'never',
 };
 
-/** Another try is started only when at least this much of the call's deadline is left (the smallest timeout_ms). */
-export const MIN_TRY_MS = 100;
+/**
+ * Another try (the next model, or a busy retry) is started only when at least this much of its time
+ * is left: a shorter try would mostly time out while its process starts, and the caller would get a
+ * `timeout` for a model that never had a chance.
+ */
+export const MIN_TRY_MS = 1_000;
 
 /** At most this many fallback models per call (and per tier rule). */
 export const MAX_FALLBACK_MODELS = 5;

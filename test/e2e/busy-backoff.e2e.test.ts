@@ -1,8 +1,6 @@
 // Busy backoff through the built server: Ollama's `503 ... server busy` is retried inside the call
 // after a jittered backoff, each try logged, none counted against the task or the circuit; only
 // when the retries are spent does the caller see server_busy.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeSandbox, readRuns, spawnCount, startServer, type RunningServer, type Sandbox } from './harness.js';
@@ -13,11 +11,13 @@ describe('busy backoff', () => {
     await server?.close();
     server = undefined;
   });
-  const counterFile = () => path.join(mkdtempSync(path.join(tmpdir(), 'busy-counter-')), 'count');
 
   it('a server busy twice then free ends ok: retry_count 0, busy_retries 2, three lines', async () => {
     const sandbox: Sandbox = makeSandbox();
-    server = await startServer(sandbox, { FAKE_OLLAMA_BUSY_TIMES: '2', FAKE_OLLAMA_COUNTER_FILE: counterFile() });
+    server = await startServer(sandbox, {
+      FAKE_OLLAMA_BUSY_TIMES: '2',
+      FAKE_OLLAMA_COUNTER_FILE: path.join(sandbox.fakeStateDir, 'busy-count'),
+    });
     const r = await server.run({ model: 'llama3.2', prompt: 'hello', task_id: 'busy-1' });
     expect(r.metadata).toMatchObject({ status: 'ok', retry_count: 0, busy_retries: 2, escalate: false, chain_id: null });
     expect(r.metadata.circuit.consecutive_failures).toBe(0);
@@ -60,7 +60,7 @@ describe('busy backoff', () => {
   it('waits only within deadline_ms', async () => {
     const sandbox = makeSandbox();
     server = await startServer(sandbox, { OLLAMA_MCP_BUSY_RETRIES: '10' });
-    const deadlineMs = 1_200;
+    const deadlineMs = 2_500;
     const startedAt = Date.now();
     const r = await server.run({ model: 'llama3.2', prompt: 'x @fake:error=busy', deadline_ms: deadlineMs });
     const elapsed = Date.now() - startedAt;
