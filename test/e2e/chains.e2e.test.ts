@@ -121,6 +121,29 @@ describe('fallback chains', () => {
     expect(elapsed).toBeLessThan(deadlineMs + 3_000); // the kill grace and process start-ups, on a busy machine
   });
 
+  it('each ollama_run_many job has its own chain', async () => {
+    const result = await server.client.callTool({
+      name: 'ollama_run_many',
+      arguments: {
+        jobs: [
+          { model: 'broken:1b', fallback_models: ['good:1b'], prompt: 'one' },
+          { model: 'good2:1b', prompt: 'two' },
+        ],
+      },
+    });
+    const batch = result.structuredContent as { batch_id: string; results: { metadata: Record<string, unknown> }[] };
+    expect(batch.results.map((r) => [r.metadata.status, r.metadata.model, (r.metadata.fallback as unknown[]).length])).toEqual([
+      ['ok', 'good:1b', 1],
+      ['ok', 'good2:1b', 0],
+    ]);
+    const chainId = batch.results[0]!.metadata.chain_id as string;
+    expect(linesOf(chainId).map((l) => [l.batch_id, l.tool, l.chain_step])).toEqual([
+      [batch.batch_id, 'ollama_run_many', 0],
+      [batch.batch_id, 'ollama_run_many', 1],
+    ]);
+    expect(batch.results[1]!.metadata.chain_id).toBeNull();
+  });
+
   it('refuses a bad fallback_models before spawning anything, naming the entry', async () => {
     const cases = [
       [{ fallback_models: ['good:1b', 'library/good:1b'] }, 'fallback_models.1', 'listed twice'],
