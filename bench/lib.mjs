@@ -169,13 +169,13 @@ const liveServers = new Set();
 
 /**
  * Start the built server over stdio exactly as an MCP client does (same as test/e2e/harness.ts).
- * `nodeArgs` lets the caller add e.g. --cpu-prof.
+ * `nodeArgs` lets the caller add e.g. --cpu-prof; `entry` runs another build (an A/B comparison).
  */
-export async function startServer({ bin, telemetryDir, env = {}, nodeArgs = [] }) {
-  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+export async function startServer({ bin, telemetryDir, env = {}, nodeArgs = [], entry = SERVER_ENTRY }) {
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [...nodeArgs, SERVER_ENTRY],
+    args: [...nodeArgs, entry],
     env: baseEnv({ OLLAMA_BIN: bin, OLLAMA_MCP_TELEMETRY_DIR: telemetryDir, ...env }),
     stderr: 'pipe',
     cwd: ROOT,
