@@ -279,7 +279,7 @@ function printState(s) {
     `  contended  p50 ${ms(s.contended.p50, 3)}  p95 ${ms(s.contended.p95, 3)}  max ${ms(s.contended.max, 3)} ms  (${s.contendedTxPerS.toFixed(0)} tx/s here, ${s.hammerTxPerS.toFixed(0)} tx/s in the other process)`,
   );
   say(
-    `  floor      p50 ${ms(s.floor.p50, 3)}  p95 ${ms(s.floor.p95, 3)} ms  (sync mkdir lock + serialise and write-temp-rename one ${(s.floor.shardBytes / 1024).toFixed(0)} KiB shard)`,
+    `  floor      p50 ${ms(s.floor.p50, 3)}  p95 ${ms(s.floor.p95, 3)} ms  (sync lock file + serialise and write-temp-rename one ${(s.floor.shardBytes / 1024).toFixed(0)} KiB shard)`,
   );
   say();
 }
@@ -402,7 +402,7 @@ function targetRows({ overhead: o, throughput: t, state: s, startup: u, report: 
 }
 
 function ledgerWhy(s, x, contended) {
-  const floor = `the floor (sync mkdir lock + write-temp-then-rename of one task shard of the same size) is ${ms(s.floor.p50, 3)} / ${ms(s.floor.p95, 3)} ms p50 / p95 here`;
+  const floor = `the floor (sync lock file + write-temp-then-rename of one task shard of the same size) is ${ms(s.floor.p50, 3)} / ${ms(s.floor.p95, 3)} ms p50 / p95 here`;
   const wait = contended ? `; part of it is waiting for the other process's lock (it ran ${s.hammerTxPerS.toFixed(0)} tx/s)` : '';
   if (s.floor.p50 >= x.p50)
     return `${floor}, at or above the store's own p50: this run's disk or CPU contention dominates (see "other processes"), rerun on an idle machine${wait}.`;
