@@ -297,6 +297,29 @@ export function spawnDirect(bin, args, input, env) {
   });
 }
 
+/**
+ * The same run through the server's own spawn function (`runModelProcess` from dist/: execa with
+ * the server's lean options, its timeout, output cap and stderr tail), outside the server: the floor
+ * the server keeps, since execa is part of its design.
+ */
+export async function runnerDirect(bin, args, input, env) {
+  const { runModelProcess } = await import('../dist/ollama/model-process.js');
+  const outcome = await runModelProcess({
+    bin,
+    args,
+    prompt: input,
+    env,
+    timeoutMs: 120_000,
+    killGraceMs: 5_000,
+    maxOutputBytes: 1024 * 1024,
+  });
+  if (outcome.exitCode !== 0 || !outcome.stdout.trim())
+    throw new Error(
+      `runModelProcess of ${bin} failed: exit ${outcome.exitCode} ${outcome.signal ?? ''} ${outcome.stderrTail.slice(-300)}`,
+    );
+  return outcome.stdout;
+}
+
 /** The same run with execa's defaults (what a plain `execa(bin, args, { input })` costs). */
 export async function execaDirect(bin, args, input, env) {
   const result = await execa(bin, args, { input, reject: false, env, extendEnv: false });
