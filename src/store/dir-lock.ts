@@ -13,7 +13,9 @@ const LOCK_FILE_MODE = 0o600;
  * every run with a task_id. Earlier versions of this server locked with proper-lockfile, which makes
  * `<file>.lock` a directory: the two still exclude each other, since each one's create fails with
  * EEXIST while the other's lock exists, whatever its kind; both judge staleness by the mtime, and a
- * stale lock of either kind is removed here.
+ * stale lock of either kind is removed here. (An older server cannot remove a stale lock file,
+ * which it would `rmdir`: after a crash of this server it fails to lock, saying so in its results,
+ * until a current server takes the stale file over.)
  *
  * **No mtime refresh while held.** proper-lockfile refreshes the mtime every `stale / 2` ms so a
  * long-held lock is not taken for a dead one. A transaction here runs synchronously from create
@@ -71,16 +73,16 @@ export class DirLock {
       : null;
   }
 
-  /**
-   * Removes a stale lock. Two processes that judge it stale at the same moment could in theory
-   * remove each other's fresh lock between the `stat` and the removal: the same window
-   * proper-lockfile has, only after a crash, and microseconds wide.
-   */
   #create(): void {
     closeSync(openSync(this.path, CREATE_EXCLUSIVE, LOCK_FILE_MODE));
     this.#takenAt = performance.now();
   }
 
+  /**
+   * Removes a stale lock. Two processes that judge it stale at the same moment could in theory
+   * remove each other's fresh lock between the `stat` and the removal: the same window
+   * proper-lockfile has, only after a crash, and microseconds wide.
+   */
   #removeIfStale(now: number): boolean {
     try {
       const lock = statSync(this.path);
