@@ -15,6 +15,7 @@ import { cliEnvironment } from '../ollama/child-env.js';
 import { buildRunArgs } from '../ollama/cli-args.js';
 import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
+import { parseUsage } from '../ollama/verbose-stats.js';
 import type { SlotLimiter } from './slot-limiter.js';
 import type { StateStore } from '../store/state-store.js';
 import type { RunLog } from '../telemetry/run-log.js';
@@ -192,7 +193,8 @@ export class RunService {
     } finally {
       turn.release();
     }
-    return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled });
+    const usage = parseUsage(outcome.stderrTail);
+    return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled, usage });
   }
 
   #newCall(request: RunRequest): Call {
