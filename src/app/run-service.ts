@@ -16,6 +16,7 @@ import { buildRunArgs } from '../ollama/cli-args.js';
 import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
 import { parseUsage } from '../ollama/verbose-stats.js';
+import { cliContextCheck, type ContextCheck } from './context-check.js';
 import type { SlotLimiter } from './slot-limiter.js';
 import type { StateStore } from '../store/state-store.js';
 import type { RunLog } from '../telemetry/run-log.js';
@@ -65,6 +66,7 @@ export class RunService {
   readonly #scheduler: TurnScheduler;
   readonly #inFlight = new Set<Promise<RunResult>>();
   readonly #shutdown = new AbortController();
+  readonly #contextCheck: ContextCheck;
 
   constructor(deps: RunServiceDeps) {
     const config = deps.config;
@@ -73,6 +75,7 @@ export class RunService {
     this.#clock = deps.clock ?? Date.now;
     this.#spawn = deps.spawn ?? runModelProcess;
     this.#env = cliEnvironment(config, deps.env);
+    this.#contextCheck = cliContextCheck(config, this.#env, this.#clock);
     const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     this.#preflight = deps.preflight;
@@ -194,6 +197,8 @@ export class RunService {
       turn.release();
     }
     const usage = parseUsage(outcome.stderrTail);
+    const truncation = await this.#contextCheck.warningFor(request.model, usage); // spawns only for a large prompt
+    if (truncation !== null) call.warnings.push(truncation);
     return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled, usage });
   }
 
