@@ -33,9 +33,13 @@ export const NO_USAGE: RunUsage = Object.freeze({
  * One stats line, as api.Metrics.Summary prints it: `<label>: <padding><value>[ token(s) | tokens/s]`.
  * Not anchored at the line start: the spinner's leftovers can precede the first line. The
  * alternation lists `prompt eval …` first so `prompt eval count` is never read as `eval count`.
+ * Used to tell stats from errors (cli-errors.ts); parseUsage reads the lines without it, faster.
  */
 const STAT_LINE =
   /(total duration|load duration|prompt eval count|prompt eval duration|prompt eval rate|eval count|eval duration|eval rate): +(\S+)(?: (token\(s\)|tokens\/s))? *$/;
+
+/** `prompt eval ` + margin: the most a label holds before its `duration:`. */
+const LONGEST_LABEL_BEFORE_DURATION = 32;
 
 type Label =
   | 'total duration'
@@ -47,14 +51,43 @@ type Label =
   | 'eval duration'
   | 'eval rate';
 
-/** Every stats line the CLI printed, by label (the last one wins). */
+const LABELS: ReadonlySet<string> = new Set<Label>([
+  'total duration',
+  'load duration',
+  'prompt eval count',
+  'prompt eval duration',
+  'prompt eval rate',
+  'eval count',
+  'eval duration',
+  'eval rate',
+]);
+
+/**
+ * Every stats line the CLI printed, by label (the last one wins): the raw value after the label.
+ * On every run's path, so it is lean (a few µs): one indexOf for a run without stats; otherwise only
+ * the text from about the first label on (past up to 16 KiB of spinner frames) is split, and only
+ * lines holding an escape are stripped.
+ */
 function statLines(stderr: string): Map<Label, string> {
   const found = new Map<Label, string>();
-  // Cheap test first: a run without --verbose stats (most failures) costs one indexOf.
-  if (!stderr.includes('duration:')) return found;
-  for (const line of stripVTControlCharacters(stderr).split(/\r?\n|\r/)) {
-    const match = STAT_LINE.exec(line);
-    if (match) found.set(match[1] as Label, match[2]!);
+  const first = stderr.indexOf('duration:');
+  if (first === -1) return found;
+  // From the last escape before the first label (a whole sequence: never half of one glued to a
+  // label), which also keeps any plain line printed before it; from the start when there is none.
+  const from = stderr.lastIndexOf('\u001b', Math.max(0, first - LONGEST_LABEL_BEFORE_DURATION));
+  const tail = from > 0 ? stderr.slice(from) : stderr;
+  for (const raw of tail.split('\n')) {
+    const line = raw.includes('\u001b') ? stripVTControlCharacters(raw) : raw;
+    const colon = line.indexOf(':');
+    if (colon === -1) continue;
+    // The label is the run of lowercase letters and spaces before the colon (spinner leftovers
+    // can precede the first one on its line).
+    let start = colon;
+    for (let c = line.charCodeAt(start - 1); start > 0 && ((c >= 97 && c <= 122) || c === 32); c = line.charCodeAt(start - 1)) {
+      start -= 1;
+    }
+    const label = line.slice(start, colon).trim();
+    if (LABELS.has(label)) found.set(label as Label, line.slice(colon + 1).trim());
   }
   return found;
 }
@@ -71,7 +104,8 @@ export function parseUsage(stderr: string): RunUsage {
   const count = (label: Label): number | null => {
     const raw = lines.get(label);
     if (raw === undefined) return 0;
-    return /^\d+$/.test(raw) ? Number(raw) : null;
+    const match = /^(\d+) token\(s\)$/.exec(raw);
+    return match ? Number(match[1]) : null;
   };
   const durationMs = (label: Label): number | null => {
     const raw = lines.get(label);
@@ -81,8 +115,8 @@ export function parseUsage(stderr: string): RunUsage {
   };
   const rate = (label: Label): number | null => {
     const raw = lines.get(label);
-    if (raw === undefined || !/^\d+(?:\.\d+)?$/.test(raw)) return null;
-    return Number(raw);
+    const match = raw === undefined ? null : /^(\d+(?:\.\d+)?) tokens\/s$/.exec(raw);
+    return match ? Number(match[1]) : null;
   };
   return {
     prompt_tokens: count('prompt eval count'),

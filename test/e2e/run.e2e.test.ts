@@ -103,7 +103,7 @@ describe('ollama_run end to end: answers and outcome classification', () => {
     const runs = readRuns(sandbox);
     expect(runs.length).toBe(12); // 1 + 2 + 8 + 1 calls above
     for (const run of runs) {
-      expect(run).toMatchObject({ v: 1, tool: 'ollama_run' });
+      expect(run).toMatchObject({ v: 2, tool: 'ollama_run' });
       expect(typeof run.ts).toBe('string');
       expect(run).not.toHaveProperty('prompt');
       expect(run).not.toHaveProperty('output');

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isVerboseStatsLine, NO_USAGE, parseGoDuration, parseUsage } from '../../../src/ollama/verbose-stats.js';
 
@@ -57,6 +59,13 @@ describe('parseUsage', () => {
     });
   });
 
+  it('reads the same after 16 KiB of spinner frames, whichever escape ends right before the first label', () => {
+    const expected = parseUsage(`${SPINNER}${FULL}${TRAILER}`);
+    for (const glue of ['\u001b[?2026l', '\u001b[?25l', '\u001b[K', '\u001b[1G\u2819 ', '']) {
+      expect(parseUsage(`${SPINNER.repeat(120)}${glue}${FULL}${TRAILER}`), JSON.stringify(glue)).toEqual(expected);
+    }
+  });
+
   it('reads the stats when a braille frame is left on the same line as the first one', () => {
     const usage = parseUsage(`\u001b[1G\u2819 total duration:       1m2.5s\neval count:           3 token(s)\n`);
     expect(usage.total_ms).toBe(62_500);
@@ -107,6 +116,23 @@ describe('parseUsage', () => {
 
   it('ignores lines that only look alike (a model quoting them would be on stdout anyway)', () => {
     expect(parseUsage('the total duration: was long\n')).toEqual(NO_USAGE);
+  });
+});
+
+describe("the bench's C fake (bench/fake.c)", () => {
+  it('prints stats this parser reads in full', () => {
+    const source = readFileSync(path.resolve(__dirname, '../../../bench/fake.c'), 'utf8');
+    const block = /if \(verbose\) \{\s*fputs\(((?:\s*"[^"]*")+)/.exec(source)?.[1];
+    expect(block).toBeDefined();
+    const text = [...block!.matchAll(/"([^"]*)"/g)].map((m) => m[1]!.replaceAll('\\n', '\n')).join('');
+    expect(parseUsage(text)).toEqual({
+      prompt_tokens: 26,
+      output_tokens: 2,
+      tokens_per_second: 85.27,
+      prompt_tokens_per_second: 569.2,
+      load_ms: 1.112,
+      total_ms: 104.217,
+    });
   });
 });
 
