@@ -63,7 +63,7 @@ export function toRunMetadata(attempt: Attempt, warnings: RunWarning[]): RunMeta
     prompt_chars: request.prompt.length,
     output_chars: classification.answer.length,
     thinking_chars: classification.thinking.length,
-    usage: attempt.usage ?? NO_USAGE,
+    usage: attempt.usage ?? { ...NO_USAGE },
     circuit: settled.circuit,
     error: errorText === null ? null : { kind: status, message: errorText },
     warnings,

@@ -22,7 +22,7 @@ export const circuitViewSchema = z.object({
  * - `circuit_not_updated`: the circuit could not be updated at admission; it was judged from the
  *   last saved state.
  * - `prompt_may_be_truncated`: the prompt's token count reached the context size the model ran
- *   with, so Ollama probably kept only the end of it (see context-window.ts).
+ *   with, so Ollama probably kept only the end of it (see policy/prompt-fit.ts).
  */
 const RUN_WARNING_KINDS = ['ledger_not_updated', 'ledger_unreadable', 'circuit_not_updated', 'prompt_may_be_truncated'] as const;
 export type RunWarningKind = (typeof RUN_WARNING_KINDS)[number];
