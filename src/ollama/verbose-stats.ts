@@ -100,7 +100,7 @@ function statLines(stderr: string): Map<Label, string> {
  */
 export function parseUsage(stderr: string): RunUsage {
   const lines = statLines(stderr);
-  if (lines.size === 0) return NO_USAGE;
+  if (lines.size === 0) return { ...NO_USAGE }; // a fresh object: a result may be changed later
   const count = (label: Label): number | null => {
     const raw = lines.get(label);
     if (raw === undefined) return 0;
