@@ -7,6 +7,7 @@ import type { RunStatus } from '../policy/run-status.js';
 import type { FallbackEntry, RunMetadata, RunWarning } from './run-result.js';
 import type { Classification } from '../ollama/classify-outcome.js';
 import type { ProcessOutcome } from '../ollama/model-process.js';
+import { NO_USAGE, type RunUsage } from '../ollama/verbose-stats.js';
 import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../telemetry/run-record.js';
 import type { RunRequest } from './run-request.js';
 
@@ -31,6 +32,8 @@ export interface Attempt {
   readonly classification: Classification;
   readonly outcome?: ProcessOutcome;
   readonly queueMs?: number;
+  /** What the CLI reported (`--verbose`); none when nothing ran. */
+  readonly usage?: RunUsage;
   /** Where the attempt stands in its call (fallback chain, busy retries); absent for a call's only try. */
   readonly step?: StepFacts;
 }
@@ -73,6 +76,7 @@ export function toRunMetadata(attempt: Attempt, warnings: RunWarning[]): RunMeta
     prompt_chars: request.prompt.length,
     output_chars: classification.answer.length,
     thinking_chars: classification.thinking.length,
+    usage: attempt.usage ?? { ...NO_USAGE },
     circuit: settled.circuit,
     error: errorText === null ? null : { kind: status, message: errorText },
     warnings,
@@ -96,6 +100,7 @@ const FROM_METADATA = [
   'prompt_chars',
   'output_chars',
   'thinking_chars',
+  'usage',
   'retry_count',
   'max_retries',
   'escalate',

@@ -16,6 +16,8 @@ import { cliEnvironment } from '../ollama/child-env.js';
 import { buildRunArgs } from '../ollama/cli-args.js';
 import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
+import { parseUsage } from '../ollama/verbose-stats.js';
+import { cliContextCheck, type ContextCheck } from './context-check.js';
 import type { SlotLimiter } from './slot-limiter.js';
 import type { StateStore } from '../store/state-store.js';
 import type { RunLog } from '../telemetry/run-log.js';
@@ -72,6 +74,7 @@ export class RunService {
   readonly #inFlight = new Set<Promise<RunResult>>();
   readonly #shutdown = new AbortController();
   readonly #calls: CallRunnerDeps;
+  readonly #contextCheck: ContextCheck;
 
   constructor(deps: RunServiceDeps) {
     const config = deps.config;
@@ -80,6 +83,7 @@ export class RunService {
     this.#clock = deps.clock ?? Date.now;
     this.#spawn = deps.spawn ?? runModelProcess;
     this.#env = cliEnvironment(config, deps.env);
+    this.#contextCheck = cliContextCheck(config, this.#env, this.#clock);
     const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     this.#preflight = deps.preflight;
@@ -210,7 +214,10 @@ export class RunService {
     } finally {
       turn.release();
     }
-    return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled });
+    const usage = parseUsage(outcome.stderrTail);
+    const truncation = await this.#contextCheck.warningFor(request.model, usage); // spawns only for a large prompt
+    if (truncation !== null) call.warnings.push(truncation);
+    return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled, usage });
   }
 
   /** A call cancelled while it waited to retry a busy server: settled and logged, nothing spawned. */

@@ -9,6 +9,7 @@ import { ESCALATION_REASONS } from '../policy/run-status.js';
 import { LiveRun } from '../app/run-progress.js';
 import type { RunRequest, RunService } from '../app/run-service.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
+import { usageLine } from './usage-line.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
@@ -192,6 +193,8 @@ export function renderRunResult({ output, metadata: m }: RunResult): string {
         m.retries_left !== null && !m.escalate ? `, retries left ${m.retries_left}` : ''
       }${m.circuit.retry_after_seconds !== null ? `, retry after ${m.circuit.retry_after_seconds} s` : ''}]`;
   parts.push(m.status === 'invalid_input' ? `REJECTED (invalid_input), nothing was run. ${m.error?.message ?? ''}` : verdict);
+  const tokens = usageLine(m.usage);
+  if (tokens !== null) parts.push(tokens);
   // The counting behind retry_count/escalate may lag: the agent must see it next to the verdict.
   for (const warning of m.warnings) parts.push(`WARNING (${warning.kind}): ${warning.message}`);
   parts.push(`metadata: ${JSON.stringify(m)}`);

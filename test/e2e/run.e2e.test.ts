@@ -105,7 +105,7 @@ describe('ollama_run end to end: answers and outcome classification', () => {
     expect(runs.filter((r) => r.will_retry !== true).length).toBe(12);
     expect(runs.length).toBe(12 + 3);
     for (const run of runs) {
-      expect(run).toMatchObject({ v: 1, tool: 'ollama_run' });
+      expect(run).toMatchObject({ v: 2, tool: 'ollama_run' });
       expect(typeof run.ts).toBe('string');
       expect(run).not.toHaveProperty('prompt');
       expect(run).not.toHaveProperty('output');
