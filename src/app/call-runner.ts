@@ -6,7 +6,7 @@ import type { RunStatus } from '../policy/run-status.js';
 import type { RunContext, RunRequest } from './run-request.js';
 import type { FallbackEntry, RunResult } from './run-result.js';
 
-export const BUSY_WAIT_CANCELLED = 'cancelled while waiting to retry after Ollama answered "server busy"';
+export const BUSY_WAIT_CANCELLED = 'cancelled while waiting to retry after Ollama answered "server busy" or "usage limit"';
 
 /** A model of the chain that could not serve the call, as the final result and its error tell it. */
 export interface TriedModel extends FallbackEntry {

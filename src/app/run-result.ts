@@ -93,7 +93,10 @@ export const runMetadataSchema = z.object({
   fallback: z
     .array(fallbackEntrySchema)
     .describe('the models of the fallback chain tried before `model`, in order, and how each ended; [] when none'),
-  busy_retries: z.number().int().describe('retries inside this call after Ollama answered "server busy"'),
+  busy_retries: z
+    .number()
+    .int()
+    .describe('retries inside this call after Ollama answered "server busy" (503) or "usage limit" (429)'),
 });
 
 export type RunMetadata = z.infer<typeof runMetadataSchema>;

@@ -10,7 +10,7 @@ export const SETTING_RANGES = {
   concurrency: { min: 1, max: 32 },
 } as const;
 
-/** OLLAMA_MCP_BUSY_RETRIES: retries inside one call after Ollama answers `server busy`. */
+/** OLLAMA_MCP_BUSY_RETRIES: retries inside one call after Ollama answers `server busy` or `429 ... usage limit`. */
 export const BUSY_RETRIES_RANGE = { min: 0, max: 10 } as const;
 
 /** OLLAMA_MCP_HTTP_TOKEN's shortest length, checked by the config and by the HTTP server itself. */

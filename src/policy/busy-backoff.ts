@@ -5,12 +5,14 @@ import { MIN_TRY_MS } from './fallback.js';
  * Backoff inside one call when Ollama answers "not now". Pure: the random source and the time are
  * passed in.
  *
- * Only `server_busy` (503, Ollama's queue is full) is retried: it typically clears within a second or
- * two. `rate_limited` (429, a cloud account's hourly or weekly quota) is not: no wait a call can afford
- * clears it, so it goes to the next model of a fallback chain, or back to the caller at once.
+ * Both of Ollama's "not now" answers are retried: `server_busy` (503, its queue is full; typically
+ * clears within a second or two) and `rate_limited` (429, a cloud account's usage limit; a burst
+ * limit may lift within the wait, an hourly or weekly quota will not). The waits are short and bounded
+ * by the call's own budget, so a quota that does not lift costs a few seconds at most before the next
+ * model of a fallback chain, or the caller, gets `rate_limited`.
  */
 export function isBusy(status: RunStatus): boolean {
-  return status === 'server_busy';
+  return status === 'server_busy' || status === 'rate_limited';
 }
 
 export interface BackoffSchedule {

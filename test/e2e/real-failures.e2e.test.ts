@@ -127,6 +127,8 @@ describe('real Ollama failures through the built server', () => {
     const call = { model: freshModel(), prompt: 'hi @fake:error=usage_limit', task_id: 't-429', max_retries: 1 };
     const first = await server.run(call);
     expect(first.metadata).toMatchObject({ status: 'rate_limited', escalate: false, retryable: true, retries_left: 1 });
+    // Retried inside the call first (OLLAMA_MCP_BUSY_RETRIES, 3): the caller sees the 429 only after those.
+    expect(first.metadata.busy_retries).toBe(3);
     const second = await server.run(call);
     expect(second.metadata).toMatchObject({ status: 'rate_limited', escalate: true, escalation_reason: 'max_retries_exceeded' });
     expect(second.metadata.circuit.consecutive_failures).toBe(0);

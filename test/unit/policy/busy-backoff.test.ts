@@ -40,9 +40,10 @@ describe('busy retry decision', () => {
     expect(decideBusyRetry({ ...base, maxRetries: 0 })).toEqual({ retry: false });
   });
 
-  it('does not retry a 429 usage limit (an hourly quota does not clear in seconds), nor any other status', () => {
-    expect(isBusy('rate_limited')).toBe(false);
-    for (const status of ['rate_limited', 'crashed', 'ok', 'timeout', 'ollama_unreachable'] as const) {
+  it('retries a 429 usage limit like a busy server, and no other status', () => {
+    expect(isBusy('rate_limited')).toBe(true);
+    expect(decideBusyRetry({ ...base, status: 'rate_limited' })).toEqual({ retry: true, waitMs: 125 });
+    for (const status of ['crashed', 'ok', 'timeout', 'ollama_unreachable', 'pull_failed'] as const) {
       expect(decideBusyRetry({ ...base, status })).toEqual({ retry: false });
     }
   });
