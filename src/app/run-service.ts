@@ -17,6 +17,7 @@ import { classifyOutcome, type Classification } from '../ollama/classify-outcome
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
 import type { SlotLimiter } from './slot-limiter.js';
 import type { StateStore } from '../store/state-store.js';
+import type { SharedSlots } from '../store/shared-slots.js';
 import type { RunLog } from '../telemetry/run-log.js';
 import type { CircuitTransition } from '../policy/breaker-state.js';
 
@@ -37,6 +38,8 @@ export interface RunServiceDeps {
   readonly settingsFor?: (model: string) => ModelSettings;
   /** Checks a model is installed before spawning (OLLAMA_MCP_PREFLIGHT). @default none */
   readonly preflight?: (model: string) => Promise<PreflightResult>;
+  /** The cap shared by every server process (OLLAMA_MCP_SHARED_CONCURRENCY). @default none */
+  readonly sharedSlots?: SharedSlots | null;
 }
 
 /** One call as it goes through the steps, with the warnings its result will carry. */
@@ -77,7 +80,7 @@ export class RunService {
     this.#preflight = deps.preflight;
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
     this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
-    this.#slots = new ModelSlots(config.concurrency);
+    this.#slots = new ModelSlots(config.concurrency, deps.sharedSlots ?? null);
     this.#probes = new ProbeWaiters((modelKey) => this.#ledger.circuitOf(modelKey), this.#clock);
     const [ledger, slots, probes, clock] = [this.#ledger, this.#slots, this.#probes, this.#clock];
     this.#scheduler = new TurnScheduler({

@@ -1,5 +1,6 @@
 import { loadExeca } from './load-execa.js';
 import { spawnErrorMessage } from './cli-errors.js';
+import { GroupTerminator, OWN_PROCESS_GROUP, signalGroup } from './process-group.js';
 
 export interface ModelProcessRequest {
   readonly bin: string;
@@ -16,6 +17,8 @@ export interface ModelProcessRequest {
   readonly signal?: AbortSignal;
   /** Called with the number of stdout bytes received so far, as they arrive. */
   readonly onOutput?: (bytesSoFar: number) => void;
+  /** Called once the process has started, with its pid (not called when it could not be started). */
+  readonly onSpawn?: (pid: number) => void;
 }
 
 /** How the CLI process ended. Success and every failure share this one shape. */
@@ -39,20 +42,20 @@ export interface ProcessOutcome {
 
 const STDERR_TAIL_BYTES = 16 * 1024;
 
-/** Model processes still running: killed if this process exits, so none outlives the server. */
-const liveProcesses = new Set<{ kill(signal: NodeJS.Signals): boolean }>();
+/** Model processes (group leaders) still running: their groups are killed if this process exits, so none outlives the server. */
+const liveGroups = new Set<number>();
 let exitHookInstalled = false;
 
-function killOnExit(child: { kill(signal: NodeJS.Signals): boolean }): void {
+function killOnExit(pid: number): void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     // Synchronous 'exit' (also after an uncaught error or process.exit): nothing can wait for a
     // grace period any more, so SIGKILL.
     process.on('exit', () => {
-      for (const live of liveProcesses) live.kill('SIGKILL');
+      for (const live of liveGroups) signalGroup(live, 'SIGKILL');
     });
   }
-  liveProcesses.add(child);
+  liveGroups.add(pid);
 }
 
 /**
@@ -78,13 +81,22 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
     reject: false,
     env: request.env,
     extendEnv: false,
-    timeout: request.timeoutMs,
-    killSignal: 'SIGTERM',
-    forceKillAfterDelay: request.killGraceMs,
-    ...(request.signal ? { cancelSignal: request.signal } : {}),
+    // Its own process group: the timeout, a cancel and shutdown end the whole group (see process-group.ts).
+    detached: OWN_PROCESS_GROUP,
     windowsHide: true,
   });
-  killOnExit(subprocess);
+  const pid = subprocess.pid;
+  // Timeout and cancel are handled here rather than by execa, whose kill reaches the leader only.
+  let ending: 'timeout' | 'cancel' | null = null;
+  const group = pid === undefined ? null : new GroupTerminator(pid, request.killGraceMs);
+  const timer = group && setTimeout(() => ((ending ??= 'timeout'), group.terminate()), request.timeoutMs);
+  const onAbort = () => ((ending ??= 'cancel'), group?.terminate());
+  if (pid !== undefined) {
+    killOnExit(pid);
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    if (request.signal?.aborted) onAbort();
+    request.onSpawn?.(pid);
+  }
   // Written whole, then closed: the CLI reads stdin to EOF before it starts. A CLI that exits
   // before reading it makes this EPIPE, which execa ignores (the exit code tells what happened).
   subprocess.stdin?.end(request.prompt);
@@ -96,7 +108,7 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
       stdoutChunks.push(chunk.subarray(0, room));
       stdoutBytes += room;
       truncated = true;
-      subprocess.kill('SIGTERM');
+      group?.terminate();
     } else {
       stdoutChunks.push(chunk);
       stdoutBytes += chunk.length;
@@ -108,19 +120,24 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
     stderrTail = joined.length > STDERR_TAIL_BYTES ? joined.subarray(joined.length - STDERR_TAIL_BYTES) : joined;
   });
 
-  const result = await subprocess.finally(() => liveProcesses.delete(subprocess));
-  const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.isCanceled && !result.signal;
+  const result = await subprocess.finally(() => {
+    if (timer) clearTimeout(timer);
+    request.signal?.removeEventListener('abort', onAbort);
+    if (pid !== undefined) liveGroups.delete(pid);
+    group?.exited();
+  });
+  const spawnFailed = result.failed && result.exitCode === undefined && ending === null && !result.signal;
   return {
     stdout: decodeUtf8Prefix(Buffer.concat(stdoutChunks)),
     stderrTail: stderrTail.toString('utf8'),
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,
-    timedOut: result.timedOut,
+    timedOut: ending === 'timeout',
     truncated,
-    cancelled: result.isCanceled,
+    cancelled: ending === 'cancel',
     spawnError: spawnFailed ? spawnErrorMessage(request.bin, (result as { code?: string }).code ?? null, result.message) : null,
     durationMs: Math.round(performance.now() - started),
-    pid: subprocess.pid ?? null,
+    pid: pid ?? null,
     timeoutMs: request.timeoutMs,
     maxOutputBytes: request.maxOutputBytes,
   };

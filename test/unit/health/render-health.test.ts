@@ -11,6 +11,7 @@ const healthy: HealthReport = {
   models: { installed: ['llama3.2:latest', 'qwen2.5-coder:7b'] },
   circuits: [{ model: 'llama3.2:latest', state: 'closed', consecutive_failures: 0, retry_after_seconds: null }],
   runs: { in_flight: 0, running: 0, queued: 0, concurrency: 3 },
+  processes: null,
   telemetry: { dir: '/var/t', writable: true, runs_log: '/var/t/runs.jsonl' },
   ledger: { ok: true, problems: [], last_write_failure: null },
   config: { concurrency: 3, http_token: 'unset', ollama_host: null },
