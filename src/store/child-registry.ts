@@ -1,4 +1,5 @@
-import { mkdir, readFile, readdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, unlink, writeFile } from 'node:fs';
+import { readFile as readFileAsync, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseStartTime, type ChildRecord } from '../policy/process-identity.js';
 import type { SelfIdentity } from './proc-reader.js';
@@ -12,18 +13,21 @@ const RECORD_MODE = 0o600;
  * (`<pid>-<start>.json`: a {@link ChildRecord}), so that if this server is killed without a
  * chance to end them (SIGKILL, the OOM killer), the next server can (see app/orphan-sweep.ts).
  *
- * Off the run's critical path: the record is written while the child runs (its start time read
- * from /proc asynchronously), and removed after it exited, without the run waiting; `idle()`
- * waits for these writes (shutdown calls it). A record is one small `write`: a reader that finds
- * it empty or torn (written that instant, or by a process killed mid-write) skips it, and removes
- * it once it is old (see {@link readChildRecords}).
+ * Off the run's critical path: `track` only issues the reads and writes (callback fs calls: the
+ * cheapest to start); the child's start time is read from /proc and the record written while the
+ * child runs, and removed after it exited, without the run waiting. A child that exits before its
+ * record is written gets none. `idle()` waits for all of it (shutdown calls it). A record is one
+ * small `write`: a reader that finds it empty or torn (written that instant, or by a process killed
+ * mid-write) skips it, and removes it once it is old (see app/orphan-sweep.ts).
  */
 export class ChildRegistry {
   readonly dir: string;
   readonly #identity: SelfIdentity;
   readonly #warn: (message: string) => void;
-  readonly #pending = new Set<Promise<void>>();
-  #dirReady: Promise<void> | null = null;
+  /** Writes and removals under way, and who waits for them to end. */
+  #busy = 0;
+  #idleWaiters: (() => void)[] = [];
+  #dirReady = false;
   #warned = false;
 
   constructor(telemetryDir: string, identity: SelfIdentity, warn: (message: string) => void) {
@@ -38,57 +42,94 @@ export class ChildRegistry {
    * stderr (that child is then not covered by the sweep).
    */
   track(pid: number, bin: string, args: readonly string[]): () => void {
-    const written = this.#write(pid, bin, args);
-    this.#hold(written);
-    return () => this.#hold(written.then((file) => (file === null ? undefined : this.#remove(file))));
+    const { self, place } = this.#identity;
+    if (self.start === null) return noop;
+    let exited = false;
+    let file: string | null = null;
+    let writing = true;
+    this.#busy += 1;
+    const settle = () => {
+      writing = false;
+      if (exited && file !== null) this.#remove(file);
+      this.#done();
+    };
+    // Issued on the next turn: the spawn's caller goes on first (the child takes far longer to start).
+    setImmediate(() =>
+      readFile(`/proc/${pid}/stat`, 'latin1', (readError, stat) => {
+        // Its start time never changes, and it makes the pid a name (pids are reused).
+        const start = readError ? null : parseStartTime(stat);
+        if (start === null || exited) return settle(); // gone already
+        const record: ChildRecord = {
+          pid,
+          start,
+          bin,
+          args,
+          owner: { pid: self.pid, start: self.start! },
+          ...place,
+          at: Date.now(),
+        };
+        const target = path.join(this.dir, `${pid}-${start}.json`);
+        this.#writeRecord(target, `${JSON.stringify(record)}\n`, (ok) => {
+          if (ok) file = target;
+          settle();
+        });
+      }),
+    );
+    return () => {
+      if (exited) return;
+      exited = true;
+      if (writing || file === null) return; // removed once written (or never written)
+      const written = file;
+      this.#busy += 1;
+      // After the result is on its way: the removal is not the run's to wait for (shutdown waits, see idle()).
+      setImmediate(() => {
+        this.#remove(written);
+        this.#done();
+      });
+    };
   }
 
   /** Resolves once every record write and removal started so far is done. */
-  async idle(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  idle(): Promise<void> {
+    if (this.#busy === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
-  async #write(pid: number, bin: string, args: readonly string[]): Promise<string | null> {
-    try {
-      const { self, place } = this.#identity;
-      // Read now, while the child runs: its start time never changes, and it makes the pid a name.
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
-      const start = stat === null ? null : parseStartTime(stat);
-      if (start === null || self.start === null) return null; // already gone, or no /proc
-      const record: ChildRecord = {
-        pid,
-        start,
-        bin,
-        args,
-        owner: { pid: self.pid, start: self.start },
-        ...place,
-        at: Date.now(),
-      };
-      this.#dirReady ??= mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => undefined);
-      await this.#dirReady;
-      const file = path.join(this.dir, `${pid}-${start}.json`);
-      await writeFile(file, `${JSON.stringify(record)}\n`, { mode: RECORD_MODE });
-      return file;
-    } catch (error) {
-      this.#dirReady = null;
-      this.#warnOnce(`could not record model process ${pid} in ${this.dir}: ${(error as Error).message}`);
-      return null;
-    }
+  #writeRecord(file: string, text: string, then: (ok: boolean) => void): void {
+    const write = () =>
+      writeFile(file, text, { mode: RECORD_MODE }, (error) => {
+        if (error?.code === 'ENOENT' && this.#dirReady) {
+          this.#dirReady = false; // the dir was removed: make it again
+          return this.#writeRecord(file, text, then);
+        }
+        if (error) this.#warnOnce(`could not record model process in ${file}: ${error.message}`);
+        then(!error);
+      });
+    if (this.#dirReady) return write();
+    mkdir(this.dir, { recursive: true, mode: 0o700 }, (error) => {
+      if (error) {
+        this.#warnOnce(`could not create ${this.dir}: ${error.message}`);
+        return then(false);
+      }
+      this.#dirReady = true;
+      write();
+    });
   }
 
-  async #remove(file: string): Promise<void> {
-    try {
-      await unlink(file);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
-        this.#warnOnce(`could not remove ${file}: ${(error as Error).message}`);
-    }
+  #remove(file: string): void {
+    this.#busy += 1;
+    unlink(file, (error) => {
+      if (error && error.code !== 'ENOENT') this.#warnOnce(`could not remove ${file}: ${error.message}`);
+      this.#done();
+    });
   }
 
-  #hold(work: Promise<unknown>): void {
-    const done = work.then(noop, noop);
-    this.#pending.add(done);
-    void done.then(() => this.#pending.delete(done));
+  #done(): void {
+    this.#busy -= 1;
+    if (this.#busy > 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   #warnOnce(message: string): void {
@@ -119,7 +160,7 @@ export async function readChildRecords(dir: string, now = Date.now()): Promise<C
       .map(async (name): Promise<ChildFile | null> => {
         const file = path.join(dir, name);
         try {
-          const text = await readFile(file, 'utf8');
+          const text = await readFileAsync(file, 'utf8');
           const record = parseChildRecord(text);
           if (record) return { file, record };
           const info = await stat(file);
