@@ -110,4 +110,23 @@ describe.skipIf(!existsSync('/proc/self/stat'))('orphan sweep', () => {
       await server.close();
     }
   });
+
+  it('a server stopped by SIGTERM ends its model process group and leaves no record behind', async () => {
+    const sandbox = makeSandbox();
+    const server = rawServer(serverEnv(sandbox));
+    server.send(INIT);
+    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    server.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'forever @fake:hang' } },
+    });
+    await waitFor(() => childRecords(sandbox).length === 1, 15_000, 'the model process to be recorded');
+    const pid = runStarts(sandbox)[0]!;
+    server.child.kill('SIGTERM');
+    await server.exited;
+    expect(isRunning(pid)).toBe(false);
+    expect(childRecords(sandbox)).toEqual([]);
+  });
 });
