@@ -1,4 +1,4 @@
-import { lstatSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { livenessOf, type ProcessId, type ProcessPlace, type ProcView } from '../policy/process-identity.js';
 import { ensureDirSync } from './durable-fs.js';
@@ -43,7 +43,12 @@ export class SharedSlotAbortedError extends Error {
 
 interface Waiter {
   readonly grant: (release: ReleaseSharedSlot) => void;
+  /** Epoch ms it started waiting. */
+  readonly since: number;
 }
+
+/** A process whose calls wait for a slot leaves `slots/waiting-<pid>`, naming it and since when its oldest call waits. */
+const WAITING_PREFIX = 'waiting-';
 
 export interface SharedSlotsOptions {
   readonly telemetryDir: string;
@@ -63,9 +68,10 @@ export interface SharedSlotsOptions {
  * fails when it exists, so a claim is one `symlink` call, a release one `unlink`, and a look at
  * the holder one `readlink`; no file content can be torn.
  *
- * Waiting: FIFO within this process; across processes, best effort: a waiter polls (5 ms doubling
- * to 100 ms, jittered) and takes the first free slot, so a process that keeps its own queue full
- * can win a freed slot before another's next poll. A slot whose holder is dead (the same liveness
+ * Waiting: FIFO within this process. Across processes, close to FIFO: a process whose calls wait
+ * leaves `slots/waiting-<pid>` (its oldest call's wait start), and a process leaves a free slot to
+ * another live one whose call has waited longer; a waiter polls (5 ms doubling to 100 ms,
+ * jittered), so the order is by wait start, to within a poll, not exact. A slot whose holder is dead (the same liveness
  * test as the orphan sweep: its pid is free or names a process that started at another time) is
  * reclaimed; one held from another host or pid namespace is never judged from here.
  * Waiting ends on the caller's abort signal (cancel, timeout of a batch, shutdown).
@@ -88,6 +94,8 @@ export class SharedSlots {
   #pollMs = FIRST_POLL_MS;
   #lastReclaimCheck = -Infinity;
   #lastError: string | null = null;
+  /** The `since` of the waiting mark written, null when none is. */
+  #markedSince: number | null = null;
 
   constructor(options: SharedSlotsOptions) {
     this.dir = path.join(options.telemetryDir, SLOTS_DIR_NAME);
@@ -107,6 +115,7 @@ export class SharedSlots {
     // A server that exits (even by an uncaught error) frees its slots; a killed one's are reclaimed.
     process.on('exit', () => {
       for (const file of this.#held) unlinkQuietly(file);
+      if (this.#markedSince !== null) unlinkQuietly(path.join(this.dir, `${WAITING_PREFIX}${this.#holder.pid}`));
     });
   }
 
@@ -128,7 +137,7 @@ export class SharedSlots {
   /** A place in line. `granted` rejects with SharedSlotAbortedError when `signal` aborts first. */
   request(signal?: AbortSignal): { granted: Promise<ReleaseSharedSlot>; position(): number } {
     if (signal?.aborted) return { granted: Promise.reject(new SharedSlotAbortedError()), position: () => 0 };
-    if (this.#queue.length === 0) {
+    if (this.#queue.length === 0 && !this.#olderWaiterElsewhere(this.#clock())) {
       const release = this.#claim();
       if (release) return { granted: Promise.resolve(release), position: () => 0 };
     }
@@ -138,6 +147,7 @@ export class SharedSlots {
         const index = this.#queue.indexOf(waiter);
         if (index !== -1) this.#queue.splice(index, 1);
         if (this.#queue.length === 0) this.#stopPolling();
+        this.#markWaiting();
         reject(new SharedSlotAbortedError());
       };
       waiter = {
@@ -145,10 +155,12 @@ export class SharedSlots {
           signal?.removeEventListener('abort', onAbort);
           resolve(release);
         },
+        since: this.#clock(),
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#queue.push(waiter);
     });
+    this.#markWaiting();
     this.#schedulePoll();
     return { granted, position: () => this.#queue.indexOf(waiter) + 1 };
   }
@@ -232,13 +244,57 @@ export class SharedSlots {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     while (this.#queue.length > 0) {
+      // A call of another server that has waited longer goes first: leave the free slot to it.
+      if (this.#olderWaiterElsewhere(this.#queue[0]!.since)) break;
       let release = this.#claim();
       if (!release && this.#reclaim() > 0) release = this.#claim();
       if (!release) break;
       this.#queue.shift()!.grant(release);
     }
+    this.#markWaiting();
     if (this.#queue.length > 0) this.#schedulePoll();
     else this.#pollMs = FIRST_POLL_MS;
+  }
+
+  /**
+   * Keep `slots/waiting-<pid>` in step with this process's oldest waiting call (removed when none
+   * waits), so other servers can let it go first. Only touched while calls wait.
+   */
+  #markWaiting(): void {
+    const since = this.#queue[0]?.since ?? null;
+    if (since === this.#markedSince) return;
+    const file = path.join(this.dir, `${WAITING_PREFIX}${this.#holder.pid}`);
+    if (this.#markedSince !== null) unlinkQuietly(file);
+    this.#markedSince = null;
+    if (since === null) return;
+    try {
+      symlinkSync(JSON.stringify({ ...this.#holder, at: since } satisfies SlotHolder), file);
+      this.#markedSince = since;
+    } catch {
+      // Without the mark this server's calls only lose their turn across servers, never a slot.
+    }
+  }
+
+  /** Whether a live server (judged as for the slots) has a call waiting since before `since` (ties: the lower pid). */
+  #olderWaiterElsewhere(since: number): boolean {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return false;
+    }
+    const mine = `${WAITING_PREFIX}${this.#holder.pid}`;
+    for (const name of names) {
+      if (!name.startsWith(WAITING_PREFIX) || name === mine) continue;
+      const file = path.join(this.dir, name);
+      const other = readHolder(file);
+      if (other === 'free' || other === null) continue;
+      const state = livenessOf(other, this.#identity.place, this.#proc);
+      if (state === 'dead') unlinkQuietly(file); // left by a killed server
+      if (state !== 'alive') continue;
+      if (other.at < since || (other.at === since && other.pid < this.#holder.pid)) return true;
+    }
+    return false;
   }
 
   #schedulePoll(): void {

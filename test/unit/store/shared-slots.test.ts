@@ -63,6 +63,27 @@ describe('SharedSlots', () => {
     ]);
   });
 
+  it("across processes, a freed slot goes to the call that has waited longest, not back to the releasing server's queue", async () => {
+    vi.useFakeTimers();
+    const a = slotsOf(100, 1);
+    const b = slotsOf(200, 1);
+    const releaseA = await a.request().granted;
+    const order: string[] = [];
+    const bWaits = b.request();
+    void bWaits.granted.then(() => order.push('b'));
+    await vi.advanceTimersByTimeAsync(50);
+    const aWaits = a.request(); // later than b's call
+    void aWaits.granted.then(() => order.push('a'));
+    releaseA(); // a has a call waiting, but b's waited longer
+    await vi.advanceTimersByTimeAsync(300);
+    expect(order).toEqual(['b']);
+    (await bWaits.granted)();
+    await vi.advanceTimersByTimeAsync(300);
+    expect(order).toEqual(['b', 'a']);
+    (await aWaits.granted)();
+    expect(readdirSync(path.join(root, 'slots'))).toEqual([]); // no slot, no waiting mark left
+  });
+
   it('within a process, waiters are served in order, and an aborted waiter leaves the line without a slot', async () => {
     const a = slotsOf(100, 1);
     const release = await a.request().granted;
