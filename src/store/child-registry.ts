@@ -7,16 +7,23 @@ import type { SelfIdentity } from './proc-reader.js';
 /** The folder of the state dir that holds one file per running model process. */
 export const CHILDREN_DIR_NAME = 'children';
 const RECORD_MODE = 0o600;
+/**
+ * A child is recorded once it has run this long. A run that ends sooner costs nothing (measured:
+ * the record's reads and writes, done right after the spawn, cost a 1 ms run hundreds of µs on a
+ * busy machine, in event-loop wake-ups); a server killed in this window leaves that one child
+ * unrecorded (the real CLI then usually dies by SIGPIPE at its next write anyway).
+ */
+export const RECORD_AFTER_MS = 50;
 
 /**
  * Every model process this server has running, one file each in `<telemetry dir>/children/`
  * (`<pid>-<start>.json`: a {@link ChildRecord}), so that if this server is killed without a
  * chance to end them (SIGKILL, the OOM killer), the next server can (see app/orphan-sweep.ts).
  *
- * Off the run's critical path: `track` only issues the reads and writes (callback fs calls: the
- * cheapest to start); the child's start time is read from /proc and the record written while the
- * child runs, and removed after it exited, without the run waiting. A child that exits before its
- * record is written gets none. `idle()` waits for all of it (shutdown calls it). A record is one
+ * Off the run's critical path: `track` only sets a timer; once the child has run
+ * {@link RECORD_AFTER_MS}, its start time is read from /proc and the record written (callback fs
+ * calls) while it runs, and removed after it exited, without the run waiting. A child that exits
+ * before its record is written gets none. `idle()` waits for all of it (shutdown calls it). A record is one
  * small `write`: a reader that finds it empty or torn (written that instant, or by a process killed
  * mid-write) skips it, and removes it once it is old (see app/orphan-sweep.ts).
  */
@@ -29,11 +36,14 @@ export class ChildRegistry {
   #idleWaiters: (() => void)[] = [];
   #dirReady = false;
   #warned = false;
+  readonly #recordAfterMs: number;
 
-  constructor(telemetryDir: string, identity: SelfIdentity, warn: (message: string) => void) {
+  /** `recordAfterMs`: a child is recorded once it has run this long (see {@link RECORD_AFTER_MS}). */
+  constructor(telemetryDir: string, identity: SelfIdentity, warn: (message: string) => void, recordAfterMs = RECORD_AFTER_MS) {
     this.dir = path.join(telemetryDir, CHILDREN_DIR_NAME);
     this.#identity = identity;
     this.#warn = warn;
+    this.#recordAfterMs = recordAfterMs;
   }
 
   /**
@@ -53,8 +63,11 @@ export class ChildRegistry {
       if (exited && file !== null) this.#remove(file);
       this.#done();
     };
-    // Issued on the next turn: the spawn's caller goes on first (the child takes far longer to start).
-    setImmediate(() =>
+    // Written once the child has run a moment: a quick run never touches the disk, and a model
+    // run (seconds) gets its record while nothing else waits on this thread.
+    let fired = false;
+    const timer = setTimeout(() => {
+      fired = true;
       readFile(`/proc/${pid}/stat`, 'latin1', (readError, stat) => {
         // Its start time never changes, and it makes the pid a name (pids are reused).
         const start = readError ? null : parseStartTime(stat);
@@ -73,11 +86,16 @@ export class ChildRegistry {
           if (ok) file = target;
           settle();
         });
-      }),
-    );
+      });
+    }, this.#recordAfterMs);
     return () => {
       if (exited) return;
       exited = true;
+      if (!fired) {
+        clearTimeout(timer);
+        this.#done();
+        return;
+      }
       if (writing || file === null) return; // removed once written (or never written)
       const written = file;
       this.#busy += 1;
