@@ -128,6 +128,7 @@ function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: stri
       await closeTransport();
       app.runs.abortAll();
       await app.runs.drain();
+      await app.hygiene.stop();
       await app.log.idle();
     })());
 }
@@ -137,6 +138,7 @@ type HttpModule = typeof import('./transport/http/server.js');
 /** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
 async function serveHttp(config: Config, httpModule: HttpModule, host: string, port: number): Promise<void> {
   const app = await createApp(config, warn);
+  app.hygiene.start(); // ends the model processes of servers that were killed
   const server = await httpModule.startHttpServer({
     app,
     createServer: createMcpServer,
@@ -153,6 +155,7 @@ async function serveHttp(config: Config, httpModule: HttpModule, host: string, p
 
 async function serveStdio(config: Config): Promise<void> {
   const app = await createApp(config, warn);
+  app.hygiene.start(); // ends the model processes of servers that were killed
   const server = createMcpServer(app);
   // Refuses oversized and invalid messages with a JSON-RPC error and keeps reading.
   const transport = new LineStdioTransport({ log: warn });

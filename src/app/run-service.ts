@@ -20,6 +20,7 @@ import { parseUsage } from '../ollama/verbose-stats.js';
 import { cliContextCheck, type ContextCheck } from './context-check.js';
 import type { SlotLimiter } from './slot-limiter.js';
 import type { StateStore } from '../store/state-store.js';
+import type { SharedSlots } from '../store/shared-slots.js';
 import type { RunLog } from '../telemetry/run-log.js';
 import type { CircuitTransition } from '../policy/breaker-state.js';
 
@@ -44,6 +45,8 @@ export interface RunServiceDeps {
   readonly random?: () => number;
   /** Waits between busy retries; resolves false when `signal` aborts first. @default a timer */
   readonly sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<boolean>;
+  /** The cap shared by every server process (OLLAMA_MCP_SHARED_CONCURRENCY). @default none */
+  readonly sharedSlots?: SharedSlots | null;
 }
 
 /** One try as it goes through the steps, with the warnings its result will carry. */
@@ -89,7 +92,7 @@ export class RunService {
     this.#preflight = deps.preflight;
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
     this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
-    this.#slots = new ModelSlots(config.concurrency);
+    this.#slots = new ModelSlots(config.concurrency, deps.sharedSlots ?? null);
     this.#probes = new ProbeWaiters((modelKey) => this.#ledger.circuitOf(modelKey), this.#clock);
     const [ledger, slots, probes, clock] = [this.#ledger, this.#slots, this.#probes, this.#clock];
     this.#scheduler = new TurnScheduler({

@@ -6,6 +6,10 @@ import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
 import { StateStore } from '../store/state-store.js';
 import { prepareTelemetryDir } from '../config/telemetry-dir.js';
+import { NO_PROC_REASON } from '../app/process-hygiene.js';
+import { SWEEP_INTERVAL_MS } from '../app/orphan-sweep.js';
+import { liveProcView, selfIdentity } from '../store/proc-reader.js';
+import { SLOTS_DIR_NAME, viewSlots } from '../store/shared-slots.js';
 
 /**
  * `ollama-runner-mcp doctor`: check the setup the way the server sees it, print the report to
@@ -35,6 +39,21 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
       store,
       runs: { inFlight: 0, limiter: { running: 0, waiting: 0, limit: config.concurrency } },
       installedModels,
+      processes: () => {
+        const identity = selfIdentity();
+        const limit = config.sharedConcurrency;
+        const slots =
+          limit === null ? [] : viewSlots(path.join(config.telemetryDir, SLOTS_DIR_NAME), limit, identity.place, liveProcView);
+        return {
+          orphanSweep: {
+            enabled: identity.hasProc,
+            reason: identity.hasProc ? null : NO_PROC_REASON,
+            intervalMs: SWEEP_INTERVAL_MS,
+            last: null,
+          },
+          shared: limit === null ? null : { limit, inUse: slots.length, slots, waitingHere: 0, error: null },
+        };
+      },
     });
     const withStore = storeWarnings.length > 0 ? { ...report, warnings: [...report.warnings, ...storeWarnings] } : report;
     text = withTelemetryReason(renderHealth(withStore), config.telemetryDirReason);

@@ -5,7 +5,13 @@ import {
   resolveTelemetryDir,
   type TelemetryDirContext,
 } from './telemetry-dir.js';
-import { BUSY_RETRIES_RANGE, HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT, SETTING_RANGES } from './ranges.js';
+import {
+  BUSY_RETRIES_RANGE,
+  HTTP_TOKEN_MIN_CHARS,
+  HTTP_TOKEN_TOO_SHORT,
+  SETTING_RANGES,
+  SHARED_CONCURRENCY_RANGE,
+} from './ranges.js';
 
 /** Everything the server can be told, validated once at start-up. Each field names its variable. */
 export interface Config {
@@ -22,6 +28,11 @@ export interface Config {
   readonly telemetryDirReason: string;
   /** `OLLAMA_MCP_CONCURRENCY`: model processes at once in this server (1-32). @default 3 */
   readonly concurrency: number;
+  /**
+   * `OLLAMA_MCP_SHARED_CONCURRENCY`: model processes at once across every server process sharing the
+   * telemetry dir (1-256); null (unset, the default): no cap across processes.
+   */
+  readonly sharedConcurrency: number | null;
   /** `OLLAMA_MCP_TIMEOUT_MS`: default per-run timeout (100-3600000). @default 120000 */
   readonly timeoutMs: number;
   /** `OLLAMA_MCP_MAX_RETRIES`: default `max_retries` (0-100, 0 = no limit). @default 3 */
@@ -144,6 +155,9 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     telemetryDir: telemetry.dir,
     telemetryDirReason: telemetry.why,
     concurrency: setting('OLLAMA_MCP_CONCURRENCY', 3, 'concurrency'),
+    sharedConcurrency: env.OLLAMA_MCP_SHARED_CONCURRENCY?.trim()
+      ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, SHARED_CONCURRENCY_RANGE.min, SHARED_CONCURRENCY_RANGE.max)
+      : null,
     timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
     maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
     breakerThreshold: setting('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 'breaker_threshold'),

@@ -8,6 +8,7 @@ import type { InstalledModels } from '../ollama/installed-models.js';
 import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData } from '../store/state-schema.js';
 import type { StoreWriteFailure, TaskScope } from '../store/state-store.js';
+import type { SlotView } from '../store/shared-slots.js';
 
 /** Where the CLI looks for the server when OLLAMA_HOST is unset. */
 const DEFAULT_OLLAMA_HOST = 'http://127.0.0.1:11434';
@@ -57,6 +58,37 @@ export const healthReportSchema = z.object({
     queued: z.number().int(),
     concurrency: z.number().int(),
   }),
+  processes: z
+    .object({
+      orphan_sweep: z.object({
+        enabled: z.boolean().describe('whether this server ends model processes left running by a killed server (needs /proc)'),
+        reason: z.string().nullable().describe('why it is off, when it is'),
+        interval_seconds: z.number().int(),
+        last: z
+          .object({ at: z.string(), ended: z.number().int(), forgotten: z.number().int(), kept: z.number().int() })
+          .nullable()
+          .describe("this server's last sweep: orphans ended, stale records removed, records of live servers kept"),
+      }),
+      shared_slots: z
+        .object({
+          limit: z.number().int().describe('OLLAMA_MCP_SHARED_CONCURRENCY'),
+          in_use: z.number().int().describe('slots held now, by every server process sharing the telemetry dir'),
+          waiting_here: z.number().int().describe("this server's calls waiting for a shared slot"),
+          slots: z.array(
+            z.object({
+              slot: z.number().int(),
+              pid: z.number().int().nullable().describe('the server process holding it'),
+              since: z.string().nullable(),
+              holder: z.enum(['this_server', 'alive', 'dead', 'unknown', 'unreadable']),
+            }),
+          ),
+          error: z.string().nullable().describe('why the slots cannot be used (runs then go ahead uncapped across processes)'),
+        })
+        .nullable()
+        .describe('null when OLLAMA_MCP_SHARED_CONCURRENCY is unset'),
+    })
+    .nullable()
+    .describe('model processes across server processes: the orphan sweep and the shared cap'),
   telemetry: z.object({
     dir: z.string(),
     writable: z.boolean().describe('real bytes could be written there, and every run log file can be appended to'),
@@ -78,6 +110,23 @@ export const healthReportSchema = z.object({
 
 export type HealthReport = z.output<typeof healthReportSchema>;
 
+/** What app/process-hygiene.ts reports for `processes`. */
+export interface ProcessesStatus {
+  readonly orphanSweep: {
+    readonly enabled: boolean;
+    readonly reason: string | null;
+    readonly intervalMs: number;
+    readonly last: { readonly at: number; readonly ended: number; readonly forgotten: number; readonly kept: number } | null;
+  };
+  readonly shared: {
+    readonly limit: number;
+    readonly inUse: number;
+    readonly slots: readonly SlotView[];
+    readonly waitingHere: number;
+    readonly error: string | null;
+  } | null;
+}
+
 /** The part of StateStore the check needs (a StateStore will do). */
 export interface HealthStateSource {
   snapshot(scope?: TaskScope): Promise<StateData>;
@@ -94,6 +143,8 @@ export interface HealthDeps {
     readonly limiter: { readonly running: number; readonly waiting: number; readonly limit: number };
   };
   readonly installedModels: InstalledModels;
+  /** The orphan sweep and the shared slots, read when the check runs. @default none shown */
+  readonly processes?: () => ProcessesStatus;
   /** Epoch ms. @default Date.now */
   readonly clock?: () => number;
   /** Limit for each CLI command. @default HEALTH_CLI_TIMEOUT_MS */
@@ -209,6 +260,13 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     );
   }
 
+  const processes = deps.processes ? viewProcesses(deps.processes()) : null;
+  if (processes?.shared_slots?.error) {
+    warnings.push(
+      `the shared concurrency slots cannot be used (${processes.shared_slots.error}): runs go ahead without the cap across server processes (OLLAMA_MCP_SHARED_CONCURRENCY).`,
+    );
+  }
+
   if (!telemetry.writable) {
     problems.push(
       `the telemetry dir ${config.telemetryDir} is not writable (${telemetry.error}): runs.jsonl and the retry/circuit state cannot be saved. Fix its permissions, or set OLLAMA_MCP_TELEMETRY_DIR to a writable folder.`,
@@ -233,6 +291,7 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       queued: deps.runs.limiter.waiting,
       concurrency: deps.runs.limiter.limit,
     },
+    processes,
     telemetry: {
       dir: config.telemetryDir,
       writable: telemetry.writable,
@@ -245,6 +304,26 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     },
     config: publicConfig(config),
     checked_at: new Date(clock()).toISOString(),
+  };
+}
+
+function viewProcesses(status: ProcessesStatus): HealthReport['processes'] {
+  const { orphanSweep, shared } = status;
+  const last = orphanSweep.last;
+  return {
+    orphan_sweep: {
+      enabled: orphanSweep.enabled,
+      reason: orphanSweep.reason,
+      interval_seconds: Math.round(orphanSweep.intervalMs / 1000),
+      last: last && { at: new Date(last.at).toISOString(), ended: last.ended, forgotten: last.forgotten, kept: last.kept },
+    },
+    shared_slots: shared && {
+      limit: shared.limit,
+      in_use: shared.inUse,
+      waiting_here: shared.waitingHere,
+      slots: shared.slots.map((slot) => ({ ...slot })),
+      error: shared.error,
+    },
   };
 }
 

@@ -61,6 +61,7 @@ export function renderHealth(report: HealthReport): string {
   lines.push(
     `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}`,
   );
+  lines.push(...renderProcesses(report.processes));
   lines.push(
     telemetry.writable
       ? `${PASS} telemetry: ${telemetry.dir} is writable (log: ${telemetry.runs_log})`
@@ -89,4 +90,33 @@ export function renderHealth(report: HealthReport): string {
   }
   lines.push('', `checked at ${report.checked_at}`);
   return lines.join('\n');
+}
+
+/** The orphan sweep and the shared slots, one line each (none when the report has no such section). */
+function renderProcesses(processes: HealthReport['processes']): string[] {
+  if (processes === null) return [];
+  const lines: string[] = [];
+  const sweep = processes.orphan_sweep;
+  if (sweep.enabled) {
+    const last = sweep.last
+      ? `; last sweep ${sweep.last.at}: ${sweep.last.ended} orphan(s) ended, ${sweep.last.forgotten} stale record(s) removed`
+      : '';
+    lines.push(`${PASS} orphan sweep: on, at start-up and every ${sweep.interval_seconds} s${last}`);
+  } else {
+    lines.push(`${NOTE} orphan sweep: off (${sweep.reason ?? 'unavailable'})`);
+  }
+  const shared = processes.shared_slots;
+  if (shared) {
+    const holders = shared.slots
+      .map(
+        (s) =>
+          `slot ${s.slot}: ${s.pid === null ? 'unreadable' : `pid ${s.pid}`}${s.holder === 'this_server' ? ' (this server)' : s.holder === 'dead' ? ' (dead, to be reclaimed)' : ''}`,
+      )
+      .join(', ');
+    const mark = shared.error ? NOTE : PASS;
+    lines.push(
+      `${mark} shared cap: ${shared.in_use} of ${shared.limit} slots in use across server processes${holders ? ` (${holders})` : ''}, ${shared.waiting_here} waiting here${shared.error ? `; cannot be used: ${shared.error}` : ''}`,
+    );
+  }
+  return lines;
 }

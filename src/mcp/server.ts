@@ -3,6 +3,8 @@ import type { Config } from '../config/config.js';
 import { registerTools } from './tool-registry.js';
 import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
 import { RunService } from '../app/run-service.js';
+import { ProcessHygiene } from '../app/process-hygiene.js';
+import { runModelProcess } from '../ollama/model-process.js';
 import { StateStore } from '../store/state-store.js';
 import { RunLog } from '../telemetry/run-log.js';
 import { cliEnvironment } from '../ollama/child-env.js';
@@ -31,6 +33,8 @@ export interface App {
   readonly runs: RunService;
   readonly installedModels: InstalledModels;
   readonly logControl: ControlLogger;
+  /** Child records, the orphan sweep and the shared cap: `start()` after start-up, `stop()` at shutdown. */
+  readonly hygiene: ProcessHygiene;
 }
 
 /**
@@ -49,17 +53,20 @@ export async function createApp(config: Config, warn: (message: string) => void)
   const env = cliEnvironment(config);
   // One list of installed models per process, shared by the preflight check and ollama_health.
   const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
+  const hygiene = new ProcessHygiene(config, warn);
   const runs = new RunService({
     config,
     store,
     log,
     env,
     onWarning: warn,
+    spawn: hygiene.trackSpawns(runModelProcess),
+    sharedSlots: hygiene.sharedSlots,
     settingsFor: (model) => tiers.settingsFor(model),
     ...(config.preflight ? { preflight: (model: string) => installedModels.check(model) } : {}),
   });
   const logControl = async (event: ControlEvent) => log.recordControl(event);
-  return { config, tiers, store, log, runs, installedModels, logControl };
+  return { config, tiers, store, log, runs, installedModels, logControl, hygiene };
 }
 
 const INSTRUCTIONS = `This server runs tasks on local Ollama models.
@@ -77,7 +84,13 @@ export function createMcpServer(app: App): Server {
   registerTools(server, [
     ollamaRunTool(app.runs, app.config),
     ollamaRunManyTool(app.runs, app.config),
-    ollamaHealthTool({ config: app.config, store: app.store, runs: app.runs, installedModels: app.installedModels }),
+    ollamaHealthTool({
+      config: app.config,
+      store: app.store,
+      runs: app.runs,
+      installedModels: app.installedModels,
+      processes: () => app.hygiene.status(),
+    }),
     ollamaTaskStatusTool({ store: app.store, blockMode, logControl: app.logControl }),
     ollamaResetTool({
       store: app.store,

@@ -1,5 +1,6 @@
 import { loadExeca } from './load-execa.js';
 import { spawnErrorMessage } from './cli-errors.js';
+import { GroupTerminator, OWN_PROCESS_GROUP, signalGroup } from './process-group.js';
 
 export interface ModelProcessRequest {
   readonly bin: string;
@@ -16,6 +17,8 @@ export interface ModelProcessRequest {
   readonly signal?: AbortSignal;
   /** Called with the number of stdout bytes received so far, as they arrive. */
   readonly onOutput?: (bytesSoFar: number) => void;
+  /** Called once the process has started, with its pid (not called when it could not be started). */
+  readonly onSpawn?: (pid: number) => void;
 }
 
 /** How the CLI process ended. Success and every failure share this one shape. */
@@ -39,20 +42,20 @@ export interface ProcessOutcome {
 
 const STDERR_TAIL_BYTES = 16 * 1024;
 
-/** Model processes still running: killed if this process exits, so none outlives the server. */
-const liveProcesses = new Set<{ kill(signal: NodeJS.Signals): boolean }>();
+/** Model processes (group leaders) still running: their groups are killed if this process exits, so none outlives the server. */
+const liveGroups = new Set<number>();
 let exitHookInstalled = false;
 
-function killOnExit(child: { kill(signal: NodeJS.Signals): boolean }): void {
+function killOnExit(pid: number): void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     // Synchronous 'exit' (also after an uncaught error or process.exit): nothing can wait for a
     // grace period any more, so SIGKILL.
     process.on('exit', () => {
-      for (const live of liveProcesses) live.kill('SIGKILL');
+      for (const live of liveGroups) signalGroup(live, 'SIGKILL');
     });
   }
-  liveProcesses.add(child);
+  liveGroups.add(pid);
 }
 
 /**
@@ -73,29 +76,29 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
     // written to the stdin pipe below instead of `input` (which builds a stream pipeline), and
     // `cleanup` (signal-exit hooks added and removed on every spawn) is replaced by one exit hook.
     // The timeout and the cancel signal are a plain timer and listener below, not execa's
-    // `timeout`/`cancelSignal` (each an abortable promise plus an AbortError per run, ~0.1-0.2 ms);
-    // `kill()` still gets execa's SIGKILL after `forceKillAfterDelay`.
+    // `timeout`/`cancelSignal` (each an abortable promise plus an AbortError per run, ~0.1-0.2 ms,
+    // and execa's kill reaches the group leader only): the group gets SIGTERM, then SIGKILL.
     stdin: 'pipe',
     cleanup: false,
     buffer: false,
     reject: false,
     env: request.env,
     extendEnv: false,
-    killSignal: 'SIGTERM',
-    forceKillAfterDelay: request.killGraceMs,
+    // Its own process group: the timeout, a cancel and shutdown end the whole group (see process-group.ts).
+    detached: OWN_PROCESS_GROUP,
     windowsHide: true,
   });
-  killOnExit(subprocess);
-  let stoppedBy: 'timeout' | 'cancel' | null = null;
-  const stop = (reason: 'timeout' | 'cancel') => {
-    if (stoppedBy !== null) return;
-    stoppedBy = reason;
-    subprocess.kill();
-  };
-  const timer = setTimeout(stop, request.timeoutMs, 'timeout');
-  const onAbort = () => stop('cancel');
-  if (request.signal?.aborted) onAbort();
-  else request.signal?.addEventListener('abort', onAbort, { once: true });
+  const pid = subprocess.pid;
+  let ending: 'timeout' | 'cancel' | null = null;
+  const group = pid === undefined ? null : new GroupTerminator(pid, request.killGraceMs);
+  const timer = group && setTimeout(() => ((ending ??= 'timeout'), group.terminate()), request.timeoutMs);
+  const onAbort = () => ((ending ??= 'cancel'), group?.terminate());
+  if (pid !== undefined) {
+    killOnExit(pid);
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    if (request.signal?.aborted) onAbort();
+    request.onSpawn?.(pid);
+  }
   // Written whole, then closed: the CLI reads stdin to EOF before it starts. A CLI that exits
   // before reading it makes this EPIPE, which execa ignores (the exit code tells what happened).
   subprocess.stdin?.end(request.prompt);
@@ -107,7 +110,7 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
       stdoutChunks.push(chunk.subarray(0, room));
       stdoutBytes += room;
       truncated = true;
-      subprocess.kill('SIGTERM');
+      group?.terminate();
     } else {
       stdoutChunks.push(chunk);
       stdoutBytes += chunk.length;
@@ -120,22 +123,23 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
   });
 
   const result = await subprocess.finally(() => {
-    liveProcesses.delete(subprocess);
-    clearTimeout(timer);
+    if (timer) clearTimeout(timer);
     request.signal?.removeEventListener('abort', onAbort);
+    if (pid !== undefined) liveGroups.delete(pid);
+    group?.exited();
   });
-  const spawnFailed = result.failed && result.exitCode === undefined && stoppedBy === null && !result.signal;
+  const spawnFailed = result.failed && result.exitCode === undefined && ending === null && !result.signal;
   return {
     stdout: decodeUtf8Prefix(stdoutChunks.length === 1 ? stdoutChunks[0]! : Buffer.concat(stdoutChunks, stdoutBytes)),
     stderrTail: stderrTail.toString('utf8'),
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,
-    timedOut: stoppedBy === 'timeout',
+    timedOut: ending === 'timeout',
     truncated,
-    cancelled: stoppedBy === 'cancel',
+    cancelled: ending === 'cancel',
     spawnError: spawnFailed ? spawnErrorMessage(request.bin, (result as { code?: string }).code ?? null, result.message) : null,
     durationMs: Math.round(performance.now() - started),
-    pid: subprocess.pid ?? null,
+    pid: pid ?? null,
     timeoutMs: request.timeoutMs,
     maxOutputBytes: request.maxOutputBytes,
   };

@@ -44,10 +44,22 @@ describe('loadConfig', () => {
     });
   });
 
+  it('OLLAMA_MCP_SHARED_CONCURRENCY: off unless set, then 1-256', () => {
+    expect(loadConfig({}).sharedConcurrency).toBeNull();
+    expect(loadConfig({ OLLAMA_MCP_SHARED_CONCURRENCY: ' ' }).sharedConcurrency).toBeNull();
+    expect(loadConfig({ OLLAMA_MCP_SHARED_CONCURRENCY: '2' }).sharedConcurrency).toBe(2);
+    expect(() => loadConfig({ OLLAMA_MCP_SHARED_CONCURRENCY: '0' })).toThrow(
+      'OLLAMA_MCP_SHARED_CONCURRENCY must be a whole number from 1 to 256, got `0`',
+    );
+  });
+
   it.each([
     ['OLLAMA_MCP_CONCURRENCY', '0'],
     ['OLLAMA_MCP_CONCURRENCY', '33'],
     ['OLLAMA_MCP_CONCURRENCY', 'three'],
+    ['OLLAMA_MCP_SHARED_CONCURRENCY', '0'],
+    ['OLLAMA_MCP_SHARED_CONCURRENCY', '257'],
+    ['OLLAMA_MCP_SHARED_CONCURRENCY', 'two'],
     ['OLLAMA_MCP_TIMEOUT_MS', '1.5'],
     ['OLLAMA_MCP_MAX_RETRIES', '-1'],
     ['OLLAMA_MCP_BREAKER_THRESHOLD', '0'],

@@ -11,6 +11,7 @@ const healthy: HealthReport = {
   models: { installed: ['llama3.2:latest', 'qwen2.5-coder:7b'] },
   circuits: [{ model: 'llama3.2:latest', state: 'closed', consecutive_failures: 0, retry_after_seconds: null }],
   runs: { in_flight: 0, running: 0, queued: 0, concurrency: 3 },
+  processes: null,
   telemetry: { dir: '/var/t', writable: true, runs_log: '/var/t/runs.jsonl' },
   ledger: { ok: true, problems: [], last_write_failure: null },
   config: { concurrency: 3, http_token: 'unset', ollama_host: null },
@@ -51,6 +52,48 @@ describe('renderHealth', () => {
     expect(text).toContain('✗ telemetry: /var/t is not writable');
     expect(text).toMatch(/Problems:\n✗ the Ollama server is not reachable.*`ollama serve`/);
     expect(text).toMatch(/Warnings:\n! model llama3\.2:latest: circuit open/);
+  });
+
+  it('the orphan sweep and the shared slots, with their holders', () => {
+    const text = renderHealth({
+      ...healthy,
+      processes: {
+        orphan_sweep: {
+          enabled: true,
+          reason: null,
+          interval_seconds: 60,
+          last: { at: '2025-06-01T11:59:00.000Z', ended: 1, forgotten: 2, kept: 3 },
+        },
+        shared_slots: {
+          limit: 2,
+          in_use: 2,
+          waiting_here: 1,
+          error: null,
+          slots: [
+            { slot: 0, pid: 41, since: '2025-06-01T11:58:00.000Z', holder: 'this_server' },
+            { slot: 1, pid: 42, since: '2025-06-01T11:58:00.000Z', holder: 'dead' },
+          ],
+        },
+      },
+    });
+    expect(text).toContain(
+      '✓ orphan sweep: on, at start-up and every 60 s; last sweep 2025-06-01T11:59:00.000Z: 1 orphan(s) ended, 2 stale record(s) removed',
+    );
+    expect(text).toContain(
+      '✓ shared cap: 2 of 2 slots in use across server processes (slot 0: pid 41 (this server), slot 1: pid 42 (dead, to be reclaimed)), 1 waiting here',
+    );
+  });
+
+  it('says why the orphan sweep is off where there is no /proc', () => {
+    const text = renderHealth({
+      ...healthy,
+      processes: {
+        orphan_sweep: { enabled: false, reason: 'no /proc on this platform', interval_seconds: 60, last: null },
+        shared_slots: null,
+      },
+    });
+    expect(text).toContain('! orphan sweep: off (no /proc on this platform)');
+    expect(text).not.toContain('shared cap');
   });
 
   it('a missing CLI', () => {

@@ -1,0 +1,101 @@
+import type { Config } from '../config/config.js';
+import type { ModelProcessRequest, ProcessOutcome } from '../ollama/model-process.js';
+import { signalGroup } from '../ollama/process-group.js';
+import type { ProcView } from '../policy/process-identity.js';
+import path from 'node:path';
+import { CHILDREN_DIR_NAME, ChildRegistry } from '../store/child-registry.js';
+import { liveProcView, selfIdentity, type SelfIdentity } from '../store/proc-reader.js';
+import { SharedSlots } from '../store/shared-slots.js';
+import type { ProcessesStatus } from '../health/collect-health.js';
+import { OrphanSweeper } from './orphan-sweep.js';
+
+type Spawn = (request: ModelProcessRequest) => Promise<ProcessOutcome>;
+
+/** What `ollama_health` shows of the model processes across server processes. */
+export type HygieneStatus = ProcessesStatus;
+
+export const NO_PROC_REASON =
+  'no /proc on this platform: a process start time cannot be read, so a pid cannot be told from a reused one; a killed server leaves its model processes running';
+
+/**
+ * No model process outlives its server: each child is recorded in the state dir while it runs,
+ * and recorded children whose server is gone are ended (at start-up and every minute). Also the
+ * cap shared by every server process (OLLAMA_MCP_SHARED_CONCURRENCY), when set.
+ */
+export class ProcessHygiene {
+  readonly children: ChildRegistry | null;
+  readonly sweeper: OrphanSweeper;
+  readonly sharedSlots: SharedSlots | null;
+
+  constructor(
+    config: Config,
+    warn: (message: string) => void,
+    identity: SelfIdentity = selfIdentity(),
+    proc: ProcView = liveProcView,
+  ) {
+    this.children = identity.hasProc ? new ChildRegistry(config.telemetryDir, identity, warn) : null;
+    this.sweeper = new OrphanSweeper({
+      dir: path.join(config.telemetryDir, CHILDREN_DIR_NAME),
+      identity,
+      proc,
+      killGraceMs: config.killGraceMs,
+      signalGroup,
+      warn,
+    });
+    this.sharedSlots =
+      config.sharedConcurrency === null
+        ? null
+        : new SharedSlots({ telemetryDir: config.telemetryDir, limit: config.sharedConcurrency, identity, proc, warn });
+  }
+
+  /** `spawn`, with each child it starts recorded while it runs (unchanged where there is no /proc). */
+  trackSpawns(spawn: Spawn): Spawn {
+    const children = this.children;
+    if (children === null) return spawn;
+    return async (request) => {
+      let done: (() => void) | null = null;
+      try {
+        return await spawn({
+          ...request,
+          onSpawn: (pid) => {
+            request.onSpawn?.(pid);
+            done = children.track(pid, request.bin, request.args);
+          },
+        });
+      } finally {
+        (done as (() => void) | null)?.();
+      }
+    };
+  }
+
+  /** Sweep now and every minute. */
+  start(): void {
+    this.sweeper.start();
+  }
+
+  /** Stop sweeping; wait for a sweep under way and for the records of ended children to be removed. */
+  async stop(): Promise<void> {
+    await this.sweeper.stop();
+    await this.children?.idle();
+  }
+
+  status(): HygieneStatus {
+    const slots = this.sharedSlots;
+    const view = slots?.view() ?? [];
+    return {
+      orphanSweep: {
+        enabled: this.sweeper.enabled,
+        reason: this.sweeper.enabled ? null : NO_PROC_REASON,
+        intervalMs: this.sweeper.intervalMs,
+        last: this.sweeper.last,
+      },
+      shared: slots && {
+        limit: slots.limit,
+        inUse: view.length,
+        slots: view,
+        waitingHere: slots.waiting,
+        error: slots.lastError,
+      },
+    };
+  }
+}

@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { makeSandbox, readRunTrace, SERVER_ENTRY, serverEnv, startServer, waitFor, type Sandbox } from './harness.js';
+
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
+
+/** A server on raw pipes, so the test can SIGKILL it. */
+function rawServer(env: Record<string, string>) {
+  const child = spawn(process.execPath, [SERVER_ENTRY], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdout.resume();
+  child.stderr.resume();
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+  return { child, send, exited };
+}
+
+/** Gone, or a zombie nobody has reaped yet (the orphan's new parent may be slow to reap it). */
+function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function childRecords(sandbox: Sandbox): string[] {
+  const dir = path.join(sandbox.telemetryDir, 'children');
+  return existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith('.json')) : [];
+}
+
+function runStarts(sandbox: Sandbox): number[] {
+  return readRunTrace(sandbox)
+    .filter((e) => e.event === 'start')
+    .map((e) => e.pid);
+}
+
+describe.skipIf(!existsSync('/proc/self/stat'))('orphan sweep', () => {
+  it("a SIGKILLed server's model process is ended by the next server; a live server's run is untouched", async () => {
+    const sandbox = makeSandbox();
+    // 1. A server whose model process hangs, and would outlive it (see FAKE_OLLAMA_OUTLIVE_SERVER).
+    const doomed = rawServer(serverEnv(sandbox, { FAKE_OLLAMA_OUTLIVE_SERVER: '1' }));
+    doomed.send(INIT);
+    doomed.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    doomed.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'forever @fake:hang' } },
+    });
+    await waitFor(() => runStarts(sandbox).length === 1, 15_000, 'the doomed server to start its model process');
+    const orphan = runStarts(sandbox)[0]!;
+
+    // 2. A live server, with a run in progress.
+    const live = await startServer(sandbox);
+    const liveRun = live.run({ model: 'llama3.2', prompt: 'slow @fake:sleep_ms=6000' });
+    await waitFor(() => runStarts(sandbox).length === 2, 15_000, "the live server's model process to start");
+    const liveChild = runStarts(sandbox)[1]!;
+    await waitFor(() => childRecords(sandbox).length === 2, 10_000, 'both model processes to be recorded');
+
+    // 3. The first server is killed without a chance to end its child: the child keeps running.
+    doomed.child.kill('SIGKILL');
+    expect(await doomed.exited).toBe('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(isRunning(orphan)).toBe(true);
+
+    // 4. The next server to start ends it, and says so; the live server's child runs on.
+    const next = await startServer(sandbox);
+    try {
+      await waitFor(() => !isRunning(orphan), 15_000, 'the orphan to be ended');
+      await waitFor(() => next.stderr().includes(`ending orphaned model process ${orphan}`), 5_000, 'the sweep to say so');
+      expect(next.stderr()).toContain('is gone');
+      expect(isRunning(liveChild)).toBe(true);
+      const exit = readRunTrace(sandbox).find((e) => e.pid === orphan && e.event === 'exit');
+      expect(exit?.signal).toBe('SIGTERM');
+
+      const result = await liveRun;
+      expect(result.metadata.status).toBe('ok');
+      expect(result.output).toContain('slow');
+    } finally {
+      await next.close();
+      await live.close();
+    }
+    // Every record is gone: the orphan's (removed by the sweep) and the live run's (removed after its exit).
+    await waitFor(() => childRecords(sandbox).length === 0, 5_000, 'the records to be removed');
+  });
+
+  it('a model process is recorded while it runs, and its record removed once it exits', async () => {
+    const sandbox = makeSandbox();
+    const server = await startServer(sandbox);
+    try {
+      const run = server.run({ model: 'llama3.2', prompt: 'hello @fake:sleep_ms=2000' });
+      await waitFor(() => childRecords(sandbox).length === 1, 10_000, 'the model process to be recorded');
+      await waitFor(() => runStarts(sandbox).length === 1, 10_000, 'the model process to start');
+      const record = JSON.parse(
+        readFileSync(path.join(sandbox.telemetryDir, 'children', childRecords(sandbox)[0]!), 'utf8'),
+      ) as Record<string, unknown>;
+      expect(record).toMatchObject({ pid: runStarts(sandbox)[0], args: ['run', 'llama3.2', '--nowordwrap'] });
+      expect(record).not.toHaveProperty('prompt');
+      expect((await run).metadata.status).toBe('ok');
+      await waitFor(() => childRecords(sandbox).length === 0, 5_000, 'the record to be removed');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a server stopped by SIGTERM ends its model process group and leaves no record behind', async () => {
+    const sandbox = makeSandbox();
+    const server = rawServer(serverEnv(sandbox));
+    server.send(INIT);
+    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    server.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'forever @fake:hang' } },
+    });
+    await waitFor(() => childRecords(sandbox).length === 1, 15_000, 'the model process to be recorded');
+    const pid = runStarts(sandbox)[0]!;
+    server.child.kill('SIGTERM');
+    await server.exited;
+    expect(isRunning(pid)).toBe(false);
+    expect(childRecords(sandbox)).toEqual([]);
+  });
+});
