@@ -102,7 +102,7 @@ describe.skipIf(!existsSync('/proc/self/stat'))('orphan sweep', () => {
       const record = JSON.parse(
         readFileSync(path.join(sandbox.telemetryDir, 'children', childRecords(sandbox)[0]!), 'utf8'),
       ) as Record<string, unknown>;
-      expect(record).toMatchObject({ pid: runStarts(sandbox)[0], args: ['run', 'llama3.2', '--nowordwrap'] });
+      expect(record).toMatchObject({ pid: runStarts(sandbox)[0], args: ['run', 'llama3.2', '--nowordwrap', '--verbose'] });
       expect(record).not.toHaveProperty('prompt');
       expect((await run).metadata.status).toBe('ok');
       await waitFor(() => childRecords(sandbox).length === 0, 5_000, 'the record to be removed');
