@@ -16,7 +16,7 @@ import { buildRunArgs } from '../ollama/cli-args.js';
 import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
 import type { SlotLimiter } from './slot-limiter.js';
-import type { StateStore } from '../store/state-store.js';
+import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
 import type { CircuitTransition } from '../policy/breaker-state.js';
 
@@ -24,7 +24,7 @@ export type { ModelSettings, PreflightResult, RunContext, RunRequest };
 
 export interface RunServiceDeps {
   readonly config: Config;
-  readonly store: StateStore;
+  readonly store: StateBackend;
   readonly log: RunLog;
   /** Epoch ms. Injected so tests and the store agree on time. @default Date.now */
   readonly clock?: () => number;

@@ -3,7 +3,7 @@ import type { Config } from '../config/config.js';
 import { registerTools } from './tool-registry.js';
 import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
 import { RunService } from '../app/run-service.js';
-import { StateStore } from '../store/state-store.js';
+import { openStateBackend, type StateBackend } from '../store/state-backend.js';
 import { RunLog } from '../telemetry/run-log.js';
 import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
@@ -14,7 +14,6 @@ import { ollamaRunManyTool } from '../tools/ollama-run-many.js';
 import { ollamaRunTool } from '../tools/ollama-run.js';
 import { ollamaRunsSummaryTool } from '../tools/ollama-runs-summary.js';
 import { ollamaTaskStatusTool } from '../tools/ollama-task-status.js';
-import path from 'node:path';
 import { createRequire } from 'node:module';
 
 const packageJson = createRequire(import.meta.url)('../../package.json') as { name: string; version: string };
@@ -26,7 +25,7 @@ export const SERVER_VERSION = packageJson.version;
 export interface App {
   readonly config: Config;
   readonly tiers: ModelTiers;
-  readonly store: StateStore;
+  readonly store: StateBackend;
   readonly log: RunLog;
   readonly runs: RunService;
   readonly installedModels: InstalledModels;
@@ -39,7 +38,7 @@ export interface App {
  */
 export async function createApp(config: Config, warn: (message: string) => void): Promise<App> {
   const tiers = await loadModelTiers(config);
-  const store = new StateStore(path.join(config.telemetryDir, 'state.json'), { onWarning: warn });
+  const store = await openStateBackend(config, warn);
   const log = new RunLog(config.telemetryDir, {
     logContent: config.logContent,
     maxBytes: config.logMaxBytes,
@@ -54,7 +53,10 @@ export async function createApp(config: Config, warn: (message: string) => void)
     store,
     log,
     env,
-    onWarning: warn,
+    // In team mode one Redis outage fails every run's ledger update: one stderr line a minute, not one per run.
+    onWarning: config.stateUrl
+      ? (await import('../store/redis-warning-limiter.js')).limitWarnings(warn, { windowMs: 60_000 })
+      : warn,
     settingsFor: (model) => tiers.settingsFor(model),
     ...(config.preflight ? { preflight: (model: string) => installedModels.check(model) } : {}),
   });
