@@ -124,6 +124,7 @@ export class RedisStateStore implements DescribedStateBackend {
 
   async snapshot(scope: TaskScope = []): Promise<StateData> {
     try {
+      await this.#connected();
       const { state } = await this.#read(await this.#taskIds(scope));
       return state;
     } catch (error) {
@@ -183,6 +184,7 @@ export class RedisStateStore implements DescribedStateBackend {
   /** Run a Redis round trip; its failure becomes a StateStoreError, remembered as the last write failure. */
   async #io<T>(work: () => Promise<T>): Promise<T> {
     try {
+      await this.#connected();
       return await work();
     } catch (error) {
       throw this.#failed(this.#asStoreError(error));
@@ -201,6 +203,7 @@ export class RedisStateStore implements DescribedStateBackend {
 
   async status(): Promise<StateBackendStatus> {
     try {
+      await this.#connected();
       await this.#client.sendCommand(['PING']);
       return { kind: 'redis', location: this.location, reachable: true, error: null };
     } catch (error) {
@@ -214,6 +217,26 @@ export class RedisStateStore implements DescribedStateBackend {
     } catch {
       // already closed
     }
+  }
+
+  /**
+   * Right after start-up the first connection is still being made: wait for it (at most a
+   * command timeout) rather than fail the first runs. Once an attempt has failed, commands fail
+   * at once until the connection is back (no waiting on a Redis that is down).
+   */
+  async #connected(): Promise<void> {
+    if (this.#client.isReady || this.#connectionError !== null || !this.#client.isOpen) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#client.off('ready', done);
+        this.#client.off('error', done);
+        resolve();
+      };
+      const timer = setTimeout(done, this.#commandTimeoutMs);
+      this.#client.once('ready', done);
+      this.#client.once('error', done);
+    });
   }
 
   /** The task ids of the scope; `all` lists every task key (SCAN: used only by explicit maintenance). */
