@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, createClient, TimeoutError } from '@redis/client';
 import type { DescribedStateBackend, StateBackendStatus } from './state-backend.js';
@@ -83,7 +84,8 @@ export class RedisStateStore implements DescribedStateBackend {
       socket: {
         host: target.host,
         port: target.port,
-        ...(target.tls ? { tls: true as const, servername: target.host } : {}),
+        // TLS checks the certificate against the host name (SNI only for a name: RFC 6066 forbids an IP there).
+        ...(target.tls ? { tls: true as const, ...(isIP(target.host) === 0 ? { servername: target.host } : {}) } : {}),
         connectTimeout,
         // Jittered, capped backoff; never gives up (the server reconnects by itself).
         reconnectStrategy: (retries: number) =>
@@ -207,7 +209,7 @@ export class RedisStateStore implements DescribedStateBackend {
       await this.#client.sendCommand(['PING']);
       return { kind: 'redis', location: this.location, reachable: true, error: null };
     } catch (error) {
-      return { kind: 'redis', location: this.location, reachable: false, error: this.#asStoreError(error).message };
+      return { kind: 'redis', location: this.location, reachable: false, error: this.#reason(error) };
     }
   }
 
@@ -326,11 +328,16 @@ export class RedisStateStore implements DescribedStateBackend {
     }
   }
 
+  /** One line saying why a command failed; never the password. */
+  #reason(error: unknown): string {
+    if (error instanceof StateStoreError) return error.message;
+    if (isOffline(error) && this.#connectionError !== null) return `not connected (${this.#connectionError}); reconnecting`;
+    return withoutSecret(describeRedisError(error, this.#commandTimeoutMs), this.#target);
+  }
+
   #asStoreError(error: unknown): StateStoreError {
     if (error instanceof StateStoreError) return error;
-    let message = withoutSecret(describeRedisError(error, this.#commandTimeoutMs), this.#target);
-    if (isOffline(error) && this.#connectionError !== null) message = `not connected (${this.#connectionError}); reconnecting`;
-    return new StateStoreError(`the shared state at ${this.location} cannot be used: ${message}`, {
+    return new StateStoreError(`the shared state at ${this.location} cannot be used: ${this.#reason(error)}`, {
       step: 'update',
       cause: error,
     });
