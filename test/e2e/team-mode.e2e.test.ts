@@ -1,7 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { noteRedisSkipped, REDIS_SERVER_AVAILABLE, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import {
+  noteRedisSkipped,
+  OPENSSL_AVAILABLE,
+  REDIS_SERVER_AVAILABLE,
+  startRedisServer,
+  type RedisServer,
+} from '../helpers/redis-server.js';
 import { makeSandbox, readRuns, startServer, type RunningServer, type Sandbox } from './harness.js';
 
 noteRedisSkipped();
@@ -125,6 +131,38 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: servers on separate telemet
       expect(leakSurface(dir, [server], [result, health])).not.toContain(PASSWORD);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe.skipIf(!REDIS_SERVER_AVAILABLE || !OPENSSL_AVAILABLE)('team mode over TLS (rediss://)', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer(['--requirepass', PASSWORD], { tls: true });
+  });
+  afterAll(async () => {
+    await redis?.dispose();
+  });
+
+  it('shares the ledger over TLS, and refuses a certificate it cannot verify', async () => {
+    const url = `rediss://:${PASSWORD}@127.0.0.1:${redis.port}/0`;
+    const trusted = { OLLAMA_MCP_STATE_URL: url, NODE_EXTRA_CA_CERTS: redis.caFile! };
+    const [dirA, dirB] = [makeSandbox(), makeSandbox()];
+    const [a, b] = await Promise.all([startServer(dirA, trusted), startServer(dirB, trusted)]);
+    const untrusting = await startServer(makeSandbox(), { OLLAMA_MCP_STATE_URL: url });
+    try {
+      const failing = { model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'tls-task', max_retries: 0 };
+      expect((await a.run(failing)).metadata.retry_count).toBe(0);
+      const second = await b.run(failing);
+      expect(second.metadata.retry_count).toBe(1);
+      expect(second.metadata.warnings ?? []).toEqual([]);
+
+      // Without the CA, the certificate is not trusted: no connection, runs go on uncounted.
+      const unverified = await untrusting.run(failing);
+      expect((unverified.metadata.warnings ?? []).map((w) => w.kind)).toContain('ledger_unreadable');
+      expect(untrusting.stderr()).toMatch(/cannot connect to Redis at rediss:\/\/:\*\*\*@127\.0\.0\.1:\d+\/0 \(.*certificate/);
+    } finally {
+      await Promise.all([a.close(), b.close(), untrusting.close()]);
     }
   });
 });

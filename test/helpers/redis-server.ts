@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -25,8 +26,13 @@ export function noteRedisSkipped(): void {
   );
 }
 
+/** TLS tests also need `openssl` to make a throwaway CA and server certificate. */
+export const OPENSSL_AVAILABLE = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
+
 export interface RedisServer {
   readonly port: number;
+  /** With `tls`: the CA that signed the server's certificate (for NODE_EXTRA_CA_CERTS). */
+  readonly caFile: string | null;
   /** `redis://127.0.0.1:PORT/db`. */
   url(db?: number): string;
   /** Stop it (SIGTERM, waits for the exit); the port stays reserved for `start`. */
@@ -37,8 +43,30 @@ export interface RedisServer {
   dispose(): Promise<void>;
 }
 
-export async function startRedisServer(extraArgs: readonly string[] = []): Promise<RedisServer> {
+/**
+ * `tls`: the port speaks TLS only (`rediss://`), with a certificate for 127.0.0.1 signed by a
+ * throwaway CA (`caFile`). `extraArgs` go to redis-server (e.g. `--requirepass`).
+ */
+export async function startRedisServer(extraArgs: readonly string[] = [], options: { tls?: boolean } = {}): Promise<RedisServer> {
   const dir = mkdtempSync(path.join(tmpdir(), 'ollama-runner-redis-'));
+  const caFile = options.tls ? makeCertificates(dir) : null;
+  const portArgs = (port: number) =>
+    caFile
+      ? [
+          '--port',
+          '0',
+          '--tls-port',
+          String(port),
+          '--tls-cert-file',
+          path.join(dir, 'server.crt'),
+          '--tls-key-file',
+          path.join(dir, 'server.key'),
+          '--tls-ca-cert-file',
+          caFile,
+          '--tls-auth-clients',
+          'no',
+        ]
+      : ['--port', String(port)];
   let port = 0;
   let child: ChildProcess | null = null;
   let log = '';
@@ -47,7 +75,7 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
     log = '';
     child = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+      [...portArgs(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     child.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString()));
@@ -57,7 +85,7 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
       started.once('exit', (code) => reject(new Error(`redis-server exited (${code}) on port ${port}: ${log.slice(-500)}`))),
     );
     exited.catch(() => {});
-    await Promise.race([waitForPong(port, 10_000), exited]);
+    await Promise.race([waitForPong(port, 10_000, caFile !== null), exited]);
   };
 
   for (let tries = 1; ; tries += 1) {
@@ -74,7 +102,8 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
 
   const server: RedisServer = {
     port,
-    url: (db = 0) => `redis://127.0.0.1:${port}/${db}`,
+    caFile,
+    url: (db = 0) => `${caFile ? 'rediss' : 'redis'}://127.0.0.1:${port}/${db}`,
     async stop() {
       await stopChild(child);
       child = null;
@@ -112,18 +141,20 @@ function freePort(): Promise<number> {
 }
 
 /** Resolves once the server answers PING. */
-async function waitForPong(port: number, timeoutMs: number): Promise<void> {
+async function waitForPong(port: number, timeoutMs: number, overTls: boolean): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (await pingOnce(port)) return;
+    if (await pingOnce(port, overTls)) return;
     if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 
-function pingOnce(port: number): Promise<boolean> {
+function pingOnce(port: number, overTls: boolean): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
+    const socket = overTls
+      ? tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false })
+      : net.connect({ host: '127.0.0.1', port });
     let reply = '';
     const done = (ok: boolean) => {
       socket.destroy();
@@ -131,11 +162,54 @@ function pingOnce(port: number): Promise<boolean> {
     };
     socket.setTimeout(1_000, () => done(false));
     socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once(overTls ? 'secureConnect' : 'connect', () => socket.write('PING\r\n'));
     socket.on('data', (chunk) => {
       reply += chunk.toString();
       // A server started with --requirepass answers, too: `-NOAUTH Authentication required.`
       if (reply.includes('\r\n')) done(reply.startsWith('+PONG') || reply.startsWith('-NOAUTH'));
     });
   });
+}
+
+/** A CA and a server certificate for 127.0.0.1 in `dir`; returns the CA's file. */
+function makeCertificates(dir: string): string {
+  const run = (args: string[]) => {
+    const result = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`openssl ${args[0]} failed: ${result.stderr}`);
+  };
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=ollama-runner test CA',
+  ]);
+  run(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
+  writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'ext.cnf',
+  ]);
+  return path.join(dir, 'ca.crt');
 }
