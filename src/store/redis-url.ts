@@ -65,7 +65,9 @@ export function isRedisUrlError(parsed: RedisTarget | { readonly error: string }
  * without a user) -> `redis://***@host`. Works on text that is not a valid URL, too.
  */
 export function redactRedisUrl(raw: string): string {
-  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/@]*)@/i, (_, scheme: string, userInfo: string) => {
+  // Up to the LAST `@`: a password may hold an unencoded `@` or `/` (`redis://u:p@s/s@host`), and a
+  // valid Redis URL has no `@` after its host.
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)(.*)@/is, (_, scheme: string, userInfo: string) => {
     const colon = userInfo.indexOf(':');
     if (colon === -1) return `${scheme}***@`;
     return `${scheme}${userInfo.slice(0, colon)}:***@`;

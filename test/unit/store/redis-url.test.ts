@@ -23,12 +23,13 @@ describe('parseRedisUrl', () => {
     ['redis://u:topsecret@host:6379/0?tls=1', /query or fragment/],
     ['not a url topsecret', /is not a URL/],
     ['redis://u:topsecret@host:99999', /is not a URL/],
+    ['redis://u:top/secret@host:6379', /./],
   ])('%s is refused with a clear message that does not show the password', (raw, expected) => {
     const parsed = parseRedisUrl(raw);
     expect(isRedisUrlError(parsed)).toBe(true);
     const { error } = parsed as { error: string };
     expect(error).toMatch(expected);
-    if (raw.includes('@')) expect(error).not.toContain('topsecret');
+    if (raw.includes('@')) expect(error).not.toContain('secret');
   });
 });
 
@@ -37,6 +38,12 @@ describe('redactRedisUrl / withoutSecret', () => {
     expect(redactRedisUrl('redis://bob:hunter2@h:1/0')).toBe('redis://bob:***@h:1/0');
     expect(redactRedisUrl('rediss://:hunter2@h')).toBe('rediss://:***@h');
     expect(redactRedisUrl('redis://h:1')).toBe('redis://h:1');
+    expect(redactRedisUrl('redis://bob:p@ss@h:1/0')).toBe('redis://bob:***@h:1/0');
+    expect(parseRedisUrl('redis://bob:p@ss@h:1/0')).toMatchObject({
+      host: 'h',
+      password: 'p@ss',
+      redacted: 'redis://bob:***@h:1/0',
+    });
   });
 
   it('scrubs the password from any text, raw or URL-encoded', () => {
