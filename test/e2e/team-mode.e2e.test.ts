@@ -112,6 +112,25 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: servers on separate telemet
     }
   });
 
+  it('share block mode: a task that escalated through one server is refused through the other until reset', async () => {
+    db += 1;
+    const env = teamEnv(db, { OLLAMA_MCP_ESCALATION: 'block', OLLAMA_MCP_BREAKER_THRESHOLD: '1000' });
+    const [a, b] = await Promise.all([startServer(makeSandbox(), env), startServer(makeSandbox(), env)]);
+    try {
+      const failing = { model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'blocked-task', max_retries: 1 };
+      await a.run(failing);
+      const escalated = await a.run(failing);
+      expect(escalated.metadata).toMatchObject({ escalate: true, escalation_reason: 'max_retries_exceeded' });
+      const refused = await b.run({ ...failing, prompt: 'hello' });
+      expect(refused.metadata).toMatchObject({ status: 'blocked', escalate: true });
+      await a.client.callTool({ name: 'ollama_reset', arguments: { task_id: 'blocked-task' } });
+      const again = await b.run({ ...failing, prompt: 'hello' });
+      expect(again.metadata).toMatchObject({ status: 'ok', retry_count: 0 });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('a server whose Redis is unreachable at start-up still starts and runs, and ollama_health says why', async () => {
     const dir = makeSandbox();
     const deadPort = redis.port === 65_535 ? redis.port - 1 : redis.port + 1;
