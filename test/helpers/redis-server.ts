@@ -29,6 +29,12 @@ export function noteRedisSkipped(): void {
 /** TLS tests also need `openssl` to make a throwaway CA and server certificate. */
 export const OPENSSL_AVAILABLE = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
 
+/** Every redis-server this process started and has not stopped: killed if the test process exits first. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 export interface RedisServer {
   readonly port: number;
   /** With `tls`: the CA that signed the server's certificate (for NODE_EXTRA_CA_CERTS). */
@@ -81,6 +87,8 @@ export async function startRedisServer(extraArgs: readonly string[] = [], option
     child.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
     const started = child;
+    running.add(started);
+    started.once('exit', () => running.delete(started));
     const exited = new Promise<never>((_, reject) =>
       started.once('exit', (code) => reject(new Error(`redis-server exited (${code}) on port ${port}: ${log.slice(-500)}`))),
     );
