@@ -9,6 +9,9 @@ import { StateStore, type StoreWriteFailure, type TaskScope } from './state-stor
  * `StateStore` (files in the telemetry dir, the default) and `RedisStateStore` (one Redis shared
  * by several servers: team mode, `OLLAMA_MCP_STATE_URL`). The policy code applied inside
  * `transact` is the same pure code for both.
+ *
+ * Other state shared in team mode (the cross-machine cap of OLLAMA_MCP_SHARED_CONCURRENCY) belongs
+ * on the same Redis: `RedisStateStore.connection` gives its client and key names under the prefix.
  */
 export interface StateBackend {
   /**
