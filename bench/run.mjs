@@ -168,6 +168,10 @@ async function main() {
     measureState({ tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup }),
   );
   printState(state);
+  // Team mode: the same transaction on a real Redis, when redis-server is installed (bench/state-redis.mjs).
+  const { stateRedisLines } = await import('./state-redis.mjs');
+  const redisPlan = { tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup };
+  (await stateRedisLines(redisPlan, state)).forEach((line) => say(line));
 
   // ---------------------------------------------------------------- 4. start-up
   say(`[4/5] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);

@@ -8,7 +8,7 @@ import { pruneTasks, recordAttempt, retryCountFor } from '../policy/task-ledger.
 import type { RunWarning } from './run-result.js';
 import { circuitNotUpdated, unsavedVerdict } from './run-warnings.js';
 import type { StateData } from '../store/state-schema.js';
-import type { StateStore } from '../store/state-store.js';
+import type { StateBackend } from '../store/state-backend.js';
 import { blockedError, circuitOpenError } from './attempt-errors.js';
 import type { Settled } from './run-report.js';
 import { taskScope, type RunRequest } from './run-request.js';
@@ -49,7 +49,7 @@ export type Admission =
     };
 
 export interface AttemptLedgerDeps {
-  readonly store: StateStore;
+  readonly store: StateBackend;
   readonly clock: () => number;
   readonly config: Pick<
     Config,
@@ -66,7 +66,7 @@ export interface AttemptLedgerDeps {
  * judged from the last saved state and a warning says so.
  */
 export class AttemptLedger {
-  readonly #store: StateStore;
+  readonly #store: StateBackend;
   readonly #clock: () => number;
   readonly #config: AttemptLedgerDeps['config'];
   readonly #warn: (message: string) => void;

@@ -19,8 +19,8 @@ import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '
 import { parseUsage } from '../ollama/verbose-stats.js';
 import { cliContextCheck, type ContextCheck } from './context-check.js';
 import type { SlotLimiter } from './slot-limiter.js';
-import type { StateStore } from '../store/state-store.js';
 import type { SharedSlots } from '../store/shared-slots.js';
+import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
 import type { CircuitTransition } from '../policy/breaker-state.js';
 
@@ -28,7 +28,7 @@ export type { ModelSettings, PreflightResult, RunContext, RunRequest };
 
 export interface RunServiceDeps {
   readonly config: Config;
-  readonly store: StateStore;
+  readonly store: StateBackend;
   readonly log: RunLog;
   /** Epoch ms. Injected so tests and the store agree on time. @default Date.now */
   readonly clock?: () => number;

@@ -4,12 +4,12 @@ import { collectHealth, type HealthStateSource } from '../health/collect-health.
 import { renderHealth } from '../health/render-health.js';
 import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
-import { StateStore } from '../store/state-store.js';
 import { prepareTelemetryDir } from '../config/telemetry-dir.js';
 import { NO_PROC_REASON } from '../app/process-hygiene.js';
 import { SWEEP_INTERVAL_MS } from '../app/orphan-sweep.js';
 import { liveProcView, selfIdentity } from '../store/proc-reader.js';
 import { SLOTS_DIR_NAME, viewSlots } from '../store/shared-slots.js';
+import { isDescribedBackend, openStateBackend } from '../store/state-backend.js';
 
 /**
  * `ollama-runner-mcp doctor`: check the setup the way the server sees it, print the report to
@@ -24,7 +24,7 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
   await prepareTelemetryDir(config.telemetryDir).catch(() => {});
   let store: HealthStateSource;
   try {
-    store = new StateStore(path.join(config.telemetryDir, 'state.json'), { onWarning: (message) => storeWarnings.push(message) });
+    store = await openStateBackend(config, (message) => storeWarnings.push(message));
   } catch (error) {
     // The telemetry dir cannot be created or used: the report says so (the writability check fails too).
     store = { snapshot: () => Promise.reject(error as Error) };
@@ -62,6 +62,8 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
     text = `doctor: the check itself failed: ${(error as Error).message}`;
     code = 1;
   }
+  // Team mode: stop the Redis client, or its reconnection timer keeps the process alive.
+  if (isDescribedBackend(store)) await store.close();
   await new Promise<void>((resolve) => {
     out.write(`${text}\n`, () => resolve());
   });

@@ -7,11 +7,15 @@ import {
 } from './telemetry-dir.js';
 import {
   BUSY_RETRIES_RANGE,
+  DEFAULT_STATE_PREFIX,
   HTTP_TOKEN_MIN_CHARS,
   HTTP_TOKEN_TOO_SHORT,
   SETTING_RANGES,
   SHARED_CONCURRENCY_RANGE,
+  STATE_PREFIX_PATTERN,
+  STATE_PREFIX_RULE,
 } from './ranges.js';
+import { isRedisUrlError, parseRedisUrl } from '../store/redis-url.js';
 
 /** Everything the server can be told, validated once at start-up. Each field names its variable. */
 export interface Config {
@@ -73,6 +77,14 @@ export interface Config {
   readonly busyRetries: number;
   /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size (1024-107374182400). @default 52428800 */
   readonly logMaxBytes: number;
+  /**
+   * `OLLAMA_MCP_STATE_URL`: `redis://[user:password@]host[:port][/db]` (or `rediss://` for TLS) keeps the
+   * task ledger and the circuits in that Redis, shared by every server pointed at it (team mode).
+   * Unset: the state files in the telemetry dir. Holds the password: show it only through `redactRedisUrl`.
+   */
+  readonly stateUrl: string | undefined;
+  /** `OLLAMA_MCP_STATE_PREFIX`: prefix of every Redis key (team mode). @default "ollama-mcp:" */
+  readonly statePrefix: string;
 }
 
 /** Start-up stops with this: it names the variable, the bad value and what is allowed. */
@@ -148,6 +160,15 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
   if (ollamaHost !== undefined && /\s/.test(ollamaHost)) {
     throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${ollamaHost}\``);
   }
+  const stateUrl = optional('OLLAMA_MCP_STATE_URL');
+  if (stateUrl !== undefined) {
+    const parsed = parseRedisUrl(stateUrl);
+    if (isRedisUrlError(parsed)) throw new ConfigError('OLLAMA_MCP_STATE_URL', `OLLAMA_MCP_STATE_URL: ${parsed.error}`);
+  }
+  const statePrefix = env.OLLAMA_MCP_STATE_PREFIX ?? DEFAULT_STATE_PREFIX;
+  if (!STATE_PREFIX_PATTERN.test(statePrefix)) {
+    throw new ConfigError('OLLAMA_MCP_STATE_PREFIX', `OLLAMA_MCP_STATE_PREFIX ${STATE_PREFIX_RULE}, got \`${statePrefix}\``);
+  }
   const telemetry = telemetryDirFor({ ...where, env });
   return {
     ollamaBin: text('OLLAMA_BIN', 'ollama'),
@@ -175,5 +196,7 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     httpToken,
     logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, 1_024, 107_374_182_400),
     busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE.min, BUSY_RETRIES_RANGE.max),
+    stateUrl,
+    statePrefix,
   };
 }

@@ -22,3 +22,9 @@ export const HTTP_TOKEN_TOO_SHORT = `OLLAMA_MCP_HTTP_TOKEN must be at least ${HT
 
 /** The port `--http` serves on when none is given (`startHttpServer`'s own default is 0: any free port). */
 export const DEFAULT_HTTP_PORT = 3333;
+
+/** OLLAMA_MCP_STATE_PREFIX when unset: every Redis key of the shared state starts with it. */
+export const DEFAULT_STATE_PREFIX = 'ollama-mcp:';
+/** 1-100 printable characters, no spaces (a key prefix that can be typed in redis-cli). */
+export const STATE_PREFIX_PATTERN = /^[\x21-\x7e]{1,100}$/;
+export const STATE_PREFIX_RULE = 'must be 1 to 100 printable characters without spaces (e.g. `team-a:`)';

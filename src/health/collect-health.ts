@@ -9,6 +9,8 @@ import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData } from '../store/state-schema.js';
 import type { StoreWriteFailure, TaskScope } from '../store/state-store.js';
 import type { SlotView } from '../store/shared-slots.js';
+import { redactRedisUrl } from '../store/redis-url.js';
+import { checkStateBackend, stateFixHint } from './state-backend-check.js';
 
 /** Where the CLI looks for the server when OLLAMA_HOST is unset. */
 const DEFAULT_OLLAMA_HOST = 'http://127.0.0.1:11434';
@@ -104,6 +106,15 @@ export const healthReportSchema = z.object({
         .describe('the last ledger update this server could not save, while none was saved since'),
     })
     .describe('the state behind retry counting and the circuit breakers'),
+  state_backend: z
+    .object({
+      kind: z.enum(['files', 'redis']).describe('files in the telemetry dir, or a Redis shared by several servers (team mode)'),
+      location: z.string().describe('the state file, or the Redis URL with its password as ***'),
+      reachable: z.boolean().nullable().describe('did Redis answer a PING just now; null for files'),
+      error: z.string().nullable(),
+    })
+    .optional()
+    .describe('where the ledger and circuits live (OLLAMA_MCP_STATE_URL); always given by this server'),
   config: z.record(z.string(), configValue).describe('the effective configuration; secrets only as "set"/"unset"'),
   checked_at: z.string(),
 });
@@ -197,6 +208,12 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     deadline,
     () => [`checking the state files took longer than ${deadline} ms`],
   );
+  const stateBackend = await withDeadline(checkStateBackend(deps.store, config), deadline, () => ({
+    kind: config.stateUrl ? ('redis' as const) : ('files' as const),
+    location: config.stateUrl ? redactRedisUrl(config.stateUrl) : config.telemetryDir,
+    reachable: config.stateUrl ? false : null,
+    error: `no answer within ${deadline} ms`,
+  }));
   if (circuits.error) ledgerProblems.unshift(`cannot read the circuit state: ${circuits.error}`);
   const writeFailure = deps.store.lastWriteFailure ?? null;
 
@@ -241,12 +258,12 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
 
   if (ledgerProblems.length > 0) {
     problems.push(
-      `the retry ledger and circuit state cannot be used (${ledgerProblems.join('; ')}): retry counts and circuits are not saved, so escalation lags. Fix the telemetry dir ${config.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR).`,
+      `the retry ledger and circuit state cannot be used (${ledgerProblems.join('; ')}): retry counts and circuits are not saved, so escalation lags. ${stateFixHint(config)}`,
     );
   }
   if (writeFailure) {
     problems.push(
-      `the retry ledger has not been updated since ${new Date(writeFailure.at).toISOString()} (${writeFailure.message}): runs go ahead but are not counted, so tasks may not escalate. Fix the telemetry dir ${config.telemetryDir} (OLLAMA_MCP_TELEMETRY_DIR).`,
+      `the retry ledger has not been updated since ${new Date(writeFailure.at).toISOString()} (${writeFailure.message}): runs go ahead but are not counted, so tasks may not escalate. ${stateFixHint(config)}`,
     );
   }
   for (const circuit of circuits.circuits) {
@@ -302,6 +319,7 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       problems: ledgerProblems,
       last_write_failure: writeFailure && { at: new Date(writeFailure.at).toISOString(), message: writeFailure.message },
     },
+    state_backend: stateBackend,
     config: publicConfig(config),
     checked_at: new Date(clock()).toISOString(),
   };
@@ -402,6 +420,7 @@ export function publicConfig(config: Config): Record<string, string | number | b
     const name = key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
     if (SECRET_KEY.test(name)) out[name] = value === undefined || value === null || value === '' ? 'unset' : 'set';
     else if (value === undefined || value === null) out[name] = null;
+    else if (name === 'state_url' && typeof value === 'string') out[name] = redactRedisUrl(value);
     else if (typeof value === 'string') out[name] = name === 'ollama_host' ? redactUserInfo(value) : value;
     else if (typeof value === 'number' || typeof value === 'boolean') out[name] = value;
     else out[name] = JSON.stringify(value) ?? null;

@@ -74,6 +74,14 @@ export function renderHealth(report: HealthReport): string {
           ledger.problems.length > 0 ? ` (${ledger.problems.join('; ')})` : ''
         }`,
   );
+  const backend = report.state_backend;
+  if (backend?.kind === 'redis') {
+    lines.push(
+      backend.reachable
+        ? `${PASS} state: shared in Redis at ${backend.location} (team mode), reachable`
+        : `${FAIL} state: Redis at ${backend.location} not reachable${backend.error ? ` (${backend.error})` : ''}; runs go on without the shared ledger`,
+    );
+  }
   lines.push(
     `  config: ${Object.entries(report.config)
       .map(([key, value]) => `${key}=${value === null ? '-' : String(value)}`)

@@ -5,7 +5,7 @@ import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
 import { RunService } from '../app/run-service.js';
 import { ProcessHygiene } from '../app/process-hygiene.js';
 import { runModelProcess } from '../ollama/model-process.js';
-import { StateStore } from '../store/state-store.js';
+import { openStateBackend, type StateBackend } from '../store/state-backend.js';
 import { RunLog } from '../telemetry/run-log.js';
 import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
@@ -16,7 +16,6 @@ import { ollamaRunManyTool } from '../tools/ollama-run-many.js';
 import { ollamaRunTool } from '../tools/ollama-run.js';
 import { ollamaRunsSummaryTool } from '../tools/ollama-runs-summary.js';
 import { ollamaTaskStatusTool } from '../tools/ollama-task-status.js';
-import path from 'node:path';
 import { createRequire } from 'node:module';
 
 const packageJson = createRequire(import.meta.url)('../../package.json') as { name: string; version: string };
@@ -28,7 +27,7 @@ export const SERVER_VERSION = packageJson.version;
 export interface App {
   readonly config: Config;
   readonly tiers: ModelTiers;
-  readonly store: StateStore;
+  readonly store: StateBackend;
   readonly log: RunLog;
   readonly runs: RunService;
   readonly installedModels: InstalledModels;
@@ -43,7 +42,7 @@ export interface App {
  */
 export async function createApp(config: Config, warn: (message: string) => void): Promise<App> {
   const tiers = await loadModelTiers(config);
-  const store = new StateStore(path.join(config.telemetryDir, 'state.json'), { onWarning: warn });
+  const store = await openStateBackend(config, warn);
   const log = new RunLog(config.telemetryDir, {
     logContent: config.logContent,
     maxBytes: config.logMaxBytes,
@@ -59,7 +58,10 @@ export async function createApp(config: Config, warn: (message: string) => void)
     store,
     log,
     env,
-    onWarning: warn,
+    // In team mode one Redis outage fails every run's ledger update: one stderr line a minute, not one per run.
+    onWarning: config.stateUrl
+      ? (await import('../store/redis-warning-limiter.js')).limitWarnings(warn, { windowMs: 60_000 })
+      : warn,
     spawn: hygiene.trackSpawns(runModelProcess),
     sharedSlots: hygiene.sharedSlots,
     settingsFor: (model) => tiers.settingsFor(model),

@@ -4,7 +4,8 @@ import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
 import type { ModelSettings } from '../app/run-service.js';
-import { isStateStoreError, type StateStore } from '../store/state-store.js';
+import { isStateStoreError } from '../store/state-store.js';
+import type { StateBackend } from '../store/state-backend.js';
 import type { ControlLogger } from './control-log.js';
 import { MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import { describeTask, taskStatusSchema } from './ollama-task-status.js';
@@ -32,7 +33,7 @@ const resetInputSchema = z
   });
 
 export function ollamaResetTool(deps: {
-  store: StateStore;
+  store: StateBackend;
   blockMode: boolean;
   settingsFor: (model: string) => ModelSettings;
   clock?: () => number;

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
 import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
-import type { StateStore } from '../store/state-store.js';
+import type { StateBackend } from '../store/state-backend.js';
 import { TASK_ID_FIELD } from './shared-fields.js';
 import type { ControlLogger } from './control-log.js';
 
@@ -55,7 +55,7 @@ function render(status: TaskStatus): string {
 }
 
 export function ollamaTaskStatusTool(deps: {
-  store: StateStore;
+  store: StateBackend;
   blockMode: boolean;
   logControl: ControlLogger;
 }): AnyToolDefinition {
@@ -72,7 +72,7 @@ export function ollamaTaskStatusTool(deps: {
     outputSchema: taskStatusSchema,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async handle({ task_id }: { task_id: string }) {
-      let state: Awaited<ReturnType<StateStore['snapshot']>>;
+      let state: Awaited<ReturnType<StateBackend['snapshot']>>;
       try {
         state = await deps.store.snapshot([task_id]);
       } catch (error) {

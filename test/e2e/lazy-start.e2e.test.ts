@@ -16,6 +16,7 @@ const NOT_FOR_STDIO_START: Record<string, RegExp> = {
   'the report (summary, text, HTML)': /\/dist\/report\/(summary|render-text|render-html|html)\.js$/,
   doctor: /\/dist\/cli\/doctor\.js$/,
   execa: /\/node_modules\/execa\//,
+  'the Redis client (team mode only)': /\/node_modules\/@redis\/|\/dist\/store\/redis-state-store\.js$/,
 };
 
 function loadedModules(file: string): string[] {

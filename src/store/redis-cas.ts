@@ -1,0 +1,71 @@
+/**
+ * The pieces of the Redis state that are pure: key names, the compare-and-set script and its
+ * arguments, the pause after a conflict. (redis-state-store.ts does the I/O.)
+ */
+
+/** In a write list: leave this key as it is. (Never a JSON document, which starts with `{`.) */
+export const KEEP = '=';
+
+/**
+ * Compare-and-set, run atomically by Redis. KEYS: the circuits key, then one key per task.
+ * ARGV: per key the value read ('' = absent), then per key what to write (KEEP, '' = delete, or
+ * the new value), then the task TTL in ms. Writes nothing and returns 0 when any key changed
+ * since it was read; else writes (task keys with the TTL, so Redis prunes them) and returns 1.
+ */
+export const CAS_SCRIPT = `local n = #KEYS
+for i = 1, n do
+  local current = redis.call('GET', KEYS[i]) or ''
+  if current ~= ARGV[i] then return 0 end
+end
+local ttl = ARGV[2 * n + 1]
+for i = 1, n do
+  local value = ARGV[n + i]
+  if value == '' then
+    redis.call('DEL', KEYS[i])
+  elseif value ~= '${KEEP}' then
+    if i == 1 then redis.call('SET', KEYS[i], value) else redis.call('SET', KEYS[i], value, 'PX', ttl) end
+  end
+end
+return 1`;
+
+export interface RedisKeys {
+  /** Every model's circuit, one JSON document (the format of state.json). */
+  readonly circuits: string;
+  /** One task's ledger entry (JSON), expiring with the task TTL. */
+  task(taskId: string): string;
+  /** SCAN pattern of every task key of this prefix. */
+  readonly taskPattern: string;
+  taskIdOf(key: string): string;
+  /** The prefix itself, for other team-mode keys (e.g. a shared concurrency cap): `${prefix}<name>`. */
+  readonly prefix: string;
+}
+
+export function redisKeys(prefix: string): RedisKeys {
+  const taskPrefix = `${prefix}task:`;
+  return {
+    circuits: `${prefix}circuits`,
+    task: (taskId) => `${taskPrefix}${taskId}`,
+    taskPattern: `${taskPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`,
+    taskIdOf: (key) => key.slice(taskPrefix.length),
+    prefix,
+  };
+}
+
+/** The EVAL/EVALSHA arguments after the script: numkeys, keys, values read, writes, TTL. */
+export function casArguments(
+  keys: readonly string[],
+  read: readonly string[],
+  writes: readonly string[],
+  taskTtlMs: number,
+): string[] {
+  return [String(keys.length), ...keys, ...read, ...writes, String(Math.max(1, Math.round(taskTtlMs)))];
+}
+
+/**
+ * Pause before try `attempt + 1` of a transaction that met a concurrent writer: grows from ~1 ms
+ * to at most 50 ms, scaled by `random` (0-1) so the writers that collided do not collide again.
+ */
+export function conflictBackoffMs(attempt: number, random: number): number {
+  const ceiling = Math.min(2 ** Math.min(attempt, 6), 50);
+  return 0.5 + ceiling * random;
+}

@@ -1,0 +1,378 @@
+import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, createClient, TimeoutError } from '@redis/client';
+import type { DescribedStateBackend, StateBackendStatus } from './state-backend.js';
+import { dict, parseMainFile, parseShardFile, serializeMainFile, type StateData } from './state-schema.js';
+import { StateStoreError, type StoreWriteFailure, type TaskScope } from './state-store.js';
+import { parseRedisUrl, isRedisUrlError, withoutSecret, type RedisTarget } from './redis-url.js';
+import { CAS_SCRIPT, KEEP, casArguments, conflictBackoffMs, redisKeys, type RedisKeys } from './redis-cas.js';
+
+export interface RedisStateStoreOptions {
+  /** `OLLAMA_MCP_STATE_URL` (validated by the config). */
+  readonly url: string;
+  /** `OLLAMA_MCP_STATE_PREFIX`. */
+  readonly prefix: string;
+  /** Task entries expire this long after their last update (OLLAMA_MCP_TASK_TTL_DAYS). */
+  readonly taskTtlMs: number;
+  /** Operator warnings: the connection lost and back, a value that did not parse. */
+  readonly warn?: (message: string) => void;
+  /** @default 2000 */
+  readonly connectTimeoutMs?: number;
+  /** Each command gives up after this (a slow or stopped Redis must not hold a run). @default 1000 */
+  readonly commandTimeoutMs?: number;
+  /** A transaction that keeps meeting concurrent writers gives up after this many tries. @default 64 */
+  readonly maxTries?: number;
+}
+
+/** Longest pause between two reconnection attempts. */
+const MAX_RECONNECT_DELAY_MS = 2_000;
+/** Commands waiting for a reply at most; more are refused at once (never an unbounded queue). */
+const MAX_QUEUED_COMMANDS = 2_000;
+/** Redis prunes task entries itself (PEXPIRE): the ledger's own pruning never comes due. */
+const NEVER_PRUNE = Number.MAX_SAFE_INTEGER;
+
+type Client = ReturnType<typeof createClient>;
+
+/**
+ * The task ledger and the circuits in one Redis, shared by every server pointed at it (team
+ * mode). Keys (see redis-cas.ts): `<prefix>circuits` holds every circuit (the state.json format),
+ * `<prefix>task:<id>` one task entry each, expiring OLLAMA_MCP_TASK_TTL_DAYS after its last update.
+ *
+ * - `transact(scope, fn)` is optimistic and exact across machines: it reads the keys of the scope
+ *   (MGET, atomic), applies `fn` (the same pure policy code as the file store), then a Lua script
+ *   writes the changed keys only if none of them changed since the read (compare-and-set, run
+ *   atomically by Redis). On a conflict it reads again and re-applies `fn`, after a short jittered
+ *   pause, up to `maxTries` times. A transaction that changes nothing writes nothing.
+ * - Faults never stop a run: commands time out after `commandTimeoutMs`, commands issued while the
+ *   connection is down fail at once (no offline queue), the client reconnects by itself, and the
+ *   failure surfaces as a `StateStoreError` (the ledger turns it into its warning). The connection
+ *   lost and back are said once each on `warn`.
+ * - The password never appears in a message: the URL is shown redacted, errors are scrubbed.
+ */
+export class RedisStateStore implements DescribedStateBackend {
+  readonly #client: Client;
+  readonly #target: RedisTarget;
+  readonly #keys: RedisKeys;
+  readonly #taskTtlMs: number;
+  readonly #maxTries: number;
+  readonly #warn: (message: string) => void;
+  #writeFailure: StoreWriteFailure | null = null;
+  /** Settles when this process's last transaction so far is done. */
+  #tail: Promise<void> = Promise.resolve();
+  /** A transaction that cannot start within this (earlier ones stuck on a slow Redis) fails. */
+  readonly #queueWaitMs: number;
+  readonly #commandTimeoutMs: number;
+  /** The last connection error (scrubbed), while not connected. */
+  #connectionError: string | null = null;
+  #lostSaid = false;
+  #everReady = false;
+  #scriptSha = createHash('sha1').update(CAS_SCRIPT).digest('hex');
+
+  constructor(options: RedisStateStoreOptions) {
+    const target = parseRedisUrl(options.url);
+    if (isRedisUrlError(target)) throw new StateStoreError(`OLLAMA_MCP_STATE_URL: ${target.error}`, { step: 'setup' });
+    this.#target = target;
+    this.#keys = redisKeys(options.prefix);
+    this.#taskTtlMs = options.taskTtlMs;
+    this.#maxTries = options.maxTries ?? 64;
+    this.#warn = options.warn ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
+    const connectTimeout = options.connectTimeoutMs ?? 2_000;
+    this.#commandTimeoutMs = options.commandTimeoutMs ?? 1_000;
+    this.#queueWaitMs = 3 * this.#commandTimeoutMs;
+    this.#client = createClient({
+      socket: {
+        host: target.host,
+        port: target.port,
+        // TLS checks the certificate against the host name (SNI only for a name: RFC 6066 forbids an IP there).
+        ...(target.tls ? { tls: true as const, ...(isIP(target.host) === 0 ? { servername: target.host } : {}) } : {}),
+        connectTimeout,
+        // Jittered, capped backoff; never gives up (the server reconnects by itself).
+        reconnectStrategy: (retries: number) =>
+          Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS) * (0.5 + Math.random() / 2),
+      },
+      ...(target.username !== undefined ? { username: target.username } : {}),
+      ...(target.password !== undefined ? { password: target.password } : {}),
+      database: target.db,
+      disableOfflineQueue: true,
+      commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
+      // A half-dead connection (a peer gone without a FIN) is found within this.
+      pingInterval: 5_000,
+      commandOptions: { timeout: this.#commandTimeoutMs },
+    });
+    this.#client.on('error', (error: Error) => this.#lost(error));
+    this.#client.on('ready', () => this.#ready());
+    // Never awaited: start-up does not wait for Redis, and a Redis that is down only makes
+    // transactions fail (fast, no offline queue) until it is back.
+    this.#client.connect().catch((error: Error) => this.#lost(error));
+  }
+
+  /** `redis://user:***@host:port/db`. */
+  get location(): string {
+    return this.#target.redacted;
+  }
+
+  get lastWriteFailure(): StoreWriteFailure | null {
+    return this.#writeFailure;
+  }
+
+  /**
+   * For other shared state of team mode (e.g. a cross-machine concurrency cap): the connected
+   * client and this store's key names. Not part of StateBackend.
+   */
+  get connection(): { readonly client: Client; readonly keys: RedisKeys } {
+    return { client: this.#client, keys: this.#keys };
+  }
+
+  async snapshot(scope: TaskScope = []): Promise<StateData> {
+    try {
+      await this.#connected();
+      const { state } = await this.#read(await this.#taskIds(scope));
+      return state;
+    } catch (error) {
+      throw this.#asStoreError(error);
+    }
+  }
+
+  async transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
+    // One transaction of this process at a time (in call order): they all read the circuits key,
+    // so running them side by side would only make them conflict with each other.
+    const turn = this.#nextTurn();
+    try {
+      if ((await Promise.race([turn.ready.then(() => true), delay(this.#queueWaitMs, false, { ref: false })])) === false) {
+        throw this.#failed(
+          new StateStoreError(
+            `the shared state at ${this.location} is too slow: this update waited ${this.#queueWaitMs} ms behind this server's earlier ones`,
+            { step: 'lock' },
+          ),
+        );
+      }
+      return await this.#transactInTurn(scope, fn);
+    } finally {
+      turn.done();
+    }
+  }
+
+  #nextTurn(): { ready: Promise<void>; done: () => void } {
+    const ready = this.#tail;
+    let done!: () => void;
+    const mine = new Promise<void>((resolve) => (done = resolve));
+    this.#tail = ready.then(() => mine);
+    return { ready, done };
+  }
+
+  async #transactInTurn<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
+    const taskIds = await this.#io(() => this.#taskIds(scope));
+    for (let attempt = 1; ; attempt += 1) {
+      const { state, raw, before } = await this.#io(() => this.#read(taskIds));
+      const result = fn(state); // its own errors are the caller's: not a store failure
+      const writes = this.#writesOf(state, taskIds, before);
+      if (writes.every((write) => write === KEEP) || (await this.#io(() => this.#compareAndSet(taskIds, raw, writes)))) {
+        this.#writeFailure = null;
+        return result;
+      }
+      if (attempt >= this.#maxTries) {
+        throw this.#failed(
+          new StateStoreError(
+            `the shared state at ${this.location} kept changing under this update (${attempt} tries): too many servers writing the same task or circuits at once`,
+            { step: 'lock' },
+          ),
+        );
+      }
+      await delay(conflictBackoffMs(attempt, Math.random()));
+    }
+  }
+
+  /** Run a Redis round trip; its failure becomes a StateStoreError, remembered as the last write failure. */
+  async #io<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      await this.#connected();
+      return await work();
+    } catch (error) {
+      throw this.#failed(this.#asStoreError(error));
+    }
+  }
+
+  #failed(error: StateStoreError): StateStoreError {
+    this.#writeFailure = { at: Date.now(), message: error.message };
+    return error;
+  }
+
+  async inspect(): Promise<string[]> {
+    const status = await this.status();
+    return status.reachable ? [] : [`Redis at ${status.location} is not reachable: ${status.error ?? 'no answer'}`];
+  }
+
+  async status(): Promise<StateBackendStatus> {
+    try {
+      await this.#connected();
+      await this.#client.sendCommand(['PING']);
+      return { kind: 'redis', location: this.location, reachable: true, error: null };
+    } catch (error) {
+      return { kind: 'redis', location: this.location, reachable: false, error: this.#reason(error) };
+    }
+  }
+
+  async close(): Promise<void> {
+    try {
+      if (this.#client.isOpen) this.#client.destroy();
+    } catch {
+      // already closed
+    }
+  }
+
+  /**
+   * Right after start-up the first connection is still being made: wait for it (at most a
+   * command timeout) rather than fail the first runs. Once an attempt has failed, commands fail
+   * at once until the connection is back (no waiting on a Redis that is down).
+   */
+  async #connected(): Promise<void> {
+    if (this.#client.isReady || this.#connectionError !== null || !this.#client.isOpen) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#client.off('ready', done);
+        this.#client.off('error', done);
+        resolve();
+      };
+      const timer = setTimeout(done, this.#commandTimeoutMs);
+      this.#client.once('ready', done);
+      this.#client.once('error', done);
+    });
+  }
+
+  /** The task ids of the scope; `all` lists every task key (SCAN: used only by explicit maintenance). */
+  async #taskIds(scope: TaskScope): Promise<string[]> {
+    if (scope !== 'all') return [...new Set(scope)];
+    const ids: string[] = [];
+    for await (const batch of this.#client.scanIterator({ MATCH: this.#keys.taskPattern, COUNT: 500 })) {
+      for (const key of batch) ids.push(this.#keys.taskIdOf(String(key)));
+    }
+    return [...new Set(ids)];
+  }
+
+  /**
+   * Read the circuits and the tasks at once (MGET is atomic). `raw` is what each key held ('' for
+   * none: the compare-and-set compares against it), `before` each key's value as this process
+   * would write it (to find what `fn` changed).
+   */
+  async #read(taskIds: readonly string[]): Promise<{ state: StateData; raw: string[]; before: string[] }> {
+    const keys = [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
+    const replies = (await this.#client.sendCommand(['MGET', ...keys])) as (string | null)[];
+    const raw = replies.map((reply) => reply ?? '');
+    const breakers = this.#parseCircuits(raw[0]!);
+    const tasks = dict<StateData['tasks'][string]>();
+    taskIds.forEach((id, index) => {
+      const entry = this.#parseTask(id, raw[index + 1]!);
+      if (entry) tasks[id] = entry;
+    });
+    const state: StateData = { tasks, breakers, prunedAt: NEVER_PRUNE };
+    return { state, raw, before: this.#serialize(state, taskIds) };
+  }
+
+  #serialize(state: StateData, taskIds: readonly string[]): string[] {
+    const circuits = Object.keys(state.breakers).length === 0 ? '' : serializeMainFile({ breakers: state.breakers, prunedAt: 0 });
+    return [circuits, ...taskIds.map((id) => (state.tasks[id] === undefined ? '' : JSON.stringify(state.tasks[id])))];
+  }
+
+  /** Per key: KEEP, '' (delete) or the new value. */
+  #writesOf(state: StateData, taskIds: readonly string[], before: readonly string[]): string[] {
+    for (const id of Object.keys(state.tasks)) {
+      if (!taskIds.includes(id)) {
+        throw new StateStoreError(`task ${JSON.stringify(id)} was written outside the transaction's scope`, { step: 'update' });
+      }
+    }
+    return this.#serialize(state, taskIds).map((after, index) => (after === before[index] ? KEEP : after));
+  }
+
+  async #compareAndSet(taskIds: readonly string[], raw: readonly string[], writes: readonly string[]): Promise<boolean> {
+    const keys = [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
+    const args = casArguments(keys, raw, writes, this.#taskTtlMs);
+    let reply: unknown;
+    try {
+      reply = await this.#client.sendCommand(['EVALSHA', this.#scriptSha, ...args]);
+    } catch (error) {
+      if (!/NOSCRIPT/.test((error as Error).message)) throw error;
+      reply = await this.#client.sendCommand(['EVAL', CAS_SCRIPT, ...args]);
+    }
+    return Number(reply) === 1;
+  }
+
+  #parseCircuits(raw: string): StateData['breakers'] {
+    if (raw === '') return dict();
+    try {
+      const { data, dropped } = parseMainFile(JSON.parse(raw));
+      if (dropped.length > 0)
+        this.#warn(`in ${this.#keys.circuits} at ${this.location}: dropped ${dropped.join(', ')} (malformed)`);
+      return data.breakers;
+    } catch (error) {
+      this.#warn(
+        `${this.#keys.circuits} at ${this.location} is not a valid circuit record (${(error as Error).message.split('\n')[0]}): every circuit starts closed; it is overwritten by the next update`,
+      );
+      return dict();
+    }
+  }
+
+  #parseTask(taskId: string, raw: string): StateData['tasks'][string] | undefined {
+    if (raw === '') return undefined;
+    try {
+      const { data } = parseShardFile({ tasks: { [taskId]: JSON.parse(raw) as unknown } });
+      const entry = data.tasks[taskId];
+      if (entry === undefined) throw new Error('not a task entry');
+      return entry;
+    } catch (error) {
+      this.#warn(
+        `${this.#keys.task(taskId)} at ${this.location} is not a valid task entry (${(error as Error).message.split('\n')[0]}): its retry count restarts at 0`,
+      );
+      return undefined;
+    }
+  }
+
+  /** One line saying why a command failed; never the password. */
+  #reason(error: unknown): string {
+    if (error instanceof StateStoreError) return error.message;
+    if (isOffline(error) && this.#connectionError !== null) return `not connected (${this.#connectionError}); reconnecting`;
+    return withoutSecret(describeRedisError(error, this.#commandTimeoutMs), this.#target);
+  }
+
+  #asStoreError(error: unknown): StateStoreError {
+    if (error instanceof StateStoreError) return error;
+    return new StateStoreError(`the shared state at ${this.location} cannot be used: ${this.#reason(error)}`, {
+      step: 'update',
+      cause: error,
+    });
+  }
+
+  #lost(error: Error): void {
+    this.#connectionError = withoutSecret(describeRedisError(error, this.#commandTimeoutMs), this.#target);
+    if (this.#lostSaid) return;
+    this.#lostSaid = true;
+    this.#warn(
+      `${this.#everReady ? 'lost the connection to' : 'cannot connect to'} Redis at ${this.location} (${this.#connectionError}): runs go on, but the shared ledger and circuits are not updated until it is back; reconnecting in the background`,
+    );
+  }
+
+  #ready(): void {
+    if (this.#lostSaid)
+      this.#warn(`connected to Redis at ${this.location} again: the shared ledger and circuits are updated again`);
+    this.#lostSaid = false;
+    this.#everReady = true;
+    this.#connectionError = null;
+  }
+}
+
+function isOffline(error: unknown): boolean {
+  return error instanceof ClientOfflineError || error instanceof ClientClosedError;
+}
+
+/** A one-line reason from the client's errors (which may be AggregateErrors without a message). */
+function describeRedisError(error: unknown, timeoutMs: number): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return describeRedisError(error.errors[0], timeoutMs);
+  if (error instanceof ClientClosedError) return 'the client is closed';
+  if (error instanceof ClientOfflineError) return 'not connected (reconnecting)';
+  if (error instanceof TimeoutError) return `no answer within ${timeoutMs} ms`;
+  if (error instanceof ConnectionTimeoutError) return 'the connection timed out';
+  const { code, message, name } = error as NodeJS.ErrnoException;
+  const text = message || name || String(error);
+  return code && !text.includes(code) ? `${code}: ${text}` : text;
+}
