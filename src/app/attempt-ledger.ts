@@ -88,8 +88,9 @@ export class AttemptLedger {
     const { request, modelKey, runId } = a;
     const blocking = this.#config.escalationMode === 'block' && request.taskId !== undefined;
     try {
-      const snapshot = await this.#store.snapshot(taskScope(request));
-      const task = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
+      // Only block mode reads the task at admission: otherwise the circuits alone decide (one read less per run).
+      const snapshot = await this.#store.snapshot(blocking ? taskScope(request) : []);
+      const task = blocking && request.taskId !== undefined ? snapshot.tasks[request.taskId] : undefined;
       const mayBlock = blocking && task?.escalated === true;
       const circuit = snapshot.breakers[modelKey] ?? CLOSED;
       if (!mayBlock && circuit.state === 'closed') return { admitted: true, transition: null };
