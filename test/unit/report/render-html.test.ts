@@ -103,7 +103,7 @@ describe('buildReportCharts on test/fixtures/runs/html', () => {
   });
 
   it('nothing to draw for an empty log; no latency chart when nothing spawned', async () => {
-    expect(buildReportCharts(await empty())).toEqual({ outcomes: null, latency: null, timeline: null });
+    expect(buildReportCharts(await empty())).toEqual({ outcomes: null, latency: null, tokens: null, timeline: null });
     const rejected = await summarizeRuns(
       await listRunLogFiles(HTML_DIR),
       { status: ['circuit_open', 'invalid_input'] },
@@ -182,7 +182,7 @@ describe('renderReportHtml', () => {
     expect(missing).toContain('No run log was found in the directory read.');
     expect(missing).not.toContain('<canvas');
     expect(missing).not.toContain('id="escalated"');
-    expect(JSON.parse(scripts(missing)[1]!.body)).toEqual({ outcomes: null, latency: null, timeline: null });
+    expect(JSON.parse(scripts(missing)[1]!.body)).toEqual({ outcomes: null, latency: null, tokens: null, timeline: null });
 
     const filtered = await summarizeRuns(await listRunLogFiles(HTML_DIR), { model: 'nope:1b' }, { now: NOW });
     expect(renderReportHtml(filtered, { chartLibrary: LIB })).toContain('No run in the log matches the filters.');
@@ -194,13 +194,14 @@ describe('renderReportHtml', () => {
     expect(page).toContain('<dt>Filters</dt><dd>model deepseek-r1:14b</dd>');
   });
 
-  it('stays under 1 MB (without the library) at the summary bounds, listing at most 200 escalated tasks', () => {
+  it('stays under 1.5 MB (without the library) at the summary bounds, listing at most 100 escalated tasks', () => {
     const summary = worstCase();
     runsSummarySchema.parse(summary);
     const html = renderReportHtml(summary, { chartLibrary: LIB });
-    expect(html.length - LIB.length).toBeLessThan(1_000_000); // about 830 KB
-    expect(html.match(/<tr>/g)!.length).toBe(1 + 100 + 1 + 100 + 1 + 200); // header row + rows, three tables
-    expect(html).toContain('800 more escalated task(s) not listed here: <code>report --json</code> has them.');
+    expect(html.length - LIB.length).toBeLessThan(1_500_000); // about 1.3 MB
+    // header row + rows: attention (100 tasks), causes (50), outcomes, latency, tokens (100 models each), chains (100), escalated tasks (100)
+    expect(html.match(/<tr>/g)!.length).toBe(1 + 100 + 1 + 50 + 3 * (1 + 100) + 1 + 100 + 1 + 100);
+    expect(html).toContain('900 more escalated task(s) not listed here: <code>report --json</code> has them.');
     expect(html).toContain('Only the 1000 most recently active escalated tasks were kept.');
     expect(html).toContain('Only the 200 most recent events are marked.');
     expect(html).toContain('The chart shows the 25 models with the most runs of 500.');
@@ -208,7 +209,10 @@ describe('renderReportHtml', () => {
       'The table lists the 100 models with the most runs of 500; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.',
     );
     const embedded = embeddedSummary(html) as RunsSummary;
-    expect(embedded.escalated_tasks).toHaveLength(200);
+    expect(embedded.escalated_tasks).toHaveLength(100);
+    expect(embedded.attention.tasks).toHaveLength(100);
+    expect(html).toContain('400 more open circuit(s)');
+    expect(html).toContain('150 more cause(s) with fewer escalations');
     expect(embedded.models).toHaveLength(500);
   });
 
