@@ -39,6 +39,8 @@ const SHORT_ERROR_CHARS = 300;
 const MAX_ATTENTION_CIRCUITS = 100;
 const MAX_ATTENTION_TASKS = 100;
 const MAX_CAUSES = 50;
+/** Unresolved tasks shown before the "more" fold: the causes below say the rest. */
+const ATTENTION_ROWS_OPEN = 10;
 
 /**
  * The report as one self-contained HTML page: a header (time range, files read, runs, skipped
@@ -195,7 +197,7 @@ function attentionSection(s: RunsSummary, shown: RunsSummary['attention'], color
   const none = html`<span class="zero">-</span>`;
   const rows = tasks.map((t) => [
     html`<td class="name">${t.task_id}</td>`,
-    html`<td class="name">${swatch(colorOfModel(t.model))}${t.model}</td>`,
+    html`<td class="model">${swatch(colorOfModel(t.model))}${t.model}</td>`,
     html`<td>${t.reason ?? none}</td>`,
     html`<td class="status">${t.status}</td>`,
     html`<td class="time">${t.escalated_at === null ? '-' : time(t.escalated_at)}</td>`,
@@ -211,7 +213,8 @@ ${quiet ? html`<p class="good">Nothing: no open circuit, no unresolved escalated
 ${circuits.length > 0 ? html`<ul class="circuits">${circuits}</ul>` : ''}
 ${a.circuits_open.length > circuits.length ? html`<p class="note">${num(a.circuits_open.length - circuits.length)} more open circuit(s): <code>report --json</code> lists them.</p>` : ''}
 ${a.tasks_total > 0 ? html`<p><strong>${num(a.tasks_total)}</strong> task(s) escalated and not resolved${a.blocked_tasks > 0 ? `, ${num(a.blocked_tasks)} of them refused as blocked` : ''}.</p>` : ''}
-${tasks.length > 0 ? table('attention-table', head, rows) : ''}
+${tasks.length > 0 ? table('attention-table', head, rows.slice(0, ATTENTION_ROWS_OPEN)) : ''}
+${rows.length > ATTENTION_ROWS_OPEN ? html`<details><summary>${num(rows.length - ATTENTION_ROWS_OPEN)} more task(s)</summary>${table('attention-more-table', head, rows.slice(ATTENTION_ROWS_OPEN))}</details>` : ''}
 ${a.tasks_total > tasks.length ? html`<p class="note">${num(a.tasks_total - tasks.length)} more: <code>report --json</code> lists them.</p>` : ''}
 </section>`;
 }
@@ -223,7 +226,7 @@ function causesSection(s: RunsSummary, causes: RunsSummary['escalation_causes'],
   const rows = causes.map((c) => [
     html`<td class="n warn">${num(c.escalations)}</td>`,
     html`<td class="n">${num(c.tasks)}</td>`,
-    html`<td class="name">${swatch(colorOfModel(c.model))}${c.model}</td>`,
+    html`<td class="model">${swatch(colorOfModel(c.model))}${c.model}</td>`,
     html`<td>${c.reason ?? '-'}</td>`,
     html`<td class="status">${c.status}</td>`,
     html`<td class="time">${c.first_ts === null ? '-' : time(c.first_ts)}<br>${c.last_ts === null ? '-' : time(c.last_ts)}</td>`,
@@ -255,7 +258,7 @@ function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: Model
   const rows = withTokens
     .slice(0, tableModels)
     .map((m) => [
-      html`<td class="name">${swatch(colorOfModel(m.model))}${m.model}</td>`,
+      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.tokens.runs)}</td>`,
       html`<td class="n">${m.tokens.output_tps_p50 === null ? '-' : m.tokens.output_tps_p50.toFixed(1)}</td>`,
       html`<td class="n">${m.tokens.prompt_tokens_p95 === null ? '-' : num(m.tokens.prompt_tokens_p95)}</td>`,
@@ -286,7 +289,7 @@ function chainsSection(s: RunsSummary, colorOfModel: ModelColor, tableModels: nu
     name === 'calls' || name === 'fell through' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
   );
   const rows = c.rows.slice(0, tableModels).map((row) => [
-    html`<td class="name">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
+    html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
     html`<td class="n">${num(row.calls)}</td>`,
     html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${((row.fell_through / Math.max(1, row.calls)) * 100).toFixed(1)}%)</td>`,
     html`<td>${
@@ -334,7 +337,7 @@ function outcomesSection(
   const rows = s.models
     .slice(0, tableModels)
     .map((m) => [
-      html`<td class="name">${swatch(colorOfModel(m.model))}${m.model}</td>`,
+      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.runs)}</td>`,
       html`<td class="n">${num(m.ok)}</td>`,
       html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
@@ -368,7 +371,7 @@ ${chart.models_total > chart.series.length ? html`<p class="note">The chart show
   const rows = spawned
     .slice(0, tableModels)
     .map((m) => [
-      html`<td class="name">${swatch(colorOfModel(m.model))}${m.model}</td>`,
+      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.ok)}</td>`,
       html`<td class="n">${duration(m.ok_duration_ms.p50)}</td>`,
       html`<td class="n">${duration(m.ok_duration_ms.p95)}</td>`,
