@@ -30,7 +30,7 @@ span.error { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospa
 details > summary { cursor: pointer; color: var(--muted); margin: 4px 0 8px; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.name { overflow-wrap: anywhere; min-width: 9em; }
-td.model { overflow-wrap: anywhere; min-width: 11em; }
+td.model { overflow-wrap: anywhere; min-width: 13em; }
 td.status { white-space: nowrap; }
 td.error { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; min-width: 16em; }
 td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
