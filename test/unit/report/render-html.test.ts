@@ -199,8 +199,8 @@ describe('renderReportHtml', () => {
     runsSummarySchema.parse(summary);
     const html = renderReportHtml(summary, { chartLibrary: LIB });
     expect(html.length - LIB.length).toBeLessThan(1_500_000); // about 1.3 MB
-    // header row + rows: attention (100 tasks), causes (50), outcomes, latency, tokens (100 models each), chains (100), escalated tasks (100)
-    expect(html.match(/<tr>/g)!.length).toBe(1 + 100 + 1 + 50 + 3 * (1 + 100) + 1 + 100 + 1 + 100);
+    // header rows + rows: attention (10 shown, 90 folded: two tables), causes (50), outcomes, latency, tokens (100 models each), chains (100), escalated tasks (100)
+    expect(html.match(/<tr>/g)!.length).toBe(2 + 100 + 1 + 50 + 3 * (1 + 100) + 1 + 100 + 1 + 100);
     expect(html).toContain('900 more escalated task(s) not listed here: <code>report --json</code> has them.');
     expect(html).toContain('Only the 1000 most recently active escalated tasks were kept.');
     expect(html).toContain('Only the 200 most recent events are marked.');
