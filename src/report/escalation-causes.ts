@@ -3,7 +3,7 @@ import type { EscalationCause } from './summary-schema.js';
 /** Distinct causes kept; past it `escalation_causes_truncated`. */
 const MAX_CAUSES = 200;
 /** Distinct task ids counted per cause. */
-const MAX_TASKS_PER_CAUSE = 10_000;
+const MAX_TASKS_PER_CAUSE = 1000;
 const EXAMPLES = 3;
 
 interface Cause {

@@ -142,7 +142,7 @@ export const escalationCauseSchema = z.object({
   reason: z.string().nullable().describe('escalation_reason'),
   status: z.string().describe('status of the escalating runs (the error kind)'),
   escalations: z.number().int().describe('escalating runs with this cause'),
-  tasks: z.number().int().describe('distinct tasks among them (counted up to 10000)'),
+  tasks: z.number().int().describe('distinct tasks among them (counted up to 1000)'),
   first_ts: z.string().nullable(),
   last_ts: z.string().nullable(),
   example_tasks: z.array(z.string()).describe('up to 3 task ids, the most recent first'),

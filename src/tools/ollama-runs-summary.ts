@@ -130,8 +130,10 @@ export function ollamaRunsSummaryTool(deps: { readonly telemetryDir: string; rea
     name: 'ollama_runs_summary',
     title: 'Summary of recent runs',
     description: [
-      'Summarize the run log: per model the runs, ok %, timeouts and other failures by status, escalations, circuit openings,',
-      'and duration p50/p95/max; plus the most recently escalated tasks with their last status, reason and error.',
+      'Summarize the run log: what needs attention now (open circuits, escalated tasks not reset or answered since),',
+      'escalations grouped by cause (model, reason, status, error), per model the runs, ok %, failures by status,',
+      'latency of answers and time lost to failures, tokens (output tokens/s, prompt size, cold loads, maybe-truncated prompts),',
+      'fallback chains and busy retries; plus the most recently escalated tasks.',
       `Covers the last ${DEFAULT_SUMMARY_SINCE} unless "since" says otherwise ("7d", "2025-11-22", or "all").`,
       'Filter by model, task or status. Read-only: runs no model.',
     ].join(' '),

@@ -230,7 +230,10 @@ function v2ServerLine(random: () => number, plain: boolean): string {
   }
   if (random() < 0.2)
     record.warnings = [
-      { kind: 'prompt_may_be_truncated', message: `prompt used 4096 tokens of a 4096-token context: ${randomString(random, plain)}` },
+      {
+        kind: 'prompt_may_be_truncated',
+        message: `prompt used 4096 tokens of a 4096-token context: ${randomString(random, plain)}`,
+      },
     ];
   return JSON.stringify(record);
 }
