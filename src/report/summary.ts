@@ -88,7 +88,8 @@ const SUMMARY_FIELDS = [
   'will_retry',
   'warnings',
 ] as const;
-const parseSummaryLine = createRecordParser(SUMMARY_FIELDS);
+// `ts` is read once (parseTs) and never kept: it need not be copied out of the line.
+const parseSummaryLine = createRecordParser(SUMMARY_FIELDS, ['ts']);
 
 class ModelStats {
   runs = 0;

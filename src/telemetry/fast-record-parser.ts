@@ -70,6 +70,8 @@ interface Capture {
   readonly name: string;
   readonly str: number;
   readonly other: number;
+  /** The reader does not keep this string: no copy needed. */
+  readonly transient: boolean;
 }
 
 /**
@@ -103,12 +105,18 @@ interface Template {
  * when it was a plain line that parsed, its key order is learnt for the next ones.
  *
  * @param fields top-level keys to build (printable ASCII); their nested values are built whole
+ * @param transient those of `fields` whose strings the reader never keeps past the line (the
+ *   summary's `ts`): they may stay views of the line instead of being copied out
  */
-export function createRecordParser<K extends string>(fields: readonly K[]): LineParser<SelectedFields<K>> {
+export function createRecordParser<K extends string>(
+  fields: readonly K[],
+  transient: readonly K[] = [],
+): LineParser<SelectedFields<K>> {
   for (const name of fields)
     if (!PLAIN_KEY.test(name) || name.includes('"') || name === '__proto__')
       throw new RangeError(`not a field name the fast path can match: ${JSON.stringify(name)}`);
   const wanted = new Set<string>(fields);
+  const transientSet = new Set<string>(transient);
   const templates: Template[] = [];
   const objects = new Map<string, JsonObject>();
   let compiled = 0;
@@ -118,7 +126,7 @@ export function createRecordParser<K extends string>(fields: readonly K[]): Line
     if (text === undefined) return other(match[capture.other]!);
     // A long substring would be a view keeping the whole line alive: copy it from the bytes,
     // from any place the same text occurs (the string is ASCII: characters are bytes).
-    if (text.length < MIN_SLICED_LENGTH) return text;
+    if (text.length < MIN_SLICED_LENGTH || capture.transient) return text;
     const at = line.indexOf(text);
     return bytes.toString('latin1', base + at, base + at + text.length);
   }
@@ -162,9 +170,12 @@ export function createRecordParser<K extends string>(fields: readonly K[]): Line
     compiled += 1;
     const captures: Wanted[] = [];
     let group = 0;
-    const capture = (name: string, other: string): [Capture, string] => {
+    const capture = (name: string, other: string, topLevel: boolean): [Capture, string] => {
       group += 2;
-      return [{ name, str: group - 1, other: group }, `(?:"(${STRING_BODY})"|(${other}))`];
+      return [
+        { name, str: group - 1, other: group, transient: topLevel && transientSet.has(name) },
+        `(?:"(${STRING_BODY})"|(${other}))`,
+      ];
     };
     const parts = keys.map((key) => {
       const literal = keyLiteral(key);
@@ -175,14 +186,14 @@ export function createRecordParser<K extends string>(fields: readonly K[]): Line
         // Its own key order: each value captured, so that building it costs no JSON.parse.
         const fields: Capture[] = [];
         const inner = Object.keys(value).map((sub) => {
-          const [c, pattern] = capture(sub, `${NUMBER}|true|false|null`);
+          const [c, pattern] = capture(sub, `${NUMBER}|true|false|null`, false);
           fields.push(c);
           return `${keyLiteral(sub)}${pattern}`;
         });
         captures.push({ name: key, fields });
         return `${literal}\\{${inner.join(',')}\\}`;
       }
-      const [c, pattern] = capture(key, other);
+      const [c, pattern] = capture(key, other, true);
       captures.push(c);
       return `${literal}${pattern}`;
     });
