@@ -169,13 +169,13 @@ const liveServers = new Set();
 
 /**
  * Start the built server over stdio exactly as an MCP client does (same as test/e2e/harness.ts).
- * `nodeArgs` lets the caller add e.g. --cpu-prof.
+ * `nodeArgs` lets the caller add e.g. --cpu-prof; `entry` runs another build (an A/B comparison).
  */
-export async function startServer({ bin, telemetryDir, env = {}, nodeArgs = [] }) {
-  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+export async function startServer({ bin, telemetryDir, env = {}, nodeArgs = [], entry = SERVER_ENTRY }) {
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [...nodeArgs, SERVER_ENTRY],
+    args: [...nodeArgs, entry],
     env: baseEnv({ OLLAMA_BIN: bin, OLLAMA_MCP_TELEMETRY_DIR: telemetryDir, ...env }),
     stderr: 'pipe',
     cwd: ROOT,
@@ -295,6 +295,29 @@ export function spawnDirect(bin, args, input, env) {
     child.stdin.on('error', () => {}); // a fake that exits early: the exit code says it
     child.stdin.end(input);
   });
+}
+
+/**
+ * The same run through the server's own spawn function (`runModelProcess` from dist/: execa with
+ * the server's lean options, its timeout, output cap and stderr tail), outside the server: the floor
+ * the server keeps, since execa is part of its design.
+ */
+export async function runnerDirect(bin, args, input, env) {
+  const { runModelProcess } = await import('../dist/ollama/model-process.js');
+  const outcome = await runModelProcess({
+    bin,
+    args,
+    prompt: input,
+    env,
+    timeoutMs: 120_000,
+    killGraceMs: 5_000,
+    maxOutputBytes: 1024 * 1024,
+  });
+  if (outcome.exitCode !== 0 || !outcome.stdout.trim())
+    throw new Error(
+      `runModelProcess of ${bin} failed: exit ${outcome.exitCode} ${outcome.signal ?? ''} ${outcome.stderrTail.slice(-300)}`,
+    );
+  return outcome.stdout;
 }
 
 /** The same run with execa's defaults (what a plain `execa(bin, args, { input })` costs). */

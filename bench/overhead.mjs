@@ -4,7 +4,9 @@
 //   task   ollama_run with a task_id (rotating among TASK_IDS ids: the ledger transaction is measured)
 //   none   ollama_run without a task_id
 //   spawn  the same fake spawned directly with child_process.spawn (same argv, prompt on stdin)
-//   execa  the same with execa's defaults (the server uses execa: what it costs over spawn)
+//   execa  the same with execa's defaults (what execa costs over spawn)
+//   runner the same through the server's own spawn function (runModelProcess from dist/: execa with
+//          the server's lean options), outside the server: the floor the server keeps
 //   ping   an MCP ping (the bare stdio JSON-RPC round trip, for the breakdown)
 // so slow drifts of the machine hit every variant alike. The added latency is the median of the
 // per-round differences (server call i minus direct spawn i). Every FLOOR_EVERY rounds the compiled
@@ -18,6 +20,7 @@ import {
   baseEnv,
   execaDirect,
   makeTempDir,
+  runnerDirect,
   removeTempDir,
   serverRunArgs,
   shuffle,
@@ -44,7 +47,17 @@ export async function measureOverhead({ fake, floorBin, rounds, warmup, cpuProfD
     env: { [ARGV_FILE_ENV]: argvFile },
     nodeArgs,
   });
-  const samples = { task: [], none: [], spawn: [], execa: [], ping: [], posix: [], taskServerSide: [], noneServerSide: [] };
+  const samples = {
+    task: [],
+    none: [],
+    spawn: [],
+    execa: [],
+    runner: [],
+    ping: [],
+    posix: [],
+    taskServerSide: [],
+    noneServerSide: [],
+  };
   let taskCounter = 0;
 
   try {
@@ -81,6 +94,11 @@ export async function measureOverhead({ fake, floorBin, rounds, warmup, cpuProfD
         const t0 = performance.now();
         await execaDirect(fake.bin, args, PROMPT, env);
         if (record) samples.execa.push(performance.now() - t0);
+      },
+      async runner(record) {
+        const t0 = performance.now();
+        await runnerDirect(fake.bin, args, PROMPT, env);
+        if (record) samples.runner.push(performance.now() - t0);
       },
       async ping(record) {
         const t0 = performance.now();
@@ -119,6 +137,9 @@ export async function measureOverhead({ fake, floorBin, rounds, warmup, cpuProfD
         task: pairedWith('task', 'spawn'),
         none: pairedWith('none', 'spawn'),
         execa: pairedWith('execa', 'spawn'),
+        runner: pairedWith('runner', 'spawn'),
+        taskOverRunner: pairedWith('task', 'runner'),
+        noneOverRunner: pairedWith('none', 'runner'),
         taskOverExeca: pairedWith('task', 'execa'),
         noneOverExeca: pairedWith('none', 'execa'),
         taskOverNone: pairedWith('task', 'none'),

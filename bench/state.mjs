@@ -2,14 +2,16 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import {
+  closeSync,
   copyFileSync,
   existsSync,
   mkdirSync,
+  openSync,
   readFileSync,
   readdirSync,
   renameSync,
-  rmdirSync,
   statSync,
+  unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -145,8 +147,8 @@ export async function measureState({ tasks, transactions, warmup }) {
 }
 
 /**
- * The floor of one locked transaction on this machine, with the same files: a synchronous mkdir
- * lock, then one task shard (a random one, as the store's transactions spread over the shards;
+ * The floor of one locked transaction on this machine, with the same files: a synchronous lock
+ * (an exclusively created file, unlinked to release, as the store's), then one task shard (a random one, as the store's transactions spread over the shards;
  * state.json is rewritten only when a circuit changes) serialised and written temp-then-rename,
  * then unlock. No reads (a warm store has them cached) and no policy work: what an exact,
  * tear-free, cross-process store has to pay at least. Done on copies, so the store's own files and
@@ -167,10 +169,10 @@ function makeFloor(dir, files) {
     step() {
       const doc = docs[Math.floor(Math.random() * docs.length)];
       const t0 = performance.now();
-      mkdirSync(lock);
+      closeSync(openSync(lock, 'wx'));
       writeFileSync(`${doc.file}.tmp`, JSON.stringify(doc.data));
       renameSync(`${doc.file}.tmp`, doc.file);
-      rmdirSync(lock);
+      unlinkSync(lock);
       return performance.now() - t0;
     },
   };

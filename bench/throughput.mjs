@@ -1,6 +1,7 @@
 // Benchmark 2: 200 runs of a 100 ms model, all issued at once by one client, server at
 // OLLAMA_MCP_CONCURRENCY=8; versus the same 200 runs of the same fake done directly, 8 at a time,
-// with child_process.spawn (the baseline of the target) and with execa's defaults (for reference).
+// with child_process.spawn (the baseline of the target), with execa's defaults, and with the server's
+// own spawn function (runModelProcess: execa as the server uses it, the floor the server keeps).
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import {
@@ -10,6 +11,7 @@ import {
   execaDirect,
   makeTempDir,
   removeTempDir,
+  runnerDirect,
   serverRunArgs,
   spawnDirect,
   startServer,
@@ -66,12 +68,14 @@ export async function measureThroughput({ bin, runs, concurrency, modelMs, reps 
       server: viaServer,
       spawn: () => direct(() => spawnDirect(bin, args, PROMPT, env)),
       execa: () => direct(() => execaDirect(bin, args, PROMPT, env)),
+      runner: () => direct(() => runnerDirect(bin, args, PROMPT, env)),
     };
     await direct(() => spawnDirect(bin, args, PROMPT, env), concurrency * 2);
     await direct(() => execaDirect(bin, args, PROMPT, env), concurrency * 2);
+    await direct(() => runnerDirect(bin, args, PROMPT, env), concurrency * 2);
 
-    const walls = { server: [], spawn: [], execa: [] };
-    const spawnMs = { server: [], spawn: [], execa: [] };
+    const walls = { server: [], spawn: [], execa: [], runner: [] };
+    const spawnMs = { server: [], spawn: [], execa: [], runner: [] };
     let maxQueueMs = 0;
     const names = Object.keys(ways);
     for (let rep = 0; rep < reps; rep += 1) {
@@ -100,6 +104,7 @@ export async function measureThroughput({ bin, runs, concurrency, modelMs, reps 
       // Runs per second relative to the direct child_process.spawn baseline (the target's measure).
       relative: wall.spawn / wall.server,
       relativeExeca: wall.spawn / wall.execa,
+      relativeRunner: wall.spawn / wall.runner,
       spawnMs: Object.fromEntries(names.map((n) => [n, summarize(spawnMs[n])])),
       maxQueueMs,
       serverStderr: server.stderr(),

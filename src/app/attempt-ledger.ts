@@ -28,6 +28,12 @@ export interface LedgerAttempt {
   readonly breaker: BreakerSettings;
   /** Told what the ledger could not do for this attempt. */
   readonly note: (warning: RunWarning) => void;
+  /**
+   * True when the server goes on after this attempt ends with `status` (a busy retry, or the next
+   * model of a fallback chain): the model's circuit takes the verdict, the task's ledger does not (it
+   * counts calls, and the call is not over). @default never
+   */
+  readonly goesOn?: (status: RunStatus) => boolean;
 }
 
 export type Admission =
@@ -104,7 +110,9 @@ export class AttemptLedger {
         state.breakers[modelKey] = decision.next;
         if (decision.admitted) return { admitted: true, transition: decision.transition };
         if (decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
-        const retryCount = recordTask(state, request, runId, 'circuit_open', 'circuit_open', now);
+        const retryCount = a.goesOn?.('circuit_open')
+          ? taskRetryCount(state, request)
+          : recordTask(state, request, runId, 'circuit_open', 'circuit_open', now);
         return circuitOpen(retryCount, viewCircuit(decision.next, now, a.breaker));
       });
     } catch (error) {
@@ -115,6 +123,7 @@ export class AttemptLedger {
   /** Record the attempt's outcome in the task ledger and the model's circuit, in one transaction. */
   async settle(a: LedgerAttempt, status: RunStatus, transition: Settled['transition']): Promise<Settled> {
     const verdict = OUTCOME_POLICY[status].breaker;
+    const forTask = a.request.taskId !== undefined && !a.goesOn?.(status);
     /** Reads `state` only; the caller applies `nextBreaker` and the task entry. */
     const decide = (state: StateData, now: number) => {
       const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
@@ -131,9 +140,9 @@ export class AttemptLedger {
       return { settled, nextBreaker: step.next };
     };
     try {
-      if (a.request.taskId === undefined) {
+      if (!forTask) {
         // Without a task only the circuit may change: skip the lock when it would not.
-        const snapshot = await this.#store.snapshot();
+        const snapshot = await this.#store.snapshot(taskScope(a.request));
         const breaker = snapshot.breakers[a.modelKey] ?? CLOSED;
         const changesNothing =
           breaker.state === 'closed' && (verdict === 'neutral' || (verdict === 'success' && breaker.consecutiveFailures === 0));
@@ -143,7 +152,7 @@ export class AttemptLedger {
         const now = this.#clock();
         const { settled, nextBreaker } = decide(state, now);
         state.breakers[a.modelKey] = nextBreaker;
-        recordTask(state, a.request, a.runId, status, settled.escalation.reason, now);
+        if (forTask) recordTask(state, a.request, a.runId, status, settled.escalation.reason, now);
         return { settled, prunedAt: state.prunedAt };
       });
       // The attempt is recorded: a failed prune must not be mistaken for a lost update.
@@ -160,7 +169,9 @@ export class AttemptLedger {
     try {
       return await this.#store.transact(taskScope(a.request), (state): Settled => {
         const now = this.#clock();
-        const retryCount = recordTask(state, a.request, a.runId, 'circuit_open', null, now);
+        const retryCount = a.goesOn?.('circuit_open')
+          ? taskRetryCount(state, a.request)
+          : recordTask(state, a.request, a.runId, 'circuit_open', null, now);
         const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
         return { retryCount, escalation: noEscalation, circuit, transition: null };
       });
@@ -268,6 +279,11 @@ function circuitOpen(retryCount: number, circuit: Settled['circuit']): Admission
     error: circuitOpenError(circuit),
     settled: { retryCount, escalation: { escalate: true, reason: 'circuit_open' }, circuit, transition: null },
   };
+}
+
+/** The task's retry_count as recorded, without adding an attempt. */
+function taskRetryCount(state: StateData, request: RunRequest): number {
+  return retryCountFor(request.taskId === undefined ? undefined : state.tasks[request.taskId], request.retryCount);
 }
 
 /** Add one attempt to the task's ledger; returns its retry_count. */

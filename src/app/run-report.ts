@@ -4,9 +4,10 @@ import type { CircuitTransition } from '../policy/breaker-state.js';
 import type { EscalationDecision } from '../policy/escalation.js';
 import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
 import type { RunStatus } from '../policy/run-status.js';
-import type { RunMetadata, RunWarning } from './run-result.js';
+import type { FallbackEntry, RunMetadata, RunWarning } from './run-result.js';
 import type { Classification } from '../ollama/classify-outcome.js';
 import type { ProcessOutcome } from '../ollama/model-process.js';
+import { NO_USAGE, type RunUsage } from '../ollama/verbose-stats.js';
 import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../telemetry/run-record.js';
 import type { RunRequest } from './run-request.js';
 
@@ -31,6 +32,21 @@ export interface Attempt {
   readonly classification: Classification;
   readonly outcome?: ProcessOutcome;
   readonly queueMs?: number;
+  /** What the CLI reported (`--verbose`); none when nothing ran. */
+  readonly usage?: RunUsage;
+  /** Where the attempt stands in its call (fallback chain, busy retries); absent for a call's only try. */
+  readonly step?: StepFacts;
+}
+
+/** An attempt's place in its call, for its metadata and its runs.jsonl line. */
+export interface StepFacts {
+  readonly chainId: string | null;
+  readonly chainStep: number | null;
+  readonly busyTry: number;
+  /** The server went on after this attempt (a busy retry, or the next model): the caller never saw it. */
+  readonly willRetry: boolean;
+  readonly fallback: readonly FallbackEntry[];
+  readonly busyRetries: number;
 }
 
 /** The result's metadata of an attempt. Pure. */
@@ -60,9 +76,13 @@ export function toRunMetadata(attempt: Attempt, warnings: RunWarning[]): RunMeta
     prompt_chars: request.prompt.length,
     output_chars: classification.answer.length,
     thinking_chars: classification.thinking.length,
+    usage: attempt.usage ?? { ...NO_USAGE },
     circuit: settled.circuit,
     error: errorText === null ? null : { kind: status, message: errorText },
     warnings,
+    chain_id: attempt.step?.chainId ?? null,
+    fallback: attempt.step ? [...attempt.step.fallback] : [],
+    busy_retries: attempt.step?.busyRetries ?? 0,
   };
 }
 
@@ -80,6 +100,7 @@ const FROM_METADATA = [
   'prompt_chars',
   'output_chars',
   'thinking_chars',
+  'usage',
   'retry_count',
   'max_retries',
   'escalate',
@@ -95,6 +116,8 @@ export interface RecordContext {
   readonly prompt: string;
   readonly output: string;
   readonly serverPid: number;
+  /** The attempt's place in its call; absent for a call's only try. */
+  readonly step?: Pick<StepFacts, 'chainStep' | 'busyTry' | 'willRetry'>;
 }
 
 /** The runs.jsonl line of an attempt, from its result's metadata. Pure. */
@@ -108,10 +131,14 @@ export function toRunRecord(metadata: RunMetadata, context: RecordContext): RunR
     ts: new Date(context.ts).toISOString(),
     run_id: metadata.run_id,
     batch_id: context.batchId,
+    chain_id: metadata.chain_id,
+    chain_step: context.step?.chainStep ?? null,
     tool: context.tool,
     model: metadata.model,
     model_key: modelKeyOf(metadata.model),
     ...shared,
+    busy_try: context.step?.busyTry ?? 0,
+    will_retry: context.step?.willRetry ?? false,
     circuit: { ...metadata.circuit, transition: context.transition },
     error: metadata.error?.message ?? null,
     server_pid: context.serverPid,

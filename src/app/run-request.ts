@@ -12,6 +12,10 @@ export interface RunRequest extends CliRunOptions {
   readonly includeThinking?: boolean;
   /** Let the CLI pull a model that is not installed (skips the preflight check). */
   readonly allowPull?: boolean;
+  /** Models tried in order when the one before cannot serve; undefined = the tier rule's chain, [] = none. */
+  readonly fallbackModels?: readonly string[];
+  /** The whole call (every model of the chain, busy waits included) ends within this many ms. */
+  readonly deadlineMs?: number;
 }
 
 export interface RunContext {

@@ -21,8 +21,10 @@ export const circuitViewSchema = z.object({
  * - `ledger_unreadable`: the ledger could not even be read; retry_count is the caller's own.
  * - `circuit_not_updated`: the circuit could not be updated at admission; it was judged from the
  *   last saved state.
+ * - `prompt_may_be_truncated`: the prompt's token count reached the context size the model ran
+ *   with, so Ollama probably kept only the end of it (see policy/prompt-fit.ts).
  */
-const RUN_WARNING_KINDS = ['ledger_not_updated', 'ledger_unreadable', 'circuit_not_updated'] as const;
+const RUN_WARNING_KINDS = ['ledger_not_updated', 'ledger_unreadable', 'circuit_not_updated', 'prompt_may_be_truncated'] as const;
 export type RunWarningKind = (typeof RUN_WARNING_KINDS)[number];
 
 export const runWarningSchema = z.object({
@@ -31,6 +33,27 @@ export const runWarningSchema = z.object({
 });
 
 export type RunWarning = z.infer<typeof runWarningSchema>;
+
+/** A model of a fallback chain that could not serve the call, before the one that produced the result. */
+export const fallbackEntrySchema = z.object({
+  model: z.string(),
+  status: z.enum(RUN_STATUSES).describe('how its attempt ended'),
+  run_id: z.string().describe("its attempt's runs.jsonl line"),
+});
+
+export type FallbackEntry = z.infer<typeof fallbackEntrySchema>;
+
+/** Token usage the CLI reported (`ollama run --verbose`); every field null when it reported nothing. */
+export const runUsageSchema = z
+  .object({
+    prompt_tokens: z.number().int().nullable().describe('tokens of the prompt the model read (after any truncation)'),
+    output_tokens: z.number().int().nullable().describe('tokens generated (thinking included)'),
+    tokens_per_second: z.number().nullable().describe('generation speed (eval rate)'),
+    prompt_tokens_per_second: z.number().nullable().describe('prompt reading speed (prompt eval rate)'),
+    load_ms: z.number().nullable().describe('model load time; a large one means a cold load'),
+    total_ms: z.number().nullable().describe("the server's own total time for the request"),
+  })
+  .describe('null fields when the CLI reported nothing (timeout, error, an old CLI, nothing run)');
 
 /** What every `ollama_run` result carries, success or failure. */
 export const runMetadataSchema = z.object({
@@ -55,6 +78,7 @@ export const runMetadataSchema = z.object({
   prompt_chars: z.number().int(),
   output_chars: z.number().int(),
   thinking_chars: z.number().int(),
+  usage: runUsageSchema,
   circuit: circuitViewSchema,
   error: z
     .object({ kind: z.enum(RUN_STATUSES), message: z.string() })
@@ -63,8 +87,13 @@ export const runMetadataSchema = z.object({
   warnings: z
     .array(runWarningSchema)
     .describe(
-      'empty normally; otherwise the retry ledger or the circuit could not be updated for this attempt, so retry_count and escalation may lag: read each message',
+      'empty normally; otherwise the retry ledger or the circuit could not be updated for this attempt, so retry_count and escalation may lag, or (prompt_may_be_truncated) the prompt probably did not fit the context window: read each message',
     ),
+  chain_id: z.string().nullable().describe("shared by every model's runs.jsonl line of this call; null without a fallback chain"),
+  fallback: z
+    .array(fallbackEntrySchema)
+    .describe('the models of the fallback chain tried before `model`, in order, and how each ended; [] when none'),
+  busy_retries: z.number().int().describe('retries inside this call after Ollama answered "server busy"'),
 });
 
 export type RunMetadata = z.infer<typeof runMetadataSchema>;

@@ -3,7 +3,8 @@ import { AttemptLedger } from './attempt-ledger.js';
 import { NOT_STARTED_ERROR, notInstalledError } from './attempt-errors.js';
 import { ModelSlots } from './model-slots.js';
 import { ProbeWaiters } from './probe-waiters.js';
-import { toRunMetadata, toRunRecord, type Attempt, type Settled } from './run-report.js';
+import { toRunMetadata, toRunRecord, type Attempt, type Settled, type StepFacts } from './run-report.js';
+import { BUSY_WAIT_CANCELLED, runCall, type CallRunnerDeps, type CallStep } from './call-runner.js';
 import { salvageRequest, type PreflightResult, type RunContext, type RunRequest } from './run-request.js';
 import { TurnScheduler, type ScheduledCall } from './turn-scheduler.js';
 import type { Config } from '../config/config.js';
@@ -15,6 +16,8 @@ import { cliEnvironment } from '../ollama/child-env.js';
 import { buildRunArgs } from '../ollama/cli-args.js';
 import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
+import { parseUsage } from '../ollama/verbose-stats.js';
+import { cliContextCheck, type ContextCheck } from './context-check.js';
 import type { SlotLimiter } from './slot-limiter.js';
 import type { StateStore } from '../store/state-store.js';
 import type { RunLog } from '../telemetry/run-log.js';
@@ -37,11 +40,17 @@ export interface RunServiceDeps {
   readonly settingsFor?: (model: string) => ModelSettings;
   /** Checks a model is installed before spawning (OLLAMA_MCP_PREFLIGHT). @default none */
   readonly preflight?: (model: string) => Promise<PreflightResult>;
+  /** [0, 1), the busy backoff's jitter. @default Math.random */
+  readonly random?: () => number;
+  /** Waits between busy retries; resolves false when `signal` aborts first. @default a timer */
+  readonly sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<boolean>;
 }
 
-/** One call as it goes through the steps, with the warnings its result will carry. */
+/** One try as it goes through the steps, with the warnings its result will carry. */
 interface Call extends ScheduledCall {
   readonly warnings: RunWarning[];
+  /** Its place in the call (fallback chain, busy retries). */
+  readonly step?: CallStep;
 }
 
 /**
@@ -64,6 +73,8 @@ export class RunService {
   readonly #scheduler: TurnScheduler;
   readonly #inFlight = new Set<Promise<RunResult>>();
   readonly #shutdown = new AbortController();
+  readonly #calls: CallRunnerDeps;
+  readonly #contextCheck: ContextCheck;
 
   constructor(deps: RunServiceDeps) {
     const config = deps.config;
@@ -72,6 +83,7 @@ export class RunService {
     this.#clock = deps.clock ?? Date.now;
     this.#spawn = deps.spawn ?? runModelProcess;
     this.#env = cliEnvironment(config, deps.env);
+    this.#contextCheck = cliContextCheck(config, this.#env, this.#clock);
     const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     this.#preflight = deps.preflight;
@@ -87,6 +99,16 @@ export class RunService {
       clock,
       settle: (call, status, t) => this.#settle(call, status, t),
     });
+    this.#calls = {
+      attempt: (request, context, step) => this.#run(request, context, step),
+      cancelledWaiting: (request, context, step) => this.#cancelledWaiting(request, context, step),
+      settingsFor: this.#settingsFor,
+      busyRetries: config.busyRetries,
+      clock: this.#clock,
+      random: deps.random ?? Math.random,
+      sleep: deps.sleep ?? sleepUnlessAborted,
+      newId: randomUUID,
+    };
   }
 
   /** The server-wide concurrency limit (OLLAMA_MCP_CONCURRENCY). */
@@ -116,7 +138,7 @@ export class RunService {
 
   run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
     const signal = context.signal ? AbortSignal.any([context.signal, this.#shutdown.signal]) : this.#shutdown.signal;
-    return this.#track(this.#run(request, { ...context, signal }));
+    return this.#track(runCall(this.#calls, request, { ...context, signal }));
   }
 
   /** An attempt refused before anything ran because its arguments were invalid: logged, never spawned. */
@@ -132,8 +154,8 @@ export class RunService {
     return this.#refuse(request, context, 'not_started', NOT_STARTED_ERROR, maxRetries, request.retryCount ?? 0);
   }
 
-  async #run(request: RunRequest, context: RunContext): Promise<RunResult> {
-    const call = this.#newCall(request);
+  async #run(request: RunRequest, context: RunContext, step?: CallStep): Promise<RunResult> {
+    const call = this.#newCall(request, step);
     const finish = (rest: Omit<Attempt, 'runId' | 'request' | 'timeoutMs' | 'maxRetries'> & { timeoutMs?: number }) =>
       this.#finish(
         { runId: call.runId, request, timeoutMs: call.timeoutMs, maxRetries: call.maxRetries, ...rest },
@@ -192,10 +214,22 @@ export class RunService {
     } finally {
       turn.release();
     }
-    return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled });
+    const usage = parseUsage(outcome.stderrTail);
+    const truncation = await this.#contextCheck.warningFor(request.model, usage); // spawns only for a large prompt
+    if (truncation !== null) call.warnings.push(truncation);
+    return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled, usage });
   }
 
-  #newCall(request: RunRequest): Call {
+  /** A call cancelled while it waited to retry a busy server: settled and logged, nothing spawned. */
+  async #cancelledWaiting(request: RunRequest, context: RunContext, step: CallStep): Promise<RunResult> {
+    const call = this.#newCall(request, step);
+    const settled = await this.#settle(call, 'cancelled', null);
+    const { runId, timeoutMs, maxRetries } = call;
+    const classification = failure('cancelled', BUSY_WAIT_CANCELLED);
+    return this.#finish({ runId, request, timeoutMs, maxRetries, status: 'cancelled', classification, settled }, call, context);
+  }
+
+  #newCall(request: RunRequest, step?: CallStep): Call {
     const settings = this.#settingsFor(request.model);
     const warnings: RunWarning[] = [];
     return {
@@ -204,9 +238,10 @@ export class RunService {
       request,
       modelLimit: settings.concurrency,
       breaker: { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs },
-      timeoutMs: request.timeoutMs ?? settings.timeoutMs,
-      maxRetries: request.maxRetries ?? settings.maxRetries,
+      timeoutMs: step?.timeoutMs ?? request.timeoutMs ?? settings.timeoutMs,
+      maxRetries: step?.maxRetries ?? request.maxRetries ?? settings.maxRetries,
       warnings,
+      ...(step ? { step, goesOn: step.goesOn } : {}),
       // The circuit is checked twice (admission, leaving the queue): say each thing once.
       note: (warning) => void (warnings.some((w) => w.kind === warning.kind) || warnings.push(warning)),
     };
@@ -250,8 +285,14 @@ export class RunService {
     return attempt;
   }
 
-  async #finish(attempt: Attempt, call: { warnings: RunWarning[]; tool?: string }, context: RunContext): Promise<RunResult> {
-    context.onPhase?.({ phase: 'done' });
+  async #finish(
+    plain: Attempt,
+    call: { warnings: RunWarning[]; tool?: string; step?: CallStep },
+    context: RunContext,
+  ): Promise<RunResult> {
+    const step = call.step ? stepFacts(call.step, plain.status) : undefined;
+    const attempt = step ? inCall(plain, step, call.step!) : plain;
+    if (!step?.willRetry) context.onPhase?.({ phase: 'done' });
     const metadata = toRunMetadata(attempt, call.warnings);
     const answer = attempt.classification.answer;
     await this.#log.record(
@@ -263,6 +304,7 @@ export class RunService {
         prompt: attempt.request.prompt,
         output: answer,
         serverPid: process.pid,
+        ...(step ? { step } : {}),
       }),
     );
     return {
@@ -274,6 +316,51 @@ export class RunService {
 }
 
 function noop(): void {}
+
+/** What an attempt's line and metadata say of its place in the call. */
+function stepFacts(step: CallStep, status: RunStatus): StepFacts {
+  return {
+    chainId: step.chainId,
+    chainStep: step.chainStep,
+    busyTry: step.busyTry,
+    willRetry: step.goesOn(status),
+    fallback: step.tried.map(({ model, status, run_id }) => ({ model, status, run_id })),
+    busyRetries: step.busyRetries,
+  };
+}
+
+/**
+ * An attempt as its call tells it: a try the server went past escalates nothing (the call goes on);
+ * the call's failed result names the models tried before it, and how each ended.
+ */
+function inCall(attempt: Attempt, facts: StepFacts, step: CallStep): Attempt {
+  if (facts.willRetry) {
+    return { ...attempt, step: facts, settled: { ...attempt.settled, escalation: { escalate: false, reason: null } } };
+  }
+  const error = attempt.classification.error;
+  if (step.tried.length === 0 || error === undefined || error === null) return { ...attempt, step: facts };
+  const before = step.tried.map((t) => `${t.model} (${t.status})`).join(', ');
+  const classification = {
+    ...attempt.classification,
+    error: `models tried before: ${before}; ${attempt.request.model}: ${error}`,
+  };
+  return { ...attempt, step: facts, classification };
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (waited: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(waited);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 function failure(status: RunStatus, error: string): Classification {
   return { status, error, answer: '', thinking: '' };

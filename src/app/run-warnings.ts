@@ -1,4 +1,5 @@
 import { decideEscalation, type EscalationDecision } from '../policy/escalation.js';
+import type { PromptFit } from '../policy/prompt-fit.js';
 import type { RunStatus } from '../policy/run-status.js';
 import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
 import type { RunWarning } from './run-result.js';
@@ -47,4 +48,23 @@ export function circuitNotUpdated(model: string, error: string, admitted: boolea
     kind: 'circuit_not_updated',
     message: `the circuit of ${model} could not be updated at admission (${error}); it was judged from the state as last saved, and the run was ${admitted ? 'let through' : 'refused'}.`,
   };
+}
+
+const SOURCE_TEXT = {
+  loaded: 'the context `ollama ps` shows for the loaded model',
+  num_ctx: "the model's num_ctx parameter",
+  default: "one of Ollama's default contexts; the model's own could not be read",
+} as const;
+
+const REMEDY =
+  'Shorten or split the prompt, or give the model a larger context: OLLAMA_CONTEXT_LENGTH in the Ollama server\'s environment, or a Modelfile with PARAMETER num_ctx (see "Token usage and the context window" in the README).';
+
+/** The prompt probably did not fit the model's context (see policy/prompt-fit.ts). */
+export function promptMayBeTruncated(fit: Extract<PromptFit, { fits: false }>): RunWarning {
+  const { promptTokens, contextSize, sign, source } = fit;
+  const message =
+    sign === 'full'
+      ? `prompt used ${promptTokens} tokens of a ${contextSize}-token context (${SOURCE_TEXT[source]}): Ollama keeps only the end of a prompt that does not fit, so the start of this one (its instructions, often) was probably dropped, or the answer had no room left. ${REMEDY}`
+      : `prompt used ${promptTokens} tokens, exactly what Ollama (v0.30.11 and later) cuts a prompt too long for a ${contextSize}-token context down to (${SOURCE_TEXT[source]}): the start of this prompt was probably dropped. ${REMEDY}`;
+  return { kind: 'prompt_may_be_truncated', message };
 }

@@ -5,7 +5,7 @@ import {
   resolveTelemetryDir,
   type TelemetryDirContext,
 } from './telemetry-dir.js';
-import { HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT, SETTING_RANGES } from './ranges.js';
+import { BUSY_RETRIES_RANGE, HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT, SETTING_RANGES } from './ranges.js';
 
 /** Everything the server can be told, validated once at start-up. Each field names its variable. */
 export interface Config {
@@ -55,6 +55,11 @@ export interface Config {
   readonly configFile: string | undefined;
   /** `OLLAMA_MCP_HTTP_TOKEN`: bearer token required by the HTTP transport, when set. */
   readonly httpToken: string | undefined;
+  /**
+   * `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with jittered exponential backoff, after Ollama
+   * answers `server busy` (0-10). @default 3
+   */
+  readonly busyRetries: number;
   /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size (1024-107374182400). @default 52428800 */
   readonly logMaxBytes: number;
 }
@@ -155,5 +160,6 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     configFile: configFile === undefined ? undefined : path.resolve(configFile),
     httpToken,
     logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, 1_024, 107_374_182_400),
+    busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE.min, BUSY_RETRIES_RANGE.max),
   };
 }

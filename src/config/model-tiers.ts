@@ -5,6 +5,7 @@ import { SETTING_RANGES } from './ranges.js';
 import { describeIssue, formatPath, type KeyHints } from './zod-english.js';
 import { ConfigError, type Config } from './config.js';
 import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from '../ollama/model-name.js';
+import { MAX_FALLBACK_MODELS } from '../policy/fallback.js';
 
 /**
  * Per-model tiers: an optional JSON file (`OLLAMA_MCP_CONFIG`) with defaults, named tiers and
@@ -27,6 +28,8 @@ export interface ModelSettings {
   readonly concurrency: number | null;
   /** Which rule/tier applied, for metadata and health: e.g. "deepseek-r1* (tier reasoning)"; null when no rule matched. */
   readonly source: string | null;
+  /** The rule's default fallback chain: models tried in order when this one cannot serve a call. [] = none. */
+  readonly fallback: readonly string[];
 }
 
 /** One `models` rule as resolved, for health output. */
@@ -61,10 +64,15 @@ const settingsShape = {
   concurrency: setting('concurrency'),
 };
 const settingsSchema = z.strictObject(settingsShape);
-const ruleSchema = z.strictObject({ match: z.string(), tier: z.string().optional(), ...settingsShape });
+const ruleSchema = z.strictObject({
+  match: z.string(),
+  tier: z.string().optional(),
+  ...settingsShape,
+  fallback: z.array(z.string()).max(MAX_FALLBACK_MODELS).optional(),
+});
 
 const ROOT_KEYS = ['defaults', 'tiers', 'models'] as const;
-const RULE_KEYS = ['match', 'tier', ...SETTING_KEYS] as const;
+const RULE_KEYS = ['match', 'tier', ...SETTING_KEYS, 'fallback'] as const;
 const TIER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 const TIER_NAME_MAX_LENGTH = 64;
 const MATCH_PATTERN = /^[A-Za-z0-9._\-/:*?]+$/;
@@ -95,7 +103,7 @@ export const EXAMPLE_TIERS_JSON = `{
   "models": [
     { "match": "deepseek-r1*", "tier": "reasoning" },
     { "match": "*:70b", "tier": "reasoning", "timeout_ms": 900000 },
-    { "match": "qwen2.5-coder:1.5b", "tier": "quick" }
+    { "match": "qwen2.5-coder:1.5b", "tier": "quick", "fallback": ["llama3.2:3b"] }
   ]
 }
 `;
@@ -189,6 +197,7 @@ function crossCheck(file: TiersFile): Problem[] {
       const defined = tiers.length > 0 ? `defined: ${tiers.join(', ')}` : 'no tiers are defined';
       problems.push({ path: ['models', index, 'tier'], message: `no tier named ${JSON.stringify(rule.tier)} (${defined})` });
     }
+    for (const problem of fallbackProblems(rule)) problems.push({ path: ['models', index, 'fallback'], message: problem });
     if (typeof rule.match !== 'string') return;
     const problem = matchProblem(rule.match);
     if (problem !== null) {
@@ -211,6 +220,26 @@ function crossCheck(file: TiersFile): Problem[] {
   return problems;
 }
 
+/** A rule's `fallback`: valid model names, each once, never the rule's own (exact) model. */
+function fallbackProblems(rule: Rule): string[] {
+  if (!Array.isArray(rule.fallback)) return [];
+  const problems: string[] = [];
+  const own = typeof rule.match === 'string' && !isGlob(rule.match) ? canonicalModelName(rule.match) : null;
+  const seen = new Set<string>();
+  for (const name of rule.fallback) {
+    if (typeof name !== 'string') continue; // zod reports it
+    if (!MODEL_NAME_PATTERN.test(name) || name.length > MODEL_NAME_MAX_LENGTH) {
+      problems.push(`${JSON.stringify(name)} is not a valid model name`);
+      continue;
+    }
+    const key = canonicalModelName(name);
+    if (key === own) problems.push(`${JSON.stringify(name)} is the rule's own model; a model cannot be its own fallback`);
+    else if (seen.has(key)) problems.push(`${JSON.stringify(name)} is listed twice`);
+    seen.add(key);
+  }
+  return problems;
+}
+
 function matchProblem(match: string): string | null {
   if (match.trim() === '') return 'must not be empty';
   if (match.length > MODEL_NAME_MAX_LENGTH) return `must be at most ${MODEL_NAME_MAX_LENGTH} characters`;
@@ -227,13 +256,14 @@ function matchProblem(match: string): string | null {
 // Building
 
 const CACHE_MAX = 1_024;
+const NO_FALLBACK: readonly string[] = Object.freeze([]);
 
 /** The settings of every model when there is no tiers file: the environment's. */
 export function configSettings(
   config: Pick<Config, 'timeoutMs' | 'maxRetries' | 'breakerThreshold' | 'breakerCooldownMs'>,
 ): ModelSettings {
   const { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs } = config;
-  return { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs, concurrency: null, source: null };
+  return { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs, concurrency: null, source: null, fallback: NO_FALLBACK };
 }
 
 /**
@@ -250,7 +280,12 @@ export function buildModelTiers(config: Config, file: TiersFile | null, filePath
   const rules = (valid.models ?? []).map((rule) => {
     const tier = rule.tier ?? null;
     const source = tier === null ? rule.match : `${rule.match} (tier ${tier})`;
-    const settings = Object.freeze({ ...overlay(overlay(defaults, tier === null ? undefined : tiers.get(tier)), rule), source });
+    const fallback = rule.fallback === undefined ? NO_FALLBACK : Object.freeze([...rule.fallback]);
+    const settings = Object.freeze({
+      ...overlay(overlay(defaults, tier === null ? undefined : tiers.get(tier)), rule),
+      source,
+      fallback,
+    });
     return { rule: Object.freeze({ match: rule.match, tier, settings }), matcher: compileMatch(rule.match) };
   });
   return tiersOf(defaults, rules, filePath);

@@ -10,6 +10,9 @@ export const SETTING_RANGES = {
   concurrency: { min: 1, max: 32 },
 } as const;
 
+/** OLLAMA_MCP_BUSY_RETRIES: retries inside one call after Ollama answers `server busy`. */
+export const BUSY_RETRIES_RANGE = { min: 0, max: 10 } as const;
+
 /** OLLAMA_MCP_HTTP_TOKEN's shortest length, checked by the config and by the HTTP server itself. */
 export const HTTP_TOKEN_MIN_CHARS = 16;
 export const HTTP_TOKEN_TOO_SHORT = `OLLAMA_MCP_HTTP_TOKEN must be at least ${HTTP_TOKEN_MIN_CHARS} characters (use a random secret)`;

@@ -11,11 +11,13 @@ export interface CliRunOptions {
 /**
  * The argv for `ollama run`. The prompt is never here (it goes on stdin: argv is visible to every
  * local user in `ps` and has a length limit). `--nowordwrap` is always set: without it the CLI
- * writes cursor escapes into stdout and changes the model's own line breaks. Flags take the
- * `--flag=value` form so a value can never be read as a flag.
+ * writes cursor escapes into stdout and changes the model's own line breaks. `--verbose` is always
+ * set too: the token counts and rates it prints on stderr after the answer become the result's
+ * `usage` (verbose-stats.ts); stdout, the answer, is unchanged. Flags take the `--flag=value` form
+ * so a value can never be read as a flag.
  */
 export function buildRunArgs(model: string, options: CliRunOptions): string[] {
-  const args = ['run', model, '--nowordwrap'];
+  const args = ['run', model, '--nowordwrap', '--verbose'];
   if (options.format !== undefined) {
     args.push(`--format=${typeof options.format === 'string' ? options.format : JSON.stringify(options.format)}`);
   }

@@ -1,4 +1,5 @@
 import { stripVTControlCharacters } from 'node:util';
+import { isVerboseStatsLine } from './verbose-stats.js';
 
 // How the ollama CLI reports failures, read the same way by `ollama run` (classify-outcome.ts)
 // and the short commands (`ollama list`, `ollama -v`: cli-command.ts).
@@ -30,12 +31,13 @@ export function isUnreachableMessage(text: string): boolean {
 /** Braille spinner frames the CLI draws on stderr. */
 const SPINNER_FRAMES = /[\u2800-\u28ff]/g;
 
+/** stderr's lines without escapes, spinner frames, blanks and the `--verbose` stats (never an error). */
 function readableLines(raw: string): string[] {
   return stripVTControlCharacters(raw)
     .replace(SPINNER_FRAMES, '')
     .split(/\r?\n|\r/)
     .map((line) => line.trim())
-    .filter((line) => line !== '');
+    .filter((line) => line !== '' && !isVerboseStatsLine(line));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { copyFileSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { LowSync, type SyncAdapter } from 'lowdb';
 import type { Parsed } from './state-schema.js';
-import { writeFileAtomicSync } from './durable-fs.js';
+import { writeFileAtomicSync, type FileIdentity } from './durable-fs.js';
 
 /** A state file's text as lowdb holds it: boxed, since lowdb treats an empty string as "no data". */
 type StoredText = { readonly text: string } | null;
@@ -14,6 +14,8 @@ type StoredText = { readonly text: string } | null;
  */
 export class OwnerOnlyTextFile implements SyncAdapter<StoredText> {
   readonly #path: string;
+  /** The identity of the file as the last `write` left it (`null` before any). */
+  lastWritten: FileIdentity | null = null;
   constructor(path: string) {
     this.#path = path;
   }
@@ -26,14 +28,9 @@ export class OwnerOnlyTextFile implements SyncAdapter<StoredText> {
     }
   }
   write(stored: StoredText): void {
-    if (stored) writeFileAtomicSync(this.#path, stored.text);
+    this.lastWritten = null;
+    if (stored) this.lastWritten = writeFileAtomicSync(this.#path, stored.text);
   }
-}
-
-interface FileIdentity {
-  readonly ino: bigint;
-  readonly size: bigint;
-  readonly mtimeNs: bigint;
 }
 
 export interface CachedJsonFileOptions<T> {
@@ -55,6 +52,7 @@ export interface CachedJsonFileOptions<T> {
 export class CachedJsonFile<T> {
   readonly path: string;
   readonly #db: LowSync<StoredText>;
+  readonly #adapter: OwnerOnlyTextFile;
   readonly #options: CachedJsonFileOptions<T>;
   readonly #emptyText: string;
   /**
@@ -65,7 +63,8 @@ export class CachedJsonFile<T> {
 
   constructor(path: string, options: CachedJsonFileOptions<T>) {
     this.path = path;
-    this.#db = new LowSync<StoredText>(new OwnerOnlyTextFile(path), null);
+    this.#adapter = new OwnerOnlyTextFile(path);
+    this.#db = new LowSync<StoredText>(this.#adapter, null);
     this.#options = options;
     this.#emptyText = options.serialize(options.empty());
   }
@@ -143,7 +142,7 @@ export class CachedJsonFile<T> {
       this.#cache = null;
       throw error;
     }
-    const identity = this.#identity();
+    const identity = this.#adapter.lastWritten;
     this.#cache = identity ? { identity, text, data } : null;
   }
 

@@ -4,7 +4,7 @@
  */
 const PERMANENT_FS_ERRORS: ReadonlySet<string> = new Set(['EROFS', 'EACCES', 'EPERM', 'ENOSPC', 'EDQUOT', 'EISDIR', 'ENOTDIR']);
 
-/** `mkdir` of the lock dir failed because another holder has the lock. */
+/** Creating the lock failed because another holder has the lock. */
 export const CONTENDED = 'EEXIST';
 /** Other errors (EMFILE, EBUSY, ENOENT while a dir is recreated) get a few quick retries. */
 const TRANSIENT_ATTEMPTS = 5;

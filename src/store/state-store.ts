@@ -76,8 +76,8 @@ export type TaskScope = readonly string[] | 'all';
  * `state.json` (every model's circuit) and `state.tasks/NN.json` (the task ledger, split into
  * 64 shards by a hash of the task id).
  *
- * - `transact(scope, fn)` is exact across processes: under one cross-process lock (a
- *   `state.json.lock` dir, proper-lockfile's format: see `dir-lock.ts`) it reads the files it
+ * - `transact(scope, fn)` is exact across processes: under one cross-process lock (the file
+ *   `state.json.lock`, created exclusively; older servers' lock dir excludes too: see `dir-lock.ts`) it reads the files it
  *   needs fresh, applies `fn`, and writes back only the files that changed, atomically. (lowdb's
  *   own `update()` does no re-read and loses updates between processes.) Lock, reads, `fn`, writes and unlock run synchronously, in
  *   one event-loop turn (~1 ms): nothing else in this process can interleave, and the lock is

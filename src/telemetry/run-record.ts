@@ -1,8 +1,24 @@
 import type { CircuitName, CircuitTransition } from '../policy/breaker-state.js';
 import type { EscalationReason, RunStatus } from '../policy/run-status.js';
 
-/** Bumped when a field changes meaning or disappears. Adding a field does not bump it. */
-export const RUN_RECORD_SCHEMA_VERSION = 1;
+/**
+ * Bumped when a field changes meaning or disappears, or when readers must know a field is always
+ * there. 2: `usage` (always present), the `prompt_may_be_truncated` warning. Readers accept 1 and 2.
+ */
+export const RUN_RECORD_SCHEMA_VERSION = 2;
+
+/**
+ * Token usage the CLI reported (`ollama run --verbose`), as in the result's `metadata.usage`;
+ * every field `null` when it reported nothing (timeout, error, an old CLI, a refused call).
+ */
+export interface RunRecordUsage {
+  readonly prompt_tokens: number | null;
+  readonly output_tokens: number | null;
+  readonly tokens_per_second: number | null;
+  readonly prompt_tokens_per_second: number | null;
+  readonly load_ms: number | null;
+  readonly total_ms: number | null;
+}
 
 /**
  * One line of runs.jsonl: one `ollama_run` attempt, rejected ones included.
@@ -15,6 +31,10 @@ export interface RunRecord {
   readonly run_id: string;
   /** Set when the attempt was one job of an `ollama_run_many` call. */
   readonly batch_id: string | null;
+  /** Shared by every model's attempt of a call with a fallback chain; null without one. Absent from older lines. */
+  readonly chain_id?: string | null;
+  /** 0 for the chain's first model, 1 for the next...; null without a chain. Absent from older lines. */
+  readonly chain_step?: number | null;
   readonly tool: string;
   /** The model name as given (cut to 200 characters when the input was invalid). */
   readonly model: string;
@@ -38,10 +58,16 @@ export interface RunRecord {
   readonly prompt_chars: number;
   readonly output_chars: number;
   readonly thinking_chars: number;
+  /** Token usage (v2); missing from v1 lines. */
+  readonly usage: RunRecordUsage;
   readonly retry_count: number;
   readonly max_retries: number;
   readonly escalate: boolean;
   readonly escalation_reason: EscalationReason | null;
+  /** 0 for a model's first try in the call, n for its n-th retry after `server_busy`. Absent from older lines. */
+  readonly busy_try?: number;
+  /** The server went on after this line (a busy retry, or the chain's next model): not the caller's result. Absent from older lines. */
+  readonly will_retry?: boolean;
   readonly circuit: {
     readonly state: CircuitName;
     readonly consecutive_failures: number;
@@ -54,7 +80,8 @@ export interface RunRecord {
   readonly server_pid: number;
   /**
    * What the safety net could not do for this attempt (`ledger_not_updated`, `ledger_unreadable`,
-   * `circuit_not_updated`), as in the result's `metadata.warnings`; `[]` normally.
+   * `circuit_not_updated`), or that the prompt may not have fit the model's context
+   * (`prompt_may_be_truncated`), as in the result's `metadata.warnings`; `[]` normally.
    */
   readonly warnings: readonly { readonly kind: string; readonly message: string }[];
   /** Only with OLLAMA_MCP_LOG_CONTENT=1. */

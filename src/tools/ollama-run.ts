@@ -2,12 +2,14 @@ import * as z from 'zod';
 import type { Config } from '../config/config.js';
 import { SETTING_RANGES } from '../config/ranges.js';
 import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD, timeoutField } from './shared-fields.js';
+import { FALLBACK_MODELS_FIELD, fallbackModelsProblems } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../app/run-result.js';
 import { ESCALATION_REASONS } from '../policy/run-status.js';
 import { LiveRun } from '../app/run-progress.js';
 import type { RunRequest, RunService } from '../app/run-service.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
+import { usageLine } from './usage-line.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
@@ -17,8 +19,9 @@ const MAX_RETRIES = SETTING_RANGES.max_retries;
 
 const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
 
-export const ollamaRunInputSchema = z.strictObject({
+const ollamaRunFields = z.strictObject({
   model: MODEL_FIELD,
+  fallback_models: FALLBACK_MODELS_FIELD.optional(),
   prompt: z
     .string()
     .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)
@@ -70,6 +73,15 @@ export const ollamaRunInputSchema = z.strictObject({
     .describe(
       'Let a model that is not installed be pulled by this run (it can take many minutes). By default a missing model fails at once.',
     ),
+  deadline_ms: timeoutField().describe(
+    'Limit for the whole call: every model of the fallback chain and the waits between busy retries. Each model still gets at most timeout_ms.',
+  ),
+});
+
+export const ollamaRunInputSchema = ollamaRunFields.superRefine((input, ctx) => {
+  for (const issue of fallbackModelsProblems(input.model, input.fallback_models)) {
+    ctx.addIssue({ code: 'custom', path: ['fallback_models', issue.index], message: issue.message });
+  }
 });
 
 export type OllamaRunInput = z.output<typeof ollamaRunInputSchema>;
@@ -87,6 +99,8 @@ export function toRunRequest(input: OllamaRunInput): RunRequest {
     ...(input.keepalive !== undefined ? { keepalive: input.keepalive } : {}),
     ...(input.include_thinking !== undefined ? { includeThinking: input.include_thinking } : {}),
     ...(input.allow_pull !== undefined ? { allowPull: input.allow_pull } : {}),
+    ...(input.fallback_models !== undefined ? { fallbackModels: input.fallback_models } : {}),
+    ...(input.deadline_ms !== undefined ? { deadlineMs: input.deadline_ms } : {}),
   };
 }
 
@@ -101,6 +115,7 @@ export function ollamaRunTool(service: RunService, config: Config): AnyToolDefin
       'when it is true, STOP calling ollama_run for that task and hand it upwards (to a human or a stronger model);',
       `escalation_reason says why (${ESCALATION_REASONS.join(', ')}).`,
       'When metadata.circuit.retry_after_seconds is set, the model refuses runs until then.',
+      'fallback_models: models tried in order when the one before cannot serve (circuit open, not installed, crashed...); metadata.model is the one that answered, metadata.fallback the ones tried before.',
     ].join(' '),
     inputSchema: ollamaRunInputSchema,
     outputSchema: runResultSchema,
@@ -110,7 +125,7 @@ export function ollamaRunTool(service: RunService, config: Config): AnyToolDefin
       const startedAt = performance.now();
       const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
         progress: (performance.now() - startedAt) / 1000,
-        message: describeLiveRun(input.model, live, performance.now() - startedAt),
+        message: describeLiveRun(live.model ?? input.model, live, performance.now() - startedAt),
       }));
       try {
         return present(await service.run(toRunRequest(input), { signal: extra.signal, ...live.listeners }));
@@ -132,6 +147,13 @@ export function describeLiveRun(model: string, live: LiveRun, elapsedMs: number)
       return `${model}: queued (position ${live.queuePosition()}), ${elapsed} elapsed`;
     case 'waiting_for_probe':
       return `${model}: waiting for the model's probe run (its circuit is half-open), ${elapsed} elapsed`;
+    case 'busy_backoff': {
+      const busy = live.busy;
+      const wait = busy === null ? '' : ` in ${Math.max(0, Math.ceil((busy.until - performance.now()) / 1000))} s`;
+      return `${model}: Ollama is busy; waiting to retry (retry ${busy?.retry ?? '?'} of ${busy?.of ?? '?'})${wait}, ${elapsed} elapsed`;
+    }
+    case 'next_model':
+      return `${model}: trying the next model of the fallback chain, ${elapsed} elapsed`;
     case 'running': {
       const running = live.runningSince === null ? elapsed : formatElapsed(performance.now() - live.runningSince);
       return `${model}: running for ${running}, ${live.outputBytes} bytes of output so far`;
@@ -162,12 +184,17 @@ export function renderRunResult({ output, metadata: m }: RunResult): string {
   }
   if (output !== '') parts.push(output);
   const task = m.task_id ? `task ${m.task_id}, ` : '';
+  const fellBack =
+    m.fallback.length === 0 ? '' : ` after ${m.fallback.map((f) => `${f.model} (${f.status})`).join(', ')} could not serve it`;
+  const busy = m.busy_retries === 0 ? '' : `, ${m.busy_retries} busy ${m.busy_retries === 1 ? 'retry' : 'retries'}`;
   const verdict = m.ok
-    ? `ok: ${m.model} answered in ${m.duration_ms} ms (${task}retry_count ${m.retry_count}).`
+    ? `ok: ${m.model} answered in ${m.duration_ms} ms${fellBack} (${task}retry_count ${m.retry_count}${busy}).`
     : `FAILED (${m.status}): ${m.error?.message ?? 'no detail'} [${task}model ${m.model}, retry_count ${m.retry_count}, max_retries ${m.max_retries}${
         m.retries_left !== null && !m.escalate ? `, retries left ${m.retries_left}` : ''
       }${m.circuit.retry_after_seconds !== null ? `, retry after ${m.circuit.retry_after_seconds} s` : ''}]`;
   parts.push(m.status === 'invalid_input' ? `REJECTED (invalid_input), nothing was run. ${m.error?.message ?? ''}` : verdict);
+  const tokens = usageLine(m.usage);
+  if (tokens !== null) parts.push(tokens);
   // The counting behind retry_count/escalate may lag: the agent must see it next to the verdict.
   for (const warning of m.warnings) parts.push(`WARNING (${warning.kind}): ${warning.message}`);
   parts.push(`metadata: ${JSON.stringify(m)}`);

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { SETTING_RANGES } from '../config/ranges.js';
-import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN } from '../ollama/model-name.js';
+import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from '../ollama/model-name.js';
+import { MAX_FALLBACK_MODELS } from '../policy/fallback.js';
 
 /** Argument schemas shared by several tools, so every tool says the same thing about the same value. */
 export const MODEL_FIELD = z
@@ -12,6 +13,33 @@ export const MODEL_FIELD = z
     'must be an Ollama model name such as "qwen2.5-coder:7b" or "library/llama3.2:latest" (letters, digits, "._-", "/" between parts, one optional ":tag"; no spaces, no shell characters, not starting with "-")',
   )
   .describe('Installed Ollama model, e.g. "qwen2.5-coder:7b" or "llama3.2" (same as "llama3.2:latest").');
+
+/** `fallback_models`: up to 5 model names; duplicates and the call's own model are refused by {@link fallbackModelsProblems}. */
+export const FALLBACK_MODELS_FIELD = z
+  .array(MODEL_FIELD)
+  .max(MAX_FALLBACK_MODELS, `must list at most ${MAX_FALLBACK_MODELS} models`)
+  .describe(
+    'Models tried in order when the one before cannot serve this call: its circuit is open (skipped without a spawn), it is not installed, or it failed in a way that is about the model. [] turns off a default chain from the tiers file.',
+  );
+
+/** Names in `fallback_models` that repeat the call's model or an earlier entry (same model, any spelling). */
+export function fallbackModelsProblems(
+  model: string,
+  fallback: readonly string[] | undefined,
+): { index: number; message: string }[] {
+  if (fallback === undefined) return [];
+  const problems: { index: number; message: string }[] = [];
+  const own = canonicalModelName(model);
+  const seen = new Map<string, number>();
+  fallback.forEach((name, index) => {
+    const key = canonicalModelName(name);
+    const earlier = seen.get(key);
+    if (key === own) problems.push({ index, message: `"${name}" is the call's own model; list only other models` });
+    else if (earlier !== undefined) problems.push({ index, message: `"${name}" is listed twice (also at ${earlier})` });
+    else seen.set(key, index);
+  });
+  return problems;
+}
 
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@#+-]*$/;
 

@@ -97,4 +97,16 @@ describe('AttemptLedger', () => {
     expect(notes.map((w) => w.kind)).toEqual(['circuit_not_updated', 'ledger_unreadable']);
     expect(s.warnings.some((w) => /ledger not readable either/.test(w))).toBe(true);
   });
+
+  it('a try the call goes on from (busy retry, next model of a chain) updates the circuit, not the task', async () => {
+    const s = ledger();
+    const breaker = { threshold: 2, cooldownMs: 60_000 };
+    const goesOn = () => true;
+    await s.l.settle(s.attempt('t').a, 'crashed', null); // the task's one failed call so far
+    const step = await s.l.settle(s.attempt('t', { breaker, goesOn }).a, 'crashed', null);
+    expect(step).toMatchObject({ retryCount: 1, circuit: { consecutive_failures: 2, state: 'open' } });
+    const skipped = await s.l.admit(s.attempt('t', { breaker, goesOn }).a);
+    expect(skipped).toMatchObject({ admitted: false, status: 'circuit_open', settled: { retryCount: 1 } });
+    expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ attempts: 1, failures: 1, escalated: false });
+  });
 });

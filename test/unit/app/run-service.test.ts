@@ -91,7 +91,7 @@ describe('RunService with an injected clock', () => {
     await s.runs.run({ model: 'qwen3:8b', prompt: 'secret plan', think: false, keepalive: '5m', format: 'json' });
     expect(s.spawned[0]).toMatchObject({
       prompt: 'secret plan',
-      args: ['run', 'qwen3:8b', '--nowordwrap', '--format=json', '--think=false', '--keepalive=5m'],
+      args: ['run', 'qwen3:8b', '--nowordwrap', '--verbose', '--format=json', '--think=false', '--keepalive=5m'],
     });
   });
 });

@@ -76,6 +76,7 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
       configFile: undefined,
       httpToken: undefined,
       logMaxBytes: 52_428_800,
+      busyRetries: 3,
     });
   });
 
@@ -87,6 +88,7 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
         OLLAMA_MCP_CONFIG: '/etc/tiers.json',
         OLLAMA_MCP_HTTP_TOKEN: 'a-long-random-secret-value',
         OLLAMA_MCP_LOG_MAX_BYTES: '2048',
+        OLLAMA_MCP_BUSY_RETRIES: '0',
       }),
     ).toMatchObject({
       escalationMode: 'block',
@@ -94,6 +96,7 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
       configFile: '/etc/tiers.json',
       httpToken: 'a-long-random-secret-value',
       logMaxBytes: 2048,
+      busyRetries: 0,
     });
   });
 
@@ -101,6 +104,8 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
     ['OLLAMA_MCP_ESCALATION', 'stop'],
     ['OLLAMA_MCP_HTTP_TOKEN', 'short'],
     ['OLLAMA_MCP_PROGRESS_INTERVAL_MS', '5'],
+    ['OLLAMA_MCP_BUSY_RETRIES', '11'],
+    ['OLLAMA_MCP_BUSY_RETRIES', '-1'],
   ])('%s=%j is refused, naming the variable', (variable, value) => {
     expect(() => loadConfig({ [variable]: value })).toThrow(variable);
   });

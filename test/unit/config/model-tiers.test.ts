@@ -33,6 +33,7 @@ const FROM_CONFIG: ModelSettings = {
   breakerCooldownMs: 2222,
   concurrency: null,
   source: null,
+  fallback: [],
 };
 
 const example = (): TiersFile => tiersFileSchema.parse(JSON.parse(EXAMPLE_TIERS_JSON));
@@ -70,6 +71,7 @@ describe('resolution order', () => {
       breakerCooldownMs: 2222, // Config: nothing sets it
       concurrency: null, // nothing sets it
       source: 'big-model* (tier big)',
+      fallback: [], // the rule gives none
     });
   });
 
@@ -568,5 +570,24 @@ describe('loadModelTiers', () => {
     await expect(loadModelTiers(withFile(file))).rejects.toThrow(
       `OLLAMA_MCP_CONFIG (${file}): models[1].timeout_ms must be at most 3600000, got 99999999`,
     );
+  });
+});
+
+describe('fallback chains in the tiers file', () => {
+  it("a rule's fallback is the default chain of the models it matches; other models have none", () => {
+    const tiers = tiersFrom({ models: [{ match: 'qwen*', fallback: ['llama3.2', 'mistral:7b'] }] });
+    expect(tiers.settingsFor('qwen2.5-coder:7b').fallback).toEqual(['llama3.2', 'mistral:7b']);
+    expect(tiers.settingsFor('gemma3:4b').fallback).toEqual([]);
+    expect(tiers.defaults.fallback).toEqual([]);
+  });
+
+  it.each([
+    [{ match: 'qwen*', fallback: ['bad name'] }, 'models[0].fallback: "bad name" is not a valid model name'],
+    [{ match: 'qwen*', fallback: ['llama3.2', 'library/llama3.2:latest'] }, '"library/llama3.2:latest" is listed twice'],
+    [{ match: 'llama3.2', fallback: ['llama3.2:latest'] }, "is the rule's own model; a model cannot be its own fallback"],
+    [{ match: 'qwen*', fallback: ['a', 'b', 'c', 'd', 'e', 'f'] }, 'models[0].fallback'],
+    [{ match: 'qwen*', fallback: 'llama3.2' }, 'models[0].fallback'],
+  ])('%j is refused with a message naming the key', (rule, message) => {
+    expect(() => tiersFrom({ models: [rule] })).toThrow(message);
   });
 });

@@ -3,8 +3,8 @@ import { buildRunArgs } from '../../../src/ollama/cli-args.js';
 import { canonicalModelName } from '../../../src/ollama/model-name.js';
 
 describe('buildRunArgs', () => {
-  it('always turns word wrap off and never puts the prompt on argv', () => {
-    expect(buildRunArgs('llama3.2', {})).toEqual(['run', 'llama3.2', '--nowordwrap']);
+  it('always turns word wrap off, asks for the token stats and never puts the prompt on argv', () => {
+    expect(buildRunArgs('llama3.2', {})).toEqual(['run', 'llama3.2', '--nowordwrap', '--verbose']);
   });
 
   it('passes format, think and keepalive in --flag=value form', () => {
@@ -12,6 +12,7 @@ describe('buildRunArgs', () => {
       'run',
       'm',
       '--nowordwrap',
+      '--verbose',
       '--format=json',
       '--think=false',
       '--keepalive=5m',

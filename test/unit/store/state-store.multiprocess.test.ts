@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { DirLock } from '../../../src/store/dir-lock.js';
 import { StateStore } from '../../../src/store/state-store.js';
 
 const RUNS = path.resolve(__dirname, '../../fixtures/state-runs.mjs');
@@ -80,6 +81,24 @@ describe('StateStore across processes', () => {
     expect(ticks).toBeGreaterThan(5);
   }, 20_000);
 
+  it('an older server (proper-lockfile) is refused while this one holds the lock, and gets it once released', async () => {
+    // The lock is a file now, proper-lockfile's a directory: each one's create must fail on the other's.
+    const lockfile = (await import(PROPER_LOCKFILE)) as { lock: (file: string, options: object) => Promise<() => Promise<void>> };
+    const options = { realpath: false, lockfilePath: `${file}.lock`, stale: 10_000, retries: 0 };
+    const ours = new DirLock(`${file}.lock`, 10_000);
+    expect(ours.tryAcquire()).toBe(true);
+    const refused = await lockfile.lock(file, options).then(
+      () => 'taken',
+      (error: NodeJS.ErrnoException) => error.code,
+    );
+    expect(refused).toBe('ELOCKED');
+    expect(ours.release()).toBeNull();
+    const release = await lockfile.lock(file, options);
+    expect(ours.tryAcquire()).toBe(false); // and the other way round
+    await release();
+    expect(existsSync(`${file}.lock`)).toBe(false);
+  });
+
   it('takes over a lock whose holder died (mtime older than the stale time), and only then', async () => {
     const lock = `${file}.lock`;
     mkdirSync(lock);
@@ -97,6 +116,14 @@ describe('StateStore across processes', () => {
     const again = Date.now();
     await store.transact(['t'], () => undefined);
     expect(Date.now() - again).toBeLessThan(1_000);
+    expect(existsSync(lock)).toBe(false);
+
+    // A stale lock file (this server's own format, left by a crash): taken over at once too.
+    writeFileSync(lock, '');
+    utimesSync(lock, old, old);
+    const third = Date.now();
+    await store.transact(['t'], () => undefined);
+    expect(Date.now() - third).toBeLessThan(1_000);
     expect(existsSync(lock)).toBe(false);
   }, 20_000);
 });

@@ -410,7 +410,7 @@ describe('createRecordParser', () => {
     const reordered = JSON.stringify({ status, ...rest });
     expect(agree(parse, reordered)).toBe(false);
     expect(agree(parse, reordered)).toBe(true);
-    const newer = JSON.stringify({ ...record, usage: { prompt_tokens: 12, output_tokens: null } });
+    const newer = JSON.stringify({ ...record, later_field: { prompt_tokens: 12, output_tokens: null } });
     expect(agree(parse, newer)).toBe(false);
     expect(agree(parse, newer)).toBe(true);
     expect(agree(parse, line)).toBe(true); // the first order is still known

@@ -1,0 +1,166 @@
+import { stripVTControlCharacters } from 'node:util';
+
+/**
+ * Token usage of one run, from the stats `ollama run --verbose` prints to stderr after the answer.
+ * Every field is `null` when the CLI reported nothing (a timeout, an error, a CLI too old to print
+ * the stats, or a run that never spawned).
+ */
+export interface RunUsage {
+  /** `prompt eval count`: tokens of the prompt the model read (after any truncation by Ollama). */
+  readonly prompt_tokens: number | null;
+  /** `eval count`: tokens the model generated (thinking included). */
+  readonly output_tokens: number | null;
+  /** `eval rate`: generated tokens per second. */
+  readonly tokens_per_second: number | null;
+  /** `prompt eval rate`: prompt tokens read per second. */
+  readonly prompt_tokens_per_second: number | null;
+  /** `load duration` in ms: a large one means the model was loaded cold for this run. */
+  readonly load_ms: number | null;
+  /** `total duration` in ms, as the server measured it. */
+  readonly total_ms: number | null;
+}
+
+export const NO_USAGE: RunUsage = Object.freeze({
+  prompt_tokens: null,
+  output_tokens: null,
+  tokens_per_second: null,
+  prompt_tokens_per_second: null,
+  load_ms: null,
+  total_ms: null,
+});
+
+/**
+ * One stats line, as api.Metrics.Summary prints it: `<label>: <padding><value>[ token(s) | tokens/s]`.
+ * Not anchored at the line start: the spinner's leftovers can precede the first line. The
+ * alternation lists `prompt eval …` first so `prompt eval count` is never read as `eval count`.
+ * Used to tell stats from errors (cli-errors.ts); parseUsage reads the lines without it, faster.
+ */
+const STAT_LINE =
+  /(total duration|load duration|prompt eval count|prompt eval duration|prompt eval rate|eval count|eval duration|eval rate): +(\S+)(?: (token\(s\)|tokens\/s))? *$/;
+
+/** `prompt eval ` + margin: the most a label holds before its `duration:`. */
+const LONGEST_LABEL_BEFORE_DURATION = 32;
+
+type Label =
+  | 'total duration'
+  | 'load duration'
+  | 'prompt eval count'
+  | 'prompt eval duration'
+  | 'prompt eval rate'
+  | 'eval count'
+  | 'eval duration'
+  | 'eval rate';
+
+const LABELS: ReadonlySet<string> = new Set<Label>([
+  'total duration',
+  'load duration',
+  'prompt eval count',
+  'prompt eval duration',
+  'prompt eval rate',
+  'eval count',
+  'eval duration',
+  'eval rate',
+]);
+
+/**
+ * Every stats line the CLI printed, by label (the last one wins): the raw value after the label.
+ * On every run's path, so it is lean (a few µs): one indexOf for a run without stats; otherwise only
+ * the text from about the first label on (past up to 16 KiB of spinner frames) is split, and only
+ * lines holding an escape are stripped.
+ */
+function statLines(stderr: string): Map<Label, string> {
+  const found = new Map<Label, string>();
+  const first = stderr.indexOf('duration:');
+  if (first === -1) return found;
+  // From the last escape before the first label (a whole sequence: never half of one glued to a
+  // label), which also keeps any plain line printed before it; from the start when there is none.
+  const from = stderr.lastIndexOf('\u001b', Math.max(0, first - LONGEST_LABEL_BEFORE_DURATION));
+  const tail = from > 0 ? stderr.slice(from) : stderr;
+  for (const raw of tail.split('\n')) {
+    const line = raw.includes('\u001b') ? stripVTControlCharacters(raw) : raw;
+    const colon = line.indexOf(':');
+    if (colon === -1) continue;
+    // The label is the run of lowercase letters and spaces before the colon (spinner leftovers
+    // can precede the first one on its line).
+    let start = colon;
+    for (let c = line.charCodeAt(start - 1); start > 0 && ((c >= 97 && c <= 122) || c === 32); c = line.charCodeAt(start - 1)) {
+      start -= 1;
+    }
+    const label = line.slice(start, colon).trim();
+    if (LABELS.has(label)) found.set(label as Label, line.slice(colon + 1).trim());
+  }
+  return found;
+}
+
+/**
+ * The usage the CLI reported on stderr, or {@link NO_USAGE} when it printed no stats. The CLI
+ * omits a line whose value is zero, so once any stats line is there a missing count or duration
+ * is 0, while a missing rate stays `null` (nothing was measured). A value that does not parse is
+ * `null`. Pure.
+ */
+export function parseUsage(stderr: string): RunUsage {
+  const lines = statLines(stderr);
+  if (lines.size === 0) return { ...NO_USAGE }; // a fresh object: a result may be changed later
+  const count = (label: Label): number | null => {
+    const raw = lines.get(label);
+    if (raw === undefined) return 0;
+    const match = /^(\d+) token\(s\)$/.exec(raw);
+    return match ? Number(match[1]) : null;
+  };
+  const durationMs = (label: Label): number | null => {
+    const raw = lines.get(label);
+    if (raw === undefined) return 0;
+    const ns = parseGoDuration(raw);
+    return ns === null ? null : roundTo(ns / 1e6, 3);
+  };
+  const rate = (label: Label): number | null => {
+    const raw = lines.get(label);
+    const match = raw === undefined ? null : /^(\d+(?:\.\d+)?) tokens\/s$/.exec(raw);
+    return match ? Number(match[1]) : null;
+  };
+  return {
+    prompt_tokens: count('prompt eval count'),
+    output_tokens: count('eval count'),
+    tokens_per_second: rate('eval rate'),
+    prompt_tokens_per_second: rate('prompt eval rate'),
+    load_ms: durationMs('load duration'),
+    total_ms: durationMs('total duration'),
+  };
+}
+
+/** True for a line of the `--verbose` stats (after ANSI escapes are stripped): never an error message. */
+export function isVerboseStatsLine(line: string): boolean {
+  return STAT_LINE.test(line);
+}
+
+/** Nanoseconds per unit of Go's time.ParseDuration (`µs` is U+00B5, `μs` U+03BC). */
+const UNIT_NS: Readonly<Record<string, number>> = { h: 3.6e12, m: 6e10, s: 1e9, ms: 1e6, us: 1e3, µs: 1e3, μs: 1e3, ns: 1 };
+const DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|μs|ns|h|m|s)/y;
+
+/**
+ * A Go duration string (what time.Duration.String() prints: `1.234567891s`, `812.3ms`, `54µs`,
+ * `1m2.5s`, `2h0m0s`, `0s`, also `us`/`ns`) in nanoseconds, or `null` when it is not one.
+ */
+export function parseGoDuration(text: string): number | null {
+  let rest = text;
+  let sign = 1;
+  if (rest.startsWith('-') || rest.startsWith('+')) {
+    if (rest.startsWith('-')) sign = -1;
+    rest = rest.slice(1);
+  }
+  if (rest === '0') return 0;
+  if (rest === '') return null;
+  let total = 0;
+  DURATION_PART.lastIndex = 0;
+  while (DURATION_PART.lastIndex < rest.length) {
+    const match = DURATION_PART.exec(rest);
+    if (match === null) return null;
+    total += Number(match[1]) * UNIT_NS[match[2]!]!;
+  }
+  return sign * total;
+}
+
+function roundTo(value: number, digits: number): number {
+  const scale = 10 ** digits;
+  return Math.round(value * scale) / scale;
+}

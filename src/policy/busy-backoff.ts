@@ -1,0 +1,56 @@
+import type { RunStatus } from './run-status.js';
+import { MIN_TRY_MS } from './fallback.js';
+
+/**
+ * Backoff inside one call when Ollama answers "not now". Pure: the random source and the time are
+ * passed in.
+ *
+ * Only `server_busy` (503, Ollama's queue is full) is retried: it typically clears within a second or
+ * two. `rate_limited` (429, a cloud account's hourly or weekly quota) is not: no wait a call can afford
+ * clears it, so it goes to the next model of a fallback chain, or back to the caller at once.
+ */
+export function isBusy(status: RunStatus): boolean {
+  return status === 'server_busy';
+}
+
+export interface BackoffSchedule {
+  /** The first retry waits up to this long. */
+  readonly baseMs: number;
+  /** No wait is longer than this. */
+  readonly capMs: number;
+}
+
+export const BUSY_BACKOFF: BackoffSchedule = { baseMs: 250, capMs: 4_000 };
+
+/**
+ * The wait before busy retry `retry` (1 = the first): "full jitter", a uniform draw in
+ * `[0, min(cap, base × 2^(retry-1)))`, so several callers turned away at the same moment do not
+ * come back at the same moment. `random` returns a number in [0, 1), like Math.random.
+ */
+export function busyBackoffMs(retry: number, random: () => number, schedule: BackoffSchedule = BUSY_BACKOFF): number {
+  const ceiling = Math.min(schedule.capMs, schedule.baseMs * 2 ** Math.max(0, retry - 1));
+  return Math.floor(Math.min(Math.max(random(), 0), 0.999_999) * ceiling);
+}
+
+export interface BusyRetryInput {
+  readonly status: RunStatus;
+  /** Busy retries already done for this model in this call. */
+  readonly retriesDone: number;
+  /** OLLAMA_MCP_BUSY_RETRIES. */
+  readonly maxRetries: number;
+  /** Epoch ms. */
+  readonly now: number;
+  /** Epoch ms by which this model's tries must end (its timeout from its first try, cut to the call's deadline). */
+  readonly budgetEndsAt: number;
+  readonly random: () => number;
+}
+
+export type BusyRetryDecision = { readonly retry: true; readonly waitMs: number } | { readonly retry: false };
+
+/** Retry a busy answer after a wait? Only while retries are left and the wait leaves time for another try. */
+export function decideBusyRetry(input: BusyRetryInput): BusyRetryDecision {
+  if (!isBusy(input.status) || input.retriesDone >= input.maxRetries) return { retry: false };
+  const waitMs = busyBackoffMs(input.retriesDone + 1, input.random);
+  if (input.now + waitMs + MIN_TRY_MS > input.budgetEndsAt) return { retry: false };
+  return { retry: true, waitMs };
+}

@@ -1,0 +1,190 @@
+import { describe, expect, it } from 'vitest';
+import { chainOf, runCall, type CallRunnerDeps, type CallStep } from '../../../src/app/call-runner.js';
+import type { RunContext, RunRequest } from '../../../src/app/run-request.js';
+import type { RunResult } from '../../../src/app/run-result.js';
+import type { ModelSettings } from '../../../src/config/model-tiers.js';
+import type { RunStatus } from '../../../src/policy/run-status.js';
+
+const SETTINGS: ModelSettings = {
+  timeoutMs: 10_000,
+  maxRetries: 3,
+  breakerThreshold: 5,
+  breakerCooldownMs: 60_000,
+  concurrency: null,
+  source: null,
+  fallback: [],
+};
+
+interface Seen {
+  readonly model: string;
+  readonly context: RunContext;
+  readonly step: CallStep;
+  readonly willRetry: boolean;
+}
+
+/**
+ * A runner whose tries end with the scripted statuses (each taking `tryMs` of the fake clock), and
+ * whose waits only move the clock: no process, no timer.
+ */
+function harness(
+  script: RunStatus[],
+  options: { tryMs?: number; settings?: Record<string, Partial<ModelSettings>>; sleepAborts?: boolean } = {},
+) {
+  let now = 1_000_000;
+  const seen: Seen[] = [];
+  const sleeps: number[] = [];
+  const phases: unknown[] = [];
+  let ids = 0;
+  const result = (model: string, status: RunStatus, step: CallStep): RunResult =>
+    ({
+      output: status === 'ok' ? `answer from ${model}` : '',
+      metadata: {
+        status,
+        run_id: `run-${seen.length}`,
+        model,
+        error: status === 'ok' ? null : { kind: status, message: `${status}!` },
+        busy_retries: step.busyRetries,
+      },
+    }) as unknown as RunResult;
+  const deps: CallRunnerDeps = {
+    attempt: async (request, context, step) => {
+      const status = script.shift() ?? 'ok';
+      now += options.tryMs ?? 10;
+      seen.push({ model: request.model, context, step, willRetry: step.goesOn(status) });
+      return result(request.model, status, step);
+    },
+    cancelledWaiting: async (request, context, step) => {
+      seen.push({ model: request.model, context, step, willRetry: step.goesOn('cancelled') });
+      return result(request.model, 'cancelled', step);
+    },
+    settingsFor: (model) => ({ ...SETTINGS, ...options.settings?.[model] }),
+    busyRetries: 3,
+    clock: () => now,
+    random: () => 0.5,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      now += ms;
+      return !options.sleepAborts;
+    },
+    newId: () => `chain-${++ids}`,
+  };
+  const context: RunContext = { onPhase: (event) => phases.push(event) };
+  return { deps, seen, sleeps, phases, context, now: () => now };
+}
+
+const request = (extra: Partial<RunRequest> = {}): RunRequest => ({ model: 'a:1b', prompt: 'p', taskId: 't', ...extra });
+
+describe('runCall: fallback chains', () => {
+  it('tries the next model while the one before cannot serve, and returns the first that can', async () => {
+    const h = harness(['crashed', 'circuit_open', 'ok']);
+    const r = await runCall(h.deps, request({ fallbackModels: ['b:1b', 'c:1b', 'd:1b'] }), h.context);
+    expect(r.metadata.model).toBe('c:1b');
+    expect(h.seen.map((s) => [s.model, s.step.chainId, s.step.chainStep, s.willRetry])).toEqual([
+      ['a:1b', 'chain-1', 0, true],
+      ['b:1b', 'chain-1', 1, true],
+      ['c:1b', 'chain-1', 2, false],
+    ]);
+    expect(h.seen[2]!.step.tried).toEqual([
+      { model: 'a:1b', status: 'crashed', run_id: 'run-1', error: 'crashed!' },
+      { model: 'b:1b', status: 'circuit_open', run_id: 'run-2', error: 'circuit_open!' },
+    ]);
+    expect(h.phases).toContainEqual({ phase: 'next_model', model: 'b:1b' });
+  });
+
+  it("every model keeps the call's max_retries (the first model's), and its own timeout", async () => {
+    const h = harness(['crashed', 'ok'], { settings: { 'a:1b': { maxRetries: 1 }, 'b:1b': { maxRetries: 9, timeoutMs: 777 } } });
+    await runCall(h.deps, request({ fallbackModels: ['b:1b'] }), h.context);
+    expect(h.seen.map((s) => [s.step.maxRetries, s.step.timeoutMs])).toEqual([
+      [1, 10_000],
+      [1, 777],
+    ]);
+  });
+
+  it('ends at the first status no other model can help with, and after the last model', async () => {
+    const unreachable = harness(['ollama_unreachable']);
+    await runCall(unreachable.deps, request({ fallbackModels: ['b:1b'] }), unreachable.context);
+    expect(unreachable.seen.map((s) => s.model)).toEqual(['a:1b']);
+
+    const allFail = harness(['crashed', 'crashed']);
+    const r = await runCall(allFail.deps, request({ fallbackModels: ['b:1b'] }), allFail.context);
+    expect(r.metadata.status).toBe('crashed');
+    expect(allFail.seen.map((s) => s.willRetry)).toEqual([true, false]);
+  });
+
+  it('a timeout moves on only within deadline_ms, which also reaches every try as its deadline', async () => {
+    const plain = harness(['timeout'], { tryMs: 10_000 });
+    await runCall(plain.deps, request({ fallbackModels: ['b:1b'] }), plain.context);
+    expect(plain.seen).toHaveLength(1);
+
+    const h = harness(['timeout', 'ok'], { tryMs: 10_000 });
+    const start = h.now();
+    await runCall(h.deps, request({ fallbackModels: ['b:1b'], deadlineMs: 30_000 }), h.context);
+    expect(h.seen.map((s) => s.model)).toEqual(['a:1b', 'b:1b']);
+    expect(h.seen.every((s) => s.context.deadlineAt === start + 30_000)).toBe(true);
+
+    const batch = harness(['ok']);
+    await runCall(batch.deps, request({ deadlineMs: 30_000 }), { deadlineAt: batch.now() + 5_000 });
+    expect(batch.seen[0]!.context.deadlineAt).toBe(batch.now() - 10 + 5_000); // the earlier of the two
+  });
+
+  it('no chain: no chain id, no step number', async () => {
+    const h = harness(['crashed']);
+    await runCall(h.deps, request(), h.context);
+    expect(h.seen.map((s) => [s.step.chainId, s.step.chainStep, s.willRetry])).toEqual([[null, null, false]]);
+  });
+});
+
+describe('chainOf', () => {
+  it('uses the tier chain unless the call gives its own; [] turns it off; the call model is never tried twice', () => {
+    expect(chainOf(request(), ['b:1b', 'c'])).toEqual(['a:1b', 'b:1b', 'c']);
+    expect(chainOf(request({ fallbackModels: ['x:1b'] }), ['b:1b'])).toEqual(['a:1b', 'x:1b']);
+    expect(chainOf(request({ fallbackModels: [] }), ['b:1b'])).toEqual(['a:1b']);
+    expect(chainOf(request({ model: 'qwen:7b' }), ['library/qwen:7b', 'b:1b', 'B:1b'])).toEqual(['qwen:7b', 'b:1b']);
+  });
+});
+
+describe('runCall: busy backoff', () => {
+  it('retries a busy server after jittered waits, same model, and the call ends with the free try', async () => {
+    const h = harness(['server_busy', 'server_busy', 'ok']);
+    const r = await runCall(h.deps, request(), h.context);
+    expect(r.metadata.status).toBe('ok');
+    expect(h.sleeps).toEqual([125, 250]); // random 0.5 of 250 and 500
+    expect(h.seen.map((s) => [s.model, s.step.busyTry, s.step.busyRetries, s.willRetry])).toEqual([
+      ['a:1b', 0, 0, true],
+      ['a:1b', 1, 1, true],
+      ['a:1b', 2, 2, false],
+    ]);
+    expect(h.phases).toContainEqual({ phase: 'busy_backoff', retry: 1, of: 3, waitMs: 125 });
+  });
+
+  it('gives up after OLLAMA_MCP_BUSY_RETRIES and returns server_busy; the chain does not move on from it', async () => {
+    const h = harness(['server_busy', 'server_busy', 'server_busy', 'server_busy']);
+    const r = await runCall(h.deps, request({ fallbackModels: ['b:1b'] }), h.context);
+    expect(r.metadata.status).toBe('server_busy');
+    expect(h.seen.map((s) => s.model)).toEqual(['a:1b', 'a:1b', 'a:1b', 'a:1b']);
+    expect(h.seen.at(-1)!.willRetry).toBe(false);
+  });
+
+  it("a retry's timeout is what is left of its model's timeout_ms", async () => {
+    const h = harness(['server_busy', 'ok'], { tryMs: 3_000 });
+    await runCall(h.deps, request({ timeoutMs: 10_000 }), h.context);
+    expect(h.seen.map((s) => s.step.timeoutMs)).toEqual([10_000, 10_000 - 3_000 - 125]);
+  });
+
+  it('waits no longer than the budget allows', async () => {
+    const h = harness(['server_busy'], { tryMs: 9_850 });
+    const r = await runCall(h.deps, request({ timeoutMs: 10_000 }), h.context);
+    expect(r.metadata.status).toBe('server_busy');
+    expect(h.sleeps).toEqual([]);
+  });
+
+  it('a cancel during the wait ends the call as cancelled, without another try', async () => {
+    const h = harness(['server_busy', 'ok'], { sleepAborts: true });
+    const r = await runCall(h.deps, request(), h.context);
+    expect(r.metadata.status).toBe('cancelled');
+    expect(h.seen.map((s) => [s.step.busyTry, s.willRetry])).toEqual([
+      [0, true],
+      [1, false],
+    ]);
+  });
+});

@@ -1,0 +1,26 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FALLTHROUGH } from '../../src/policy/fallback.js';
+import { RUN_STATUSES, type RunStatus } from '../../src/policy/run-status.js';
+
+const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+
+describe('README: fallback chains', () => {
+  it('the "when it moves on" table says what FALLTHROUGH does, status by status', () => {
+    const section = readme.slice(readme.indexOf('### Fallback chains'), readme.indexOf('**Time.**'));
+    const said = new Map<RunStatus, string>();
+    for (const line of section.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| ---'))) {
+      const [who, answer] = line
+        .slice(1, -1)
+        .split(' | ')
+        .map((cell) => cell.trim());
+      for (const [, name] of who!.matchAll(/`([a-z_]+)`/g)) {
+        if ((RUN_STATUSES as readonly string[]).includes(name!)) said.set(name as RunStatus, answer!);
+      }
+    }
+    expect([...said.keys()].sort()).toEqual([...RUN_STATUSES].sort());
+    const expected = { always: /^yes/, if_time_left: /^only with `deadline_ms`/, never: /^no$/ };
+    for (const status of RUN_STATUSES) expect(said.get(status), status).toMatch(expected[FALLTHROUGH[status]]);
+  });
+});

@@ -1,0 +1,67 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRecordParser } from '../../../src/telemetry/fast-record-parser.js';
+import { parseLine } from '../../../src/telemetry/jsonl-reader.js';
+import { RUN_RECORD_SCHEMA_VERSION } from '../../../src/telemetry/run-record.js';
+import { summarizeRuns } from '../../../src/report/summary.js';
+import { sampleRecord } from './sample-record.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'run-record-v2-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A v1 line as servers wrote it before `usage` existed. */
+function v1Line(overrides: Record<string, unknown> = {}): string {
+  const { usage: _usage, ...rest } = sampleRecord();
+  return JSON.stringify({ ...rest, v: 1, ...overrides });
+}
+
+describe('runs.jsonl schema v2', () => {
+  it('is version 2 and carries usage right after thinking_chars', () => {
+    expect(RUN_RECORD_SCHEMA_VERSION).toBe(2);
+    const keys = Object.keys(sampleRecord());
+    expect(keys.indexOf('usage')).toBe(keys.indexOf('thinking_chars') + 1);
+    expect(Object.keys(sampleRecord().usage)).toEqual([
+      'prompt_tokens',
+      'output_tokens',
+      'tokens_per_second',
+      'prompt_tokens_per_second',
+      'load_ms',
+      'total_ms',
+    ]);
+  });
+
+  it('the fast record parser reads v2 lines exactly as JSON.parse does, usage included, first and later lines', () => {
+    const fields = ['v', 'status', 'usage', 'warnings', 'duration_ms'] as const;
+    const parse = createRecordParser(fields);
+    const lines = [
+      JSON.stringify(sampleRecord()),
+      JSON.stringify(sampleRecord({ status: 'timeout', usage: { ...sampleRecord().usage, prompt_tokens: null } })),
+      JSON.stringify(
+        sampleRecord({
+          warnings: [{ kind: 'prompt_may_be_truncated', message: 'prompt used 4096 tokens of a 4096-token context' }],
+        }),
+      ),
+      v1Line(),
+    ];
+    for (const line of [...lines, ...lines]) {
+      const parsed = parse(Buffer.from(line), 0, Buffer.byteLength(line)) as Record<string, unknown>;
+      const full = parseLine(line) as Record<string, unknown>;
+      for (const field of fields) expect(parsed[field], `${field} of ${line}`).toEqual(full[field]);
+    }
+  });
+
+  it('the report reads a log that mixes v1 and v2 lines', async () => {
+    const file = path.join(dir, 'runs.jsonl');
+    writeFileSync(
+      file,
+      [v1Line({ status: 'ok' }), v1Line({ status: 'timeout' }), JSON.stringify(sampleRecord()), JSON.stringify(sampleRecord())]
+        .map((line) => `${line}\n`)
+        .join(''),
+    );
+    const summary = await summarizeRuns([file]);
+    expect(summary.total_runs).toBe(4);
+    expect(summary.total_ok).toBe(3);
+  });
+});

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { LiveRun } from '../../../src/app/run-progress.js';
+import { describeLiveRun } from '../../../src/tools/ollama-run.js';
+
+describe('progress messages of a call with busy retries and a fallback chain', () => {
+  it('says the call waits to retry a busy Ollama, which retry, and for how long', () => {
+    const live = new LiveRun();
+    live.onPhase({ phase: 'busy_backoff', retry: 2, of: 3, waitMs: 1_600 });
+    expect(describeLiveRun('llama3.2', live, 4_000)).toMatch(
+      /^llama3\.2: Ollama is busy; waiting to retry \(retry 2 of 3\) in 2 s, 4 s elapsed$/,
+    );
+    live.onPhase({ phase: 'running' });
+    expect(live.busy).toBeNull();
+    expect(describeLiveRun('llama3.2', live, 4_000)).toMatch(/^llama3\.2: running for/);
+  });
+
+  it('names the model of the chain being tried now', () => {
+    const live = new LiveRun();
+    live.onPhase({ phase: 'next_model', model: 'qwen2.5-coder:7b' });
+    expect(live.model).toBe('qwen2.5-coder:7b');
+    expect(describeLiveRun(live.model ?? 'first', live, 1_000)).toBe(
+      'qwen2.5-coder:7b: trying the next model of the fallback chain, 1 s elapsed',
+    );
+  });
+});
