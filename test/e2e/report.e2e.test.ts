@@ -36,10 +36,45 @@ describe('reviewing runs: report command and ollama_runs_summary', () => {
       const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: {} });
       const small = tool.structuredContent as { total_runs: number; models: { model: string }[] };
       expect(small.total_runs).toBe(5);
+      expect(summary.attention.tasks.map((t: { task_id: string }) => t.task_id)).toEqual(['bad']);
+      expect(summary.escalation_causes).toEqual([
+        expect.objectContaining({ model: 'qwen2.5-coder:7b', reason: 'max_retries_exceeded', status: 'crashed', escalations: 1 }),
+      ]);
       expect(JSON.stringify(tool.structuredContent).length).toBeLessThan(8_000);
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('report on what the server wrote: a fallback chain falling through', () => {
+  it('counts the call once, its fallen-through line as absorbed, and the chain by its first model', async () => {
+    const sandbox = makeSandbox();
+    const server = await startServer(sandbox, {
+      FAKE_OLLAMA_MODELS: 'broken:1b,good:1b',
+      FAKE_OLLAMA_BROKEN_MODELS: 'broken:1b',
+    });
+    try {
+      const r = await server.run({ model: 'broken:1b', fallback_models: ['good:1b'], prompt: 'hi', task_id: 'c-1' });
+      expect(r.isError).toBe(false);
+    } finally {
+      await server.close();
+    }
+    const { stdout } = await execa(process.execPath, [SERVER_ENTRY, 'report', '--json', '--since', 'all'], {
+      env: { OLLAMA_MCP_TELEMETRY_DIR: sandbox.telemetryDir, PATH: process.env.PATH ?? '' },
+    });
+    const summary = JSON.parse(stdout);
+    expect(summary.total_runs).toBe(1); // the caller saw one result
+    expect(summary.chains).toMatchObject({
+      calls: 1,
+      fell_through: 1,
+      rows: [{ first_model: 'broken:1b', calls: 1, fell_through: 1, to: [{ model: 'good:1b', calls: 1, ok: 1 }] }],
+    });
+    const broken = summary.models.find((m: { model: string }) => m.model === 'broken:1b');
+    expect(broken).toMatchObject({ runs: 0, absorbed: { fell_through: 1, busy_retries: 0 }, lost_attempts: 1 });
+    const good = summary.models.find((m: { model: string }) => m.model === 'good:1b');
+    expect(good).toMatchObject({ runs: 1, ok: 1 });
+    expect(good.tokens.runs).toBe(1); // the fake prints --verbose stats
   });
 });
 
