@@ -402,7 +402,7 @@ function timelineSection(s: RunsSummary, charts: ReportCharts): Html {
       : html`<div class="chart" style="height:380px"><canvas data-chart="timeline" role="img" aria-label="Stacked bar chart of ok and failed runs per time bucket, with markers for escalations and circuit openings"></canvas></div>`;
   return html`<section class="card" id="timeline">
 <h2>Runs over time</h2>
-<p class="note">${num(t.buckets.length)} bucket${t.buckets.length === 1 ? '' : 's'} of ${bucketWords(t.bucket)}; markers at the exact time of each event: <span class="mark esc">&#9650;</span> ${num(counts.escalation)} escalation${counts.escalation === 1 ? '' : 's'}, <span class="mark open">&#9670;</span> ${num(counts.circuit_opening)} circuit opening${counts.circuit_opening === 1 ? '' : 's'}. Hover a marker for the model, task and reason.</p>
+<p class="note">${num(t.buckets.length)} bucket${t.buckets.length === 1 ? '' : 's'} of ${bucketWords(t.bucket)}; ${num(counts.escalation)} escalation${counts.escalation === 1 ? '' : 's'} and ${num(counts.circuit_opening)} circuit opening${counts.circuit_opening === 1 ? '' : 's'}, marked on one row, one marker per ${slotWords(chart?.marker_slot_ms ?? 0)} that holds any (<span class="mark open">&#9670;</span> when it holds a circuit opening, else <span class="mark esc">&#9650;</span>). Hover a marker for the time, model, task and reason of each.</p>
 ${body}
 ${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
 </section>`;
@@ -446,6 +446,13 @@ function table(id: string, head: readonly Html[], rows: readonly (readonly Html[
   return html`<div class="table-wrap"><table id="${id}"><thead><tr>${head}</tr></thead><tbody>
 ${lines(rows.map((cells) => html`<tr>${cells}</tr>`))}
 </tbody></table></div>`;
+}
+
+/** `10 minutes`, `1 hour`. */
+function slotWords(ms: number): string {
+  const minutes = Math.round(ms / 60_000);
+  if (minutes % 60 === 0 && minutes > 0) return `${minutes / 60} hour${minutes === 60 ? '' : 's'}`;
+  return `${minutes} minute${minutes === 1 ? '' : 's'}`;
 }
 
 /** One per line. */
