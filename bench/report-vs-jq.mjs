@@ -74,7 +74,9 @@ const TASK_FAILURES = new Set(['timeout', 'crashed', 'empty_output', 'output_lim
 const MODEL_FAULT = new Set(['timeout', 'crashed', 'empty_output', 'output_limit']);
 
 /**
- * Writes `lines` realistic records to `file` in 8 MB writes. Returns { bytes, ms, tasks }.
+ * Writes `lines` realistic records to `file` in 8 MB writes: schema v2 lines in the server's key
+ * order, every 50th a v1 line, some busy retries the server absorbed (`will_retry`). Returns
+ * { bytes, ms, tasks, runs } (`runs`: the lines the caller saw, what the report counts).
  * One simulated day; about 200 tasks in flight, each retried until ok or escalated (max_retries 3).
  */
 export function generateRunsJsonl(file, lines, seed = 42) {
@@ -110,6 +112,7 @@ export function generateRunsJsonl(file, lines, seed = 42) {
   const buffer = Buffer.allocUnsafe(8 << 20);
   let used = 0;
   let bytes = 0;
+  let runs = 0;
   try {
     for (let i = 0; i < lines; i++) {
       const slot = Math.floor(random() * live.length);
@@ -164,14 +167,33 @@ export function generateRunsJsonl(file, lines, seed = 42) {
       consecutive.set(model, transition === 'null' ? cf : 0); // the circuit's cooldown passes before the next run, say
       const error = f ? JSON.stringify(f[2]) : 'null';
       const exitCode = status === 'ok' || status === 'empty_output' ? '0' : spawned && status !== 'timeout' ? '1' : 'null';
-      const line =
-        `{"v":1,"ts":"${ts}","run_id":"r-${i.toString(36)}","batch_id":null,"tool":"ollama_run","model":"${model}",` +
-        `"task_id":"${task.id}","status":"${status}","exit_code":${exitCode},"signal":${status === 'timeout' ? '"SIGTERM"' : 'null'},` +
-        `"timed_out":${status === 'timeout'},"truncated":${status === 'output_limit'},"duration_ms":${duration},"queue_ms":${queue},` +
-        `"timeout_ms":${spawned ? 120000 : 'null'},"prompt_chars":${200 + Math.floor(random() * 4000)},"output_chars":${status === 'ok' ? 50 + Math.floor(random() * 6000) : 0},` +
-        `"thinking_chars":0,"retry_count":${retryCount},"max_retries":3,"escalate":${escalate},"escalation_reason":${reason},` +
-        `"circuit":{"state":"${state}","consecutive_failures":${cf},"retry_after_seconds":${state === 'open' ? 60 : 'null'},"transition":${transition}},` +
-        `"error":${error},"server_pid":${4000 + (i % 3)}}\n`;
+      // Schema v2 (the contract's key order), except every 50th line, written by an older server (v1).
+      const v1 = i % 50 === 7;
+      // A server_busy that the server retried itself (will_retry): not a run the caller saw.
+      const absorbed = !v1 && status === 'server_busy' && random() < 0.5;
+      if (!absorbed) runs += 1;
+      const prompt = 50 + Math.floor(random() * 3000);
+      const usage =
+        status === 'ok'
+          ? `{"prompt_tokens":${prompt},"output_tokens":${10 + Math.floor(random() * 1500)},"tokens_per_second":${(20 + random() * 60).toFixed(2)},` +
+            `"prompt_tokens_per_second":${(200 + random() * 900).toFixed(2)},"load_ms":${random() < 0.02 ? 3000 + Math.floor(random() * 4000) : 12 + Math.floor(random() * 20)},"total_ms":${duration}}`
+          : '{"prompt_tokens":null,"output_tokens":null,"tokens_per_second":null,"prompt_tokens_per_second":null,"load_ms":null,"total_ms":null}';
+      const line = v1
+        ? `{"v":1,"ts":"${ts}","run_id":"r-${i.toString(36)}","batch_id":null,"tool":"ollama_run","model":"${model}",` +
+          `"task_id":"${task.id}","status":"${status}","exit_code":${exitCode},"signal":${status === 'timeout' ? '"SIGTERM"' : 'null'},` +
+          `"timed_out":${status === 'timeout'},"truncated":${status === 'output_limit'},"duration_ms":${duration},"queue_ms":${queue},` +
+          `"timeout_ms":${spawned ? 120000 : 'null'},"prompt_chars":${200 + Math.floor(random() * 4000)},"output_chars":${status === 'ok' ? 50 + Math.floor(random() * 6000) : 0},` +
+          `"thinking_chars":0,"retry_count":${retryCount},"max_retries":3,"escalate":${escalate},"escalation_reason":${reason},` +
+          `"circuit":{"state":"${state}","consecutive_failures":${cf},"retry_after_seconds":${state === 'open' ? 60 : 'null'},"transition":${transition}},` +
+          `"error":${error},"server_pid":${4000 + (i % 3)}}\n`
+        : `{"v":2,"ts":"${ts}","run_id":"r-${i.toString(36)}","batch_id":null,"chain_id":null,"chain_step":null,"tool":"ollama_run","model":"${model}","model_key":"${model}",` +
+          `"task_id":"${task.id}","status":"${status}","exit_code":${exitCode},"signal":${status === 'timeout' ? '"SIGTERM"' : 'null'},` +
+          `"timed_out":${status === 'timeout'},"truncated":${status === 'output_limit'},"duration_ms":${duration},"queue_ms":${queue},` +
+          `"timeout_ms":${spawned ? 120000 : 'null'},"prompt_chars":${200 + Math.floor(random() * 4000)},"output_chars":${status === 'ok' ? 50 + Math.floor(random() * 6000) : 0},` +
+          `"thinking_chars":0,"usage":${usage},"retry_count":${retryCount},"max_retries":3,"escalate":${escalate},"escalation_reason":${reason},` +
+          `"busy_try":0,"will_retry":${absorbed},` +
+          `"circuit":{"state":"${state}","consecutive_failures":${cf},"retry_after_seconds":${state === 'open' ? 60 : 'null'},"transition":${transition}},` +
+          `"error":${error},"server_pid":${4000 + (i % 3)},"warnings":[]}\n`;
       if (used + line.length > buffer.length) {
         bytes += writeSync(fd, buffer, 0, used);
         used = 0;
@@ -183,7 +205,7 @@ export function generateRunsJsonl(file, lines, seed = 42) {
   } finally {
     closeSync(fd);
   }
-  return { bytes, ms: performance.now() - started, tasks: nextTask - 1 };
+  return { bytes, ms: performance.now() - started, tasks: nextTask - 1, runs };
 }
 
 // ------------------------------------------------------------------------------------ measuring
@@ -195,7 +217,7 @@ export function generateRunsJsonl(file, lines, seed = 42) {
  * inside one `reduce` (`.[$m].d += [$d]`) is quadratic in jq 1.6: 16 s for 50,000 lines.)
  */
 export const JQ_PROGRAM = `
-[inputs | fromjson? | objects | select((.model | type) == "string" and (.status | type) == "string")
+[inputs | fromjson? | objects | select((.model | type) == "string" and (.status | type) == "string" and .will_retry != true)
  | [.model, .status, (.escalate == true), .duration_ms]]
 | group_by(.[0])
 | map({key: .[0][0], value: (

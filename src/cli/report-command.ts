@@ -23,13 +23,16 @@ export interface ReportCommandDeps {
   readonly err: TextSink;
   /** The time `--since 24h` counts back from. @default new Date() */
   readonly now?: Date;
+  /** The terminal's width for the text report (the `COLUMNS` environment variable). @default process.env.COLUMNS, else 100 */
+  readonly columns?: string | undefined;
 }
 
 export const REPORT_USAGE = `Usage: ollama-runner-mcp report [options]
 
 Summarizes the run logs of the telemetry directory (runs.jsonl, then its rotated
-runs-YYYY-MM-DD-NNN.jsonl files): runs, ok %, timeouts and failures per model, escalations,
-circuit openings, duration percentiles, and the escalated tasks.
+runs-YYYY-MM-DD-NNN.jsonl files): what needs attention now (open circuits, escalated tasks not
+reset), escalations by cause, per model the outcomes, latency of answers, time lost to failures
+and tokens, and the fallback chains and busy retries.
 
 Options:
   --since WHEN    only runs since WHEN: a duration back from now (30m, 24h, 7d; units s m h d w),
@@ -42,8 +45,11 @@ Options:
   --html FILE     write the report as one self-contained HTML page with charts to FILE (opens
                   offline); prints "wrote FILE (N runs)"
   --color         colour the text report
-  --dir DIR       read the logs in DIR instead of the telemetry directory (OLLAMA_MCP_TELEMETRY_DIR)
+  --dir DIR       read the logs in DIR instead of the telemetry directory (OLLAMA_MCP_TELEMETRY_DIR);
+                  repeat it to review several at once (a team's servers): --dir a --dir b
   -h, --help      this text
+
+The text report fits the width in COLUMNS when it is set (at least 60), else 100 columns.
 
 Exit codes: 0 report printed (or written), 1 the logs could not be read or FILE not written, 2 bad usage.
 `;
@@ -52,7 +58,7 @@ interface ParsedArgs {
   readonly help: boolean;
   readonly json: boolean;
   readonly color: boolean;
-  readonly dir: string | undefined;
+  readonly dirs: readonly string[];
   /** `--html FILE`: write the HTML report there instead of printing the text report. */
   readonly html: string | undefined;
   readonly filters: RunFilters;
@@ -84,16 +90,29 @@ export async function runReportCommand(argv: readonly string[], deps: ReportComm
     deps.out.write(REPORT_USAGE);
     return 0;
   }
-  const dir = args.dir ?? deps.telemetryDir;
+  const dirs = args.dirs.length > 0 ? args.dirs : [deps.telemetryDir];
   let summary: RunsSummary;
+  let reading = dirs[0]!;
   try {
-    summary = await summarizeRuns(await listRunLogFiles(dir), args.filters, { now });
+    const files: string[] = [];
+    for (const dir of dirs) {
+      reading = dir;
+      files.push(...(await listRunLogFiles(dir)));
+    }
+    reading = dirs.join(', ');
+    summary = await summarizeRuns(files, args.filters, { now, dirs });
   } catch (error) {
-    deps.err.write(`report: could not read the run logs in ${dir}: ${(error as Error).message}\n`);
+    deps.err.write(`report: could not read the run logs in ${reading}: ${(error as Error).message}\n`);
     return 1;
   }
   if (args.html === undefined) {
-    deps.out.write(args.json ? `${JSON.stringify(summary, null, 2)}\n` : renderReportText(summary, { color: args.color }));
+    const columns = Number((deps.columns ?? process.env.COLUMNS)?.trim() || NaN);
+    const width = Number.isInteger(columns) && columns > 0 ? columns : undefined;
+    deps.out.write(
+      args.json
+        ? `${JSON.stringify(summary, null, 2)}\n`
+        : renderReportText(summary, { color: args.color, ...(width ? { width } : {}) }),
+    );
     return 0;
   }
   const file = args.html;
@@ -110,6 +129,7 @@ export async function runReportCommand(argv: readonly string[], deps: ReportComm
 
 function parseArgs(argv: readonly string[], now: Date): ParsedArgs {
   const values = new Map<string, string>();
+  const dirs: string[] = [];
   const flags = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -131,8 +151,12 @@ function parseArgs(argv: readonly string[], now: Date): ParsedArgs {
         throw new ReportUsageError(`${name} needs a value`);
       i += 1;
     }
-    if (values.has(name)) throw new ReportUsageError(`${name} given more than once`);
     if (value.trim() === '') throw new ReportUsageError(`${name} must not be empty`);
+    if (name === '--dir') {
+      if (!dirs.includes(value)) dirs.push(value); // repeated: several directories
+      continue;
+    }
+    if (values.has(name)) throw new ReportUsageError(`${name} given more than once`);
     values.set(name, value);
   }
 
@@ -153,7 +177,7 @@ function parseArgs(argv: readonly string[], now: Date): ParsedArgs {
     help: flags.has('--help'),
     json: flags.has('--json'),
     color: flags.has('--color'),
-    dir: values.get('--dir'),
+    dirs,
     html: values.get('--html'),
     filters,
   };

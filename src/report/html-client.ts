@@ -121,10 +121,11 @@ export const REPORT_CLIENT_SCRIPT = String.raw`(function () {
     var bars = function (values) {
       return values.map(function (v, i) { return { x: timeline.starts_ms[i] + half, y: v }; });
     };
-    var marks = function (kind, lane) {
-      return timeline.events
-        .filter(function (e) { return e.kind === kind; })
-        .map(function (e) { return { x: e.ts_ms, y: lane, event: e }; });
+    // Every marker on one row (lane), one per slot of the timeline: they cannot overlap.
+    var marks = function (kind) {
+      return timeline.markers
+        .filter(function (m) { return m.kind === kind; })
+        .map(function (m) { return { x: m.x_ms, y: 0.93, marker: m }; });
     };
     var bucketTitle = function (x) {
       var start = x - half;
@@ -137,12 +138,12 @@ export const REPORT_CLIENT_SCRIPT = String.raw`(function () {
           { type: 'bar', label: 'ok runs', data: bars(timeline.ok), backgroundColor: colors.ok, stack: 'runs', pointStyle: 'rect', order: 2 },
           { type: 'bar', label: 'failed runs (any status but ok)', data: bars(timeline.failed), backgroundColor: colors.failed, stack: 'runs', pointStyle: 'rect', order: 2 },
           {
-            type: 'scatter', label: 'escalation', data: marks('escalation', 0.95), yAxisID: 'events', order: 0,
-            pointStyle: 'triangle', pointRadius: 8, pointHoverRadius: 10, backgroundColor: colors.escalation, borderColor: colors.escalation_border, borderWidth: 1.5,
+            type: 'scatter', label: 'escalations', data: marks('escalation'), yAxisID: 'events', order: 0,
+            pointStyle: 'triangle', pointRadius: 7, pointHoverRadius: 9, backgroundColor: colors.escalation, borderColor: colors.escalation_border, borderWidth: 1.5,
           },
           {
-            type: 'scatter', label: 'circuit opening', data: marks('circuit_opening', 0.85), yAxisID: 'events', order: 0,
-            pointStyle: 'rectRot', pointRadius: 8, pointHoverRadius: 10, backgroundColor: colors.circuit_opening, borderColor: '#ffffff', borderWidth: 1.5,
+            type: 'scatter', label: 'circuit opening (and escalations)', data: marks('circuit_opening'), yAxisID: 'events', order: 0,
+            pointStyle: 'rectRot', pointRadius: 7, pointHoverRadius: 9, backgroundColor: colors.circuit_opening, borderColor: '#ffffff', borderWidth: 1.5,
           },
         ],
       },
@@ -179,18 +180,67 @@ export const REPORT_CLIENT_SCRIPT = String.raw`(function () {
               title: function (items) {
                 if (!items.length) return '';
                 var raw = items[0].raw;
-                return raw && raw.event ? when(raw.event.ts_ms, 'full') + ' UTC' : bucketTitle(items[0].parsed.x);
+                if (raw && raw.marker) {
+                  var start = raw.marker.x_ms - timeline.marker_slot_ms / 2;
+                  return when(start, 'full').slice(0, 16) + ' to ' + when(start + timeline.marker_slot_ms, 'time') + ' UTC: ' +
+                    raw.marker.escalations + ' escalation(s), ' + raw.marker.circuit_openings + ' circuit opening(s)';
+                }
+                return bucketTitle(items[0].parsed.x);
               },
               label: function (item) {
-                var e = item.raw && item.raw.event;
-                if (!e) return item.dataset.label + ': ' + item.formattedValue;
-                return item.dataset.label + ': ' + e.model + (e.task_id ? ', task ' + e.task_id : '') + (e.detail ? ' (' + e.detail + ')' : '');
+                var m = item.raw && item.raw.marker;
+                if (!m) return item.dataset.label + ': ' + item.formattedValue;
+                return m.lines;
               },
             },
           },
         },
       },
     }));
+  }
+
+  if (drawn.timeline) {
+    var timelineChart = Chart.getChart(canvas('timeline'));
+    drawn.timeline.marker_px = [2, 3].reduce(function (all, i) {
+      return all.concat(timelineChart.getDatasetMeta(i).data.map(function (p) { return { x: p.x, y: p.y }; }));
+    }, []);
+  }
+
+  var tokens = data.tokens;
+  function modelBars(name, title, values, axis, format) {
+    if (!canvas(name)) return;
+    record(name, new Chart(canvas(name), {
+      type: 'bar',
+      data: {
+        labels: tokens.labels.map(function (label) { return cut(label, 28); }),
+        datasets: [{ label: axis, data: values, backgroundColor: tokens.colors, borderColor: tokens.colors, borderWidth: 1, maxBarThickness: 36 }],
+      },
+      options: {
+        indexAxis: 'y',
+        scales: {
+          x: { beginAtZero: true, grace: '5%', title: axisTitle(axis) },
+          y: { title: axisTitle('model') },
+        },
+        plugins: {
+          title: { display: true, text: title },
+          legend: { display: false },
+          tooltip: {
+            callbacks: {
+              title: function (items) { return items.length ? tokens.labels[items[0].dataIndex] : ''; },
+              label: function (item) { return format(item.raw, item.dataIndex); },
+            },
+          },
+        },
+      },
+    }));
+  }
+  if (tokens) {
+    modelBars('tokens', 'Output speed per model (median)', tokens.output_tps_p50, 'output tokens per second (median)', function (v) {
+      return v === null ? 'no figure' : v + ' tokens/s';
+    });
+    modelBars('prompt_tokens', 'Prompt size per model (95th percentile)', tokens.prompt_tokens_p95, 'prompt tokens (95th percentile)', function (v, i) {
+      return (v === null ? 'no figure' : v + ' tokens') + '; ' + tokens.cold_loads[i] + ' cold load(s), ' + tokens.may_be_truncated[i] + ' maybe truncated';
+    });
   }
 
   window.__reportReady = true;

@@ -39,8 +39,32 @@ export const STATUS_COLORS: Readonly<Record<RunStatus, string>> = {
   invalid_input: '#00897b',
 };
 const EXTRA_COLORS = ['#7cb342', '#5c6bc0', '#ffa726', '#8d6e63', '#26a69a', '#ab47bc', '#78909c', '#d4e157'];
-/** Models in the latency chart (Tableau 10, without its grey). */
-const MODEL_COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f'];
+/**
+ * One colour per model, the same in every chart and table of the page: Tableau 10 without its grey,
+ * then Tableau 20's light tones, given in the order of the models (most runs first); further
+ * models share {@link OTHER_MODEL_COLOR}.
+ */
+export const MODEL_COLORS = [
+  '#4e79a7',
+  '#f28e2b',
+  '#e15759',
+  '#76b7b2',
+  '#59a14f',
+  '#edc948',
+  '#b07aa1',
+  '#ff9da7',
+  '#9c755f',
+  '#a0cbe8',
+  '#ffbe7d',
+  '#8cd17d',
+  '#b6992d',
+  '#86bcb6',
+  '#d37295',
+  '#d4a6c8',
+];
+export const OTHER_MODEL_COLOR = '#9e9e9e';
+/** Event markers at least this many slots apart over the timeline's width: one row, never overlapping. */
+const MARKER_SLOTS = 60;
 const TIMELINE_COLORS = {
   ok: STATUS_COLORS.ok,
   failed: '#e57373',
@@ -73,7 +97,20 @@ export interface ReportCharts {
     readonly series: readonly ChartSeries[];
     readonly models_total: number;
   } | null;
-  /** Stacked bars of ok and failed runs per bucket, and one marker per event at its exact time. */
+  /** One bar per model (`labels`): median output tokens per second, coloured per model. */
+  readonly tokens: {
+    readonly labels: readonly string[];
+    readonly colors: readonly string[];
+    readonly output_tps_p50: readonly (number | null)[];
+    readonly prompt_tokens_p95: readonly (number | null)[];
+    readonly cold_loads: readonly number[];
+    readonly may_be_truncated: readonly number[];
+  } | null;
+  /**
+   * Stacked bars of ok and failed runs per bucket, and event markers on one row: the events are
+   * gathered into slots of `marker_slot_ms` (at least a bucket, at most 60 over the range), one
+   * marker per slot at its middle, a diamond when the slot holds a circuit opening, else a triangle.
+   */
   readonly timeline: {
     readonly bucket: string;
     readonly bucket_ms: number;
@@ -87,6 +124,8 @@ export interface ReportCharts {
       readonly task_id: string | null;
       readonly detail: string | null;
     }[];
+    readonly marker_slot_ms: number;
+    readonly markers: readonly TimelineMarker[];
     /** The x axis: from the first bucket's start to the last one's end, ticks at `ticks_ms` (every `step_ms`, aligned to UTC). */
     readonly min_ms: number;
     readonly max_ms: number;
@@ -99,14 +138,36 @@ export interface ReportCharts {
   } | null;
 }
 
+/** One marker of the timeline: the events of one slot. */
+export interface TimelineMarker {
+  /** The slot's middle. */
+  readonly x_ms: number;
+  readonly kind: 'escalation' | 'circuit_opening';
+  readonly escalations: number;
+  readonly circuit_openings: number;
+  /** Tooltip lines, the first 8 events of the slot (`HH:MM:SS model task (detail)`), then `... N more`. */
+  readonly lines: readonly string[];
+  /** The model of each event, for its colour. */
+  readonly models: readonly string[];
+}
+
+/** A colour per model: the models in the summary's order (most runs first) take {@link MODEL_COLORS} in turn. */
+export function modelColors(s: Pick<RunsSummary, 'models'>): (model: string) => string {
+  const colors = new Map<string, string>();
+  s.models.forEach((m, i) => colors.set(m.model, MODEL_COLORS[i] ?? OTHER_MODEL_COLOR));
+  return (model) => colors.get(model) ?? OTHER_MODEL_COLOR;
+}
+
 /**
  * The data of the report's charts. Pure. Statuses are in the README's order with `ok` first and
  * keep their colour everywhere; charts show at most `maxOutcomeModels` / `maxLatencyModels` models
  * (most runs first).
  */
 export function buildReportCharts(summary: RunsSummary, options: ChartOptions = {}): ReportCharts {
-  if (summary.total_runs === 0 || summary.models.length === 0) return { outcomes: null, latency: null, timeline: null };
+  if (summary.total_runs === 0 || summary.models.length === 0)
+    return { outcomes: null, latency: null, tokens: null, timeline: null };
   const colorOf = statusColors(summary);
+  const colorOfModel = modelColors(summary);
 
   const outcomeModels = summary.models.slice(0, options.maxOutcomeModels ?? 25);
   const statuses = failureStatuses(summary);
@@ -134,13 +195,26 @@ export function buildReportCharts(summary: RunsSummary, options: ChartOptions = 
             ),
             `over ${shortDuration(bounds[bounds.length - 1] ?? 0)}`,
           ],
-          series: spawnedModels.slice(0, options.maxLatencyModels ?? 8).map((m, i) => ({
+          series: spawnedModels.slice(0, options.maxLatencyModels ?? 8).map((m) => ({
             key: m.model,
             label: m.model,
-            color: MODEL_COLORS[i % MODEL_COLORS.length]!,
+            color: colorOfModel(m.model),
             data: m.duration_histogram,
           })),
           models_total: spawnedModels.length,
+        };
+
+  const tokenModels = summary.models.filter((m) => m.tokens.runs > 0).slice(0, options.maxOutcomeModels ?? 25);
+  const tokens =
+    tokenModels.length === 0
+      ? null
+      : {
+          labels: tokenModels.map((m) => m.model),
+          colors: tokenModels.map((m) => colorOfModel(m.model)),
+          output_tps_p50: tokenModels.map((m) => m.tokens.output_tps_p50),
+          prompt_tokens_p95: tokenModels.map((m) => m.tokens.prompt_tokens_p95),
+          cold_loads: tokenModels.map((m) => m.tokens.cold_loads),
+          may_be_truncated: tokenModels.map((m) => m.tokens.may_be_truncated),
         };
 
   const { timeline } = summary;
@@ -150,6 +224,7 @@ export function buildReportCharts(summary: RunsSummary, options: ChartOptions = 
     const starts = timeline.buckets.map((b) => Date.parse(b.start));
     const min = starts[0]!;
     const max = starts[starts.length - 1]! + bucketMs;
+    const slotMs = bucketMs * Math.max(1, Math.ceil((max - min) / MARKER_SLOTS / bucketMs));
     const step = tickStep(max - min, bucketMs);
     const firstDay = new Date(min).toISOString().slice(0, 10);
     const lastDay = new Date(max - 1).toISOString().slice(0, 10);
@@ -167,6 +242,8 @@ export function buildReportCharts(summary: RunsSummary, options: ChartOptions = 
         task_id: e.task_id,
         detail: e.detail,
       })),
+      marker_slot_ms: slotMs,
+      markers: timelineMarkers(timeline.events, min, slotMs),
       min_ms: min,
       max_ms: max,
       step_ms: step,
@@ -183,8 +260,41 @@ export function buildReportCharts(summary: RunsSummary, options: ChartOptions = 
   return {
     outcomes: { labels: outcomeModels.map((m) => m.model), series: outcomeSeries, models_total: summary.models.length },
     latency,
+    tokens,
     timeline: timelineChart,
   };
+}
+
+const MARKER_LINES = 8;
+
+function timelineMarkers(events: RunsSummary['timeline']['events'], min: number, slotMs: number): TimelineMarker[] {
+  const slots = new Map<number, RunsSummary['timeline']['events'][number][]>();
+  for (const e of events) {
+    const slot = Math.floor((Date.parse(e.ts) - min) / slotMs);
+    const list = slots.get(slot) ?? [];
+    list.push(e);
+    slots.set(slot, list);
+  }
+  return [...slots.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([slot, list]) => {
+      const openings = list.filter((e) => e.kind === 'circuit_opening').length;
+      const lines = list
+        .slice(0, MARKER_LINES)
+        .map(
+          (e) =>
+            `${e.ts.slice(11, 19)} ${e.kind === 'circuit_opening' ? 'circuit opened' : 'escalation'}: ${e.model}${e.task_id === null ? '' : `, task ${e.task_id}`}${e.detail === null ? '' : ` (${e.detail})`}`,
+        );
+      if (list.length > MARKER_LINES) lines.push(`... ${list.length - MARKER_LINES} more`);
+      return {
+        x_ms: min + (slot + 0.5) * slotMs,
+        kind: openings > 0 ? ('circuit_opening' as const) : ('escalation' as const),
+        escalations: list.length - openings,
+        circuit_openings: openings,
+        lines,
+        models: [...new Set(list.map((e) => e.model))],
+      };
+    });
 }
 
 /** The failure statuses that occurred, in the README's order. */

@@ -33,6 +33,30 @@ export const modelSummarySchema = z.object({
       'spawned attempts per duration bucket: one count per bound of duration_buckets_ms (duration <= bound, above the previous one), then one for longer; they add up to spawned',
     ),
   queue_ms: z.object({ p50: ms }).describe('time waiting for a slot, over spawned attempts; within 1%'),
+  ok_duration_ms: z
+    .object({ p50: ms, p95: ms, max: ms })
+    .describe('spawn-to-exit time of the answers (status ok) only: what a caller waits for an answer; null when none'),
+  lost_ms: z
+    .number()
+    .describe('time spent in failed attempts (sum of their duration_ms), absorbed retries and fall-throughs included'),
+  lost_attempts: z.number().int().describe('failed attempts that ran a process (duration_ms > 0), absorbed ones included'),
+  absorbed: z
+    .object({
+      busy_retries: z.number().int().describe('server_busy / rate_limited lines the server retried by itself (will_retry)'),
+      fell_through: z.number().int().describe('failed lines after which the server went on to the next model of a chain'),
+    })
+    .describe('lines with will_retry: true: the caller never saw them; not counted in runs, ok or failures'),
+  tokens: z
+    .object({
+      runs: z.number().int().describe('attempts whose usage reported output tokens'),
+      output_tokens: z.number().int().describe('sum of usage.output_tokens'),
+      prompt_tokens: z.number().int().describe('sum of usage.prompt_tokens'),
+      output_tps_p50: z.number().nullable().describe('median of usage.tokens_per_second (output tokens per second); within 1%'),
+      prompt_tokens_p95: z.number().nullable().describe('95th percentile of usage.prompt_tokens; within 1%'),
+      cold_loads: z.number().int().describe('attempts whose usage.load_ms was over COLD_LOAD_MS (1000 ms): the model was loaded'),
+      may_be_truncated: z.number().int().describe('attempts with a prompt_may_be_truncated warning'),
+    })
+    .describe('token usage (schema v2 lines; v1 lines have none)'),
 });
 
 const durationBucketsMs = z
@@ -80,6 +104,70 @@ export const timelineSchema = z.object({
   events_truncated: z.boolean().describe('true when older events were left out'),
 });
 
+export const openCircuitSchema = z.object({
+  model: z.string(),
+  state: z.string().describe('"open" or "half_open": the state the last line of this model left its circuit in'),
+  since: z.string().nullable().describe('time of its last opening (opened or reopened), when in the selection'),
+  consecutive_failures: z.number().int(),
+  retry_at: z.string().nullable().describe('when the cooldown ends (ts + retry_after_seconds); null when unknown'),
+  last_error: z.string().nullable().describe('error of its last failed run'),
+});
+
+export const attentionTaskSchema = z.object({
+  task_id: z.string(),
+  model: z.string().describe('canonical model of its last escalating run'),
+  reason: z.string().nullable().describe('escalation_reason of its last escalating run'),
+  status: z.string().describe('status of its last escalating run'),
+  escalated_at: z.string().nullable().describe('time of its last escalating run'),
+  escalations: z.number().int(),
+  blocked: z.number().int().describe('runs refused as blocked since it escalated'),
+  last_error: z.string().nullable(),
+});
+
+export const attentionSchema = z
+  .object({
+    circuits_open: z
+      .array(openCircuitSchema)
+      .describe('models whose circuit the log last left open or half-open, not reset since'),
+    tasks: z
+      .array(attentionTaskSchema)
+      .describe('tasks escalated and neither reset (ollama_reset) nor answered (a later ok run) since; most recent first'),
+    tasks_total: z.number().int().describe('such tasks in all (tasks lists at most 1000)'),
+    blocked_tasks: z.number().int().describe('of them, tasks refused as blocked at least once'),
+  })
+  .describe('what needs a human now, from the whole log (the since and status filters do not apply)');
+
+export const escalationCauseSchema = z.object({
+  model: z.string(),
+  reason: z.string().nullable().describe('escalation_reason'),
+  status: z.string().describe('status of the escalating runs (the error kind)'),
+  escalations: z.number().int().describe('escalating runs with this cause'),
+  tasks: z.number().int().describe('distinct tasks among them (counted up to 1000)'),
+  first_ts: z.string().nullable(),
+  last_ts: z.string().nullable(),
+  example_tasks: z.array(z.string()).describe('up to 3 task ids, the most recent first'),
+  error: z.string().nullable().describe('the error text of the most recent one'),
+});
+
+export const chainRowSchema = z.object({
+  first_model: z.string().describe('the model the chain started with (chain_step 0)'),
+  calls: z.number().int().describe('calls whose chain started with this model'),
+  fell_through: z.number().int().describe('of them, calls answered (or failed) by a later model of the chain'),
+  to: z
+    .array(z.object({ model: z.string(), calls: z.number().int(), ok: z.number().int() }))
+    .describe('the models that gave the result when the chain fell through, most calls first'),
+});
+
+export const chainsSchema = z
+  .object({
+    calls: z.number().int().describe('calls with a fallback chain (chain_id set), counted at their last line'),
+    fell_through: z.number().int(),
+    rows: z.array(chainRowSchema).describe('most calls first'),
+    busy_retries: z.number().int().describe('server_busy / rate_limited lines retried by the server itself (will_retry)'),
+    busy_gave_up: z.number().int().describe('calls that still ended server_busy / rate_limited after busy retries'),
+  })
+  .describe('fallback chains and busy retries: what the server absorbed without the caller seeing a failure');
+
 export const summaryFiltersSchema = z.object({
   since: z.string().nullable().describe('ISO time: only runs at or after it'),
   model: z.string().nullable(),
@@ -106,6 +194,13 @@ const summaryCore = {
     .boolean()
     .describe('true when more than 1000 tasks escalated: only the most recently active ones were kept'),
   escalations_without_task: z.number().int().describe('escalating attempts that had no task_id (not in escalated_tasks)'),
+  dirs: z.array(z.string()).describe('telemetry directories read (report --dir repeated reads several)'),
+  attention: attentionSchema,
+  escalation_causes: z
+    .array(escalationCauseSchema)
+    .describe('escalations grouped by model, reason and status; most escalations first (blocked refusals not included)'),
+  escalation_causes_truncated: z.boolean().describe('more than 200 causes: the rest are not listed'),
+  chains: chainsSchema,
 };
 
 export const runsSummarySchema = z.object({
@@ -134,5 +229,11 @@ export const compactRunsSummarySchema = z.object({
   escalated_tasks_omitted: z.number().int().describe('tracked escalated tasks left out'),
   error: z.string().nullable().describe('why the summary could not be made (bad arguments, unreadable log); null when it could'),
 });
+
+export type OpenCircuit = z.infer<typeof openCircuitSchema>;
+export type AttentionTask = z.infer<typeof attentionTaskSchema>;
+export type Attention = z.infer<typeof attentionSchema>;
+export type EscalationCause = z.infer<typeof escalationCauseSchema>;
+export type Chains = z.infer<typeof chainsSchema>;
 
 export type CompactRunsSummary = z.infer<typeof compactRunsSummarySchema>;

@@ -1,4 +1,4 @@
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
 
 import { canonicalModelName, modelKeyOf } from '../ollama/model-name.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
@@ -8,6 +8,9 @@ import type { RunFilters } from './filters.js';
 import { DURATION_BUCKETS_MS, durationBucketIndex, LogHistogram, roundMs } from './histogram.js';
 import { parseIsoTime } from './iso-time.js';
 import { forEachJsonLine } from './json-lines.js';
+import { AttentionTracker } from './attention.js';
+import { ChainAccumulator, BUSY_STATUSES } from './chains.js';
+import { EscalationCauses } from './escalation-causes.js';
 import { RecentCounts } from './recent-counts.js';
 import { SUMMARY_SCHEMA_VERSION, type EscalatedTask, type ModelSummary, type RunsSummary } from './summary-schema.js';
 import { TimelineAccumulator } from './timeline.js';
@@ -40,7 +43,16 @@ export interface SummarizeOptions {
   readonly now?: Date;
   /** Override the memory bounds (tests use small ones). */
   readonly limits?: Partial<SummaryLimits>;
+  /**
+   * The telemetry directories the files come from, for the summary's `dirs`. With more than one,
+   * files are named by their full path and lines are taken as out of `ts` order across files.
+   * @default the directories of `files`
+   */
+  readonly dirs?: readonly string[];
 }
+
+/** A run whose `usage.load_ms` is above this loaded the model (a cold start); a warm one takes a few ms. */
+export const COLD_LOAD_MS = 1000;
 
 /** `record[key]` for a key read from the log: only the record's own entries count. */
 export function ownCount(record: Readonly<Record<string, number>>, key: string): number {
@@ -69,8 +81,15 @@ const SUMMARY_FIELDS = [
   'escalation_reason',
   'error',
   'retry_count',
+  'action',
+  'chain_id',
+  'usage',
+  'busy_try',
+  'will_retry',
+  'warnings',
 ] as const;
-const parseSummaryLine = createRecordParser(SUMMARY_FIELDS);
+// `ts` is read once (parseTs) and never kept: it need not be copied out of the line.
+const parseSummaryLine = createRecordParser(SUMMARY_FIELDS, ['ts']);
 
 class ModelStats {
   runs = 0;
@@ -83,6 +102,18 @@ class ModelStats {
   readonly queue = new LogHistogram();
   /** Spawned runs per fixed duration bucket (DURATION_BUCKETS_MS, then one for longer). */
   readonly durationCounts: number[] = new Array<number>(DURATION_BUCKETS_MS.length + 1).fill(0);
+  readonly okDuration = new LogHistogram();
+  lostMs = 0;
+  lostAttempts = 0;
+  busyRetries = 0;
+  fellThrough = 0;
+  tokenRuns = 0;
+  outputTokens = 0;
+  promptTokens = 0;
+  readonly outputTps = new LogHistogram();
+  readonly promptTokensHist = new LogHistogram();
+  coldLoads = 0;
+  mayBeTruncated = 0;
 
   constructor(readonly model: string) {}
 
@@ -94,7 +125,7 @@ class ModelStats {
       model: this.model,
       runs: this.runs,
       ok: this.ok,
-      ok_pct: Math.round((this.ok / this.runs) * 1000) / 10,
+      ok_pct: this.runs === 0 ? 0 : Math.round((this.ok / this.runs) * 1000) / 10,
       timeouts: this.failures.get('timeout') ?? 0,
       failures,
       escalations: this.escalations,
@@ -107,6 +138,23 @@ class ModelStats {
       },
       duration_histogram: [...this.durationCounts],
       queue_ms: { p50: roundMs(this.queue.quantile(0.5)) },
+      ok_duration_ms: {
+        p50: roundMs(this.okDuration.quantile(0.5)),
+        p95: roundMs(this.okDuration.quantile(0.95)),
+        max: this.okDuration.max,
+      },
+      lost_ms: Math.round(this.lostMs),
+      lost_attempts: this.lostAttempts,
+      absorbed: { busy_retries: this.busyRetries, fell_through: this.fellThrough },
+      tokens: {
+        runs: this.tokenRuns,
+        output_tokens: this.outputTokens,
+        prompt_tokens: this.promptTokens,
+        output_tps_p50: round2(this.outputTps.quantile(0.5)),
+        prompt_tokens_p95: roundMs(this.promptTokensHist.quantile(0.95)),
+        cold_loads: this.coldLoads,
+        may_be_truncated: this.mayBeTruncated,
+      },
     };
   }
 }
@@ -173,6 +221,13 @@ export async function summarizeRuns(
   };
   let escalationsWithoutTask = 0;
 
+  const fileDirs = [...new Set(files.map((file) => dirname(file)))];
+  const dirs = options.dirs ?? fileDirs;
+  const severalDirs = dirs.length > 1;
+  const attention = new AttentionTracker(severalDirs);
+  const causes = new EscalationCauses();
+  const chains = new ChainAccumulator();
+
   const timeline = new TimelineAccumulator({ maxBuckets: limits.maxBuckets, maxEvents: limits.maxEvents });
   let firstMs = Infinity;
   let lastMs = -Infinity;
@@ -184,7 +239,15 @@ export async function summarizeRuns(
   let unrecognized = 0;
 
   const onRecord = (rec: SelectedFields<(typeof SUMMARY_FIELDS)[number]>): void => {
-    if (rec.kind === 'control') return; // a reset or status look-up logged beside the runs, not a run
+    if (rec.kind === 'control') {
+      // A reset or status look-up logged beside the runs, not a run: a reset settles what needed attention.
+      const taskId = typeof rec.task_id === 'string' && rec.task_id !== '' ? rec.task_id : null;
+      const model = typeof rec.model === 'string' && rec.model !== '' ? modelKey(rec.model) : null;
+      if (taskFilter !== undefined && taskId !== taskFilter) return;
+      if (modelFilter !== undefined && model !== null && model !== modelFilterKey) return;
+      attention.control(rec.action, taskId, model, typeof rec.ts === 'string' ? parseTs(rec.ts) : NaN);
+      return;
+    }
     const rawModel = rec.model;
     const status = rec.status;
     if (typeof rawModel !== 'string' || rawModel === '' || typeof status !== 'string' || status === '') {
@@ -192,12 +255,19 @@ export async function summarizeRuns(
       return;
     }
     const tsMs = typeof rec.ts === 'string' ? parseTs(rec.ts) : NaN;
-    if (sinceMs !== undefined && !(tsMs >= sinceMs)) return;
-    if (statusFilter !== undefined && !statusFilter.has(status)) return;
     const taskId = typeof rec.task_id === 'string' && rec.task_id !== '' ? rec.task_id : null;
     if (taskFilter !== undefined && taskId !== taskFilter) return;
     let key = modelKey(rawModel);
     if (modelFilter !== undefined && rawModel !== modelFilter && key !== modelFilterKey) return;
+    const escalate = rec.escalate === true;
+    const error = typeof rec.error === 'string' ? rec.error : null;
+    const reason = typeof rec.escalation_reason === 'string' ? rec.escalation_reason : null;
+    // The server went on after this line (a busy retry, the next model of a chain): the caller never saw it.
+    const absorbed = rec.will_retry === true;
+    // What needs attention now is judged on the whole log, whatever the window and statuses asked for.
+    attention.run(key, taskId, status, tsMs, escalate, reason, rec.circuit, error, !absorbed);
+    if (sinceMs !== undefined && !(tsMs >= sinceMs)) return;
+    if (statusFilter !== undefined && !statusFilter.has(status)) return;
 
     let stats = models.get(key);
     if (stats === undefined) {
@@ -213,12 +283,28 @@ export async function summarizeRuns(
     }
 
     const ok = status === 'ok';
-    const escalate = rec.escalate === true;
     const circuit = rec.circuit;
     const transition =
       typeof circuit === 'object' && circuit !== null ? (circuit as Record<string, unknown>).transition : undefined;
     const opening = typeof transition === 'string' && OPENING_TRANSITIONS.has(transition);
     const hasTs = Number.isFinite(tsMs);
+    const duration = rec.duration_ms;
+    const spawned = typeof duration === 'number' && duration > 0;
+    if (opening) stats.openings += 1;
+    if (!ok && spawned) {
+      stats.lostMs += duration;
+      stats.lostAttempts += 1;
+    }
+    const usage = rec.usage;
+    if (typeof usage === 'object' && usage !== null) addUsage(stats, usage as Record<string, unknown>);
+    const warnings = rec.warnings;
+    if (Array.isArray(warnings) && warnings.length > 0 && warnings.some(isTruncationWarning)) stats.mayBeTruncated += 1;
+    chains.add(rec.chain_id, key, status, absorbed, rec.busy_try);
+    if (absorbed) {
+      if (BUSY_STATUSES.has(status)) stats.busyRetries += 1;
+      else stats.fellThrough += 1;
+      return;
+    }
 
     totalRuns += 1;
     stats.runs += 1;
@@ -233,10 +319,10 @@ export async function summarizeRuns(
     if (escalate) {
       totalEscalations += 1;
       stats.escalations += 1;
+      causes.add(key, reason, status, taskId, tsMs, error);
     }
-    if (opening) stats.openings += 1;
-    const duration = rec.duration_ms;
-    if (typeof duration === 'number' && duration > 0) {
+    if (spawned) {
+      if (ok) stats.okDuration.add(duration);
       stats.spawned += 1;
       stats.duration.add(duration);
       stats.durationCounts[durationBucketIndex(duration)]! += 1;
@@ -248,7 +334,6 @@ export async function summarizeRuns(
       if (tsMs < firstMs) firstMs = tsMs;
       if (tsMs > lastMs) lastMs = tsMs;
       timeline.addRun(tsMs, !ok, escalate);
-      const reason = typeof rec.escalation_reason === 'string' ? rec.escalation_reason : null;
       if (escalate) timeline.addEvent({ tsMs, kind: 'escalation', model: key, task_id: taskId, detail: reason });
       if (opening)
         timeline.addEvent({ tsMs, kind: 'circuit_opening', model: key, task_id: taskId, detail: transition as string });
@@ -259,7 +344,6 @@ export async function summarizeRuns(
       if (escalate) escalationsWithoutTask += 1;
       return;
     }
-    const error = typeof rec.error === 'string' ? rec.error : null;
     let entry = escalated.get(taskId);
     if (entry === undefined && !escalate) {
       trackedTasks.increment(taskId);
@@ -334,7 +418,7 @@ export async function summarizeRuns(
       first_ts: totalRuns > 0 && Number.isFinite(firstMs) ? new Date(firstMs).toISOString() : null,
       last_ts: totalRuns > 0 && Number.isFinite(lastMs) ? new Date(lastMs).toISOString() : null,
     },
-    files: files.map((file) => basename(file)),
+    files: files.map((file) => (severalDirs ? file : basename(file))),
     total_runs: totalRuns,
     total_ok: totalOk,
     total_escalations: totalEscalations,
@@ -344,11 +428,41 @@ export async function summarizeRuns(
     models_truncated: modelsTruncated,
     escalated_tasks_truncated: escalatedTruncated,
     escalations_without_task: escalationsWithoutTask,
+    dirs: [...dirs],
+    attention: attention.result(),
+    escalation_causes: causes.result(),
+    escalation_causes_truncated: causes.truncated,
+    chains: chains.result(),
     duration_buckets_ms: [...DURATION_BUCKETS_MS],
     models: modelRows,
     escalated_tasks: escalatedRows,
     timeline: timeline.result(),
   };
+}
+
+function addUsage(stats: ModelStats, usage: Record<string, unknown>): void {
+  const output = usage.output_tokens;
+  const prompt = usage.prompt_tokens;
+  if (typeof output === 'number' && output >= 0) {
+    stats.tokenRuns += 1;
+    stats.outputTokens += output;
+    const tps = usage.tokens_per_second;
+    if (typeof tps === 'number' && tps > 0) stats.outputTps.add(tps);
+  }
+  if (typeof prompt === 'number' && prompt >= 0) {
+    stats.promptTokens += prompt;
+    stats.promptTokensHist.add(prompt);
+  }
+  const load = usage.load_ms;
+  if (typeof load === 'number' && load > COLD_LOAD_MS) stats.coldLoads += 1;
+}
+
+function isTruncationWarning(w: unknown): boolean {
+  return typeof w === 'object' && w !== null && (w as Record<string, unknown>).kind === 'prompt_may_be_truncated';
+}
+
+function round2(value: number | null): number | null {
+  return value === null ? null : Math.round(value * 100) / 100;
 }
 
 /** The README's status order (RUN_STATUSES), then unknown statuses by name. */

@@ -65,11 +65,26 @@ const MAX_EXACT_DIGITS = 15;
  */
 const MIN_SLICED_LENGTH = 13;
 
+/** Where one wanted value is in a template's match: group `str` (a string's contents) or `other` (any other value). */
+interface Capture {
+  readonly name: string;
+  readonly str: number;
+  readonly other: number;
+  /** The reader does not keep this string: no copy needed. */
+  readonly transient: boolean;
+}
+
+/**
+ * A wanted value: a top-level one, or a flat object (`usage`, `circuit`) whose key order is part of
+ * the template, each of its values captured on its own (building it costs no `JSON.parse`).
+ */
+type Wanted = Capture | { readonly name: string; readonly fields: readonly Capture[] };
+
 /** One key order: a regex matching exactly the lines with these keys, and where the wanted values are. */
 interface Template {
   readonly regex: RegExp;
-  /** Wanted keys in line order; value `k` is in group `2k+1` (string contents) or `2k+2` (other). */
-  readonly names: readonly string[];
+  /** Wanted keys in line order. */
+  readonly wanted: readonly Wanted[];
 }
 
 /**
@@ -90,30 +105,42 @@ interface Template {
  * when it was a plain line that parsed, its key order is learnt for the next ones.
  *
  * @param fields top-level keys to build (printable ASCII); their nested values are built whole
+ * @param transient those of `fields` whose strings the reader never keeps past the line (the
+ *   summary's `ts`): they may stay views of the line instead of being copied out
  */
-export function createRecordParser<K extends string>(fields: readonly K[]): LineParser<SelectedFields<K>> {
+export function createRecordParser<K extends string>(
+  fields: readonly K[],
+  transient: readonly K[] = [],
+): LineParser<SelectedFields<K>> {
   for (const name of fields)
     if (!PLAIN_KEY.test(name) || name.includes('"') || name === '__proto__')
       throw new RangeError(`not a field name the fast path can match: ${JSON.stringify(name)}`);
   const wanted = new Set<string>(fields);
+  const transientSet = new Set<string>(transient);
   const templates: Template[] = [];
   const objects = new Map<string, JsonObject>();
   let compiled = 0;
 
+  function value(capture: Capture, match: RegExpExecArray, line: string, bytes: Buffer, base: number): unknown {
+    const text = match[capture.str];
+    if (text === undefined) return other(match[capture.other]!);
+    // A long substring would be a view keeping the whole line alive: copy it from the bytes,
+    // from any place the same text occurs (the string is ASCII: characters are bytes).
+    if (text.length < MIN_SLICED_LENGTH || capture.transient) return text;
+    const at = line.indexOf(text);
+    return bytes.toString('latin1', base + at, base + at + text.length);
+  }
+
   function build(template: Template, match: RegExpExecArray, line: string, bytes: Buffer, base: number): SelectedFields<K> {
     const out: Record<string, unknown> = {};
-    const names = template.names;
-    for (let k = 0; k < names.length; k++) {
-      const text = match[2 * k + 1];
-      if (text !== undefined) {
-        // A long substring would be a view keeping the whole line alive: copy it from the bytes,
-        // from any place the same text occurs (the string is ASCII: characters are bytes).
-        if (text.length < MIN_SLICED_LENGTH) out[names[k]!] = text;
-        else {
-          const at = line.indexOf(text);
-          out[names[k]!] = bytes.toString('latin1', base + at, base + at + text.length);
-        }
-      } else out[names[k]!] = other(match[2 * k + 2]!);
+    const wanted = template.wanted;
+    for (let k = 0; k < wanted.length; k++) {
+      const w = wanted[k]!;
+      if ('fields' in w) {
+        const nested: Record<string, unknown> = {};
+        for (const f of w.fields) nested[f.name] = value(f, match, line, bytes, base);
+        out[w.name] = nested;
+      } else out[w.name] = value(w, match, line, bytes, base);
     }
     return out as SelectedFields<K>;
   }
@@ -141,15 +168,36 @@ export function createRecordParser<K extends string>(fields: readonly K[]): Line
     const keys = Object.keys(record);
     if (new Set(keys).size !== keys.length || !keys.every((key) => PLAIN_KEY.test(key))) return;
     compiled += 1;
-    const names: string[] = [];
+    const captures: Wanted[] = [];
+    let group = 0;
+    const capture = (name: string, other: string, topLevel: boolean): [Capture, string] => {
+      group += 2;
+      return [
+        { name, str: group - 1, other: group, transient: topLevel && transientSet.has(name) },
+        `(?:"(${STRING_BODY})"|(${other}))`,
+      ];
+    };
     const parts = keys.map((key) => {
-      const literal = `"${key.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')}":`;
-      const other = NON_STRING[kindOf(record[key])];
+      const literal = keyLiteral(key);
+      const value = record[key];
+      const other = NON_STRING[kindOf(value)];
       if (!wanted.has(key)) return `${literal}(?:${STRING}|${other})`;
-      names.push(key);
-      return `${literal}(?:"(${STRING_BODY})"|(${other}))`;
+      if (isFlatObject(value)) {
+        // Its own key order: each value captured, so that building it costs no JSON.parse.
+        const fields: Capture[] = [];
+        const inner = Object.keys(value).map((sub) => {
+          const [c, pattern] = capture(sub, `${NUMBER}|true|false|null`, false);
+          fields.push(c);
+          return `${keyLiteral(sub)}${pattern}`;
+        });
+        captures.push({ name: key, fields });
+        return `${literal}\\{${inner.join(',')}\\}`;
+      }
+      const [c, pattern] = capture(key, other, true);
+      captures.push(c);
+      return `${literal}${pattern}`;
     });
-    const template: Template = { regex: new RegExp(`^\\{${parts.join(',')}\\}$`), names };
+    const template: Template = { regex: new RegExp(`^\\{${parts.join(',')}\\}$`), wanted: captures };
     // Only a template that takes the line it was learnt from is worth trying on the next ones.
     if (!template.regex.test(line)) return;
     templates.unshift(template);
@@ -173,6 +221,18 @@ export function createRecordParser<K extends string>(fields: readonly K[]): Line
     // The whole object: it holds the selected fields, as JSON.parse gives them.
     return result as SelectedFields<K> | SkipReason;
   };
+}
+
+function keyLiteral(key: string): string {
+  return `"${key.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')}":`;
+}
+
+/** A non-empty object of primitives with distinct plain keys (its key order can be part of a template). */
+function isFlatObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const keys = Object.keys(value);
+  if (keys.length === 0 || keys.some((key) => !PLAIN_KEY.test(key) || key === '__proto__')) return false;
+  return Object.values(value).every((v) => v === null || typeof v !== 'object');
 }
 
 /** A JSON number's value: short integers by hand, the rest by `Number` (the conversion JSON.parse uses). */

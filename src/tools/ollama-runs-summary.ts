@@ -64,21 +64,27 @@ export type OllamaRunsSummaryInput = z.output<typeof ollamaRunsSummaryInputSchem
 
 /** The tool's view of a full summary: no timeline, the top N models and escalated tasks, short error texts. */
 function compactSummary(summary: RunsSummary, top: number): CompactRunsSummary {
-  const { timeline: _timeline, models, escalated_tasks: tasks, ...rest } = summary;
+  const { timeline: _timeline, models, escalated_tasks: tasks, attention, escalation_causes: causes, chains, ...rest } = summary;
   return {
     ...rest,
     models: models.slice(0, top),
     models_omitted: Math.max(0, models.length - top),
-    escalated_tasks: tasks.slice(0, top).map((task) => ({
-      ...task,
-      last_error:
-        task.last_error !== null && task.last_error.length > TOOL_ERROR_CHARS
-          ? `${task.last_error.slice(0, TOOL_ERROR_CHARS - 3)}...`
-          : task.last_error,
-    })),
+    escalated_tasks: tasks.slice(0, top).map((task) => ({ ...task, last_error: cutError(task.last_error) })),
     escalated_tasks_omitted: Math.max(0, tasks.length - top),
+    attention: {
+      ...attention,
+      // The error text of each is in its escalation cause: not repeated per task.
+      tasks: attention.tasks.slice(0, top).map((task) => ({ ...task, last_error: null })),
+      circuits_open: attention.circuits_open.map((c) => ({ ...c, last_error: cutError(c.last_error) })),
+    },
+    escalation_causes: causes.slice(0, top).map((cause) => ({ ...cause, error: cutError(cause.error) })),
+    chains: { ...chains, rows: chains.rows.slice(0, top) },
     error: null,
   };
+}
+
+function cutError(text: string | null): string | null {
+  return text !== null && text.length > TOOL_ERROR_CHARS ? `${text.slice(0, TOOL_ERROR_CHARS - 3)}...` : text;
 }
 
 /** A result that says why no summary could be made, in the same shape as a summary. */
@@ -102,6 +108,11 @@ function failed(error: string, now: Date): ToolOutcome<CompactRunsSummary> {
     models_omitted: 0,
     escalated_tasks: [],
     escalated_tasks_omitted: 0,
+    dirs: [],
+    attention: { circuits_open: [], tasks: [], tasks_total: 0, blocked_tasks: 0 },
+    escalation_causes: [],
+    escalation_causes_truncated: false,
+    chains: { calls: 0, fell_through: 0, rows: [], busy_retries: 0, busy_gave_up: 0 },
     error,
   };
   return { structured, text: `ollama_runs_summary FAILED: ${error}`, isError: true };
@@ -119,8 +130,10 @@ export function ollamaRunsSummaryTool(deps: { readonly telemetryDir: string; rea
     name: 'ollama_runs_summary',
     title: 'Summary of recent runs',
     description: [
-      'Summarize the run log: per model the runs, ok %, timeouts and other failures by status, escalations, circuit openings,',
-      'and duration p50/p95/max; plus the most recently escalated tasks with their last status, reason and error.',
+      'Summarize the run log: what needs attention now (open circuits, escalated tasks not reset or answered since),',
+      'escalations grouped by cause (model, reason, status, error), per model the runs, ok %, failures by status,',
+      'latency of answers and time lost to failures, tokens (output tokens/s, prompt size, cold loads, maybe-truncated prompts),',
+      'fallback chains and busy retries; plus the most recently escalated tasks.',
       `Covers the last ${DEFAULT_SUMMARY_SINCE} unless "since" says otherwise ("7d", "2025-11-22", or "all").`,
       'Filter by model, task or status. Read-only: runs no model.',
     ].join(' '),

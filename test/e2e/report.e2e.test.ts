@@ -1,5 +1,11 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+
+import { DAY_FACTS, realisticDayLines, writeRealisticDay } from '../helpers/realistic-day.js';
 import { makeSandbox, SERVER_ENTRY, startServer } from './harness.js';
 
 describe('reviewing runs: report command and ollama_runs_summary', () => {
@@ -30,7 +36,149 @@ describe('reviewing runs: report command and ollama_runs_summary', () => {
       const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: {} });
       const small = tool.structuredContent as { total_runs: number; models: { model: string }[] };
       expect(small.total_runs).toBe(5);
+      expect(summary.attention.tasks.map((t: { task_id: string }) => t.task_id)).toEqual(['bad']);
+      expect(summary.escalation_causes).toEqual([
+        expect.objectContaining({ model: 'qwen2.5-coder:7b', reason: 'max_retries_exceeded', status: 'crashed', escalations: 1 }),
+      ]);
       expect(JSON.stringify(tool.structuredContent).length).toBeLessThan(8_000);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('report on what the server wrote: a fallback chain falling through', () => {
+  it('counts the call once, its fallen-through line as absorbed, and the chain by its first model', async () => {
+    const sandbox = makeSandbox();
+    const server = await startServer(sandbox, {
+      FAKE_OLLAMA_MODELS: 'broken:1b,good:1b',
+      FAKE_OLLAMA_BROKEN_MODELS: 'broken:1b',
+    });
+    try {
+      const r = await server.run({ model: 'broken:1b', fallback_models: ['good:1b'], prompt: 'hi', task_id: 'c-1' });
+      expect(r.isError).toBe(false);
+    } finally {
+      await server.close();
+    }
+    const { stdout } = await execa(process.execPath, [SERVER_ENTRY, 'report', '--json', '--since', 'all'], {
+      env: { OLLAMA_MCP_TELEMETRY_DIR: sandbox.telemetryDir, PATH: process.env.PATH ?? '' },
+    });
+    const summary = JSON.parse(stdout);
+    expect(summary.total_runs).toBe(1); // the caller saw one result
+    expect(summary.chains).toMatchObject({
+      calls: 1,
+      fell_through: 1,
+      rows: [{ first_model: 'broken:1b', calls: 1, fell_through: 1, to: [{ model: 'good:1b', calls: 1, ok: 1 }] }],
+    });
+    const broken = summary.models.find((m: { model: string }) => m.model === 'broken:1b');
+    expect(broken).toMatchObject({ runs: 0, absorbed: { fell_through: 1, busy_retries: 0 }, lost_attempts: 1 });
+    const good = summary.models.find((m: { model: string }) => m.model === 'good:1b');
+    expect(good).toMatchObject({ runs: 1, ok: 1 });
+    expect(good.tokens.runs).toBe(1); // the fake prints --verbose stats
+  });
+});
+
+/** Where the realistic day and its reports are left, for a human to read (overwritten by each run). */
+const DAY_DIR = path.join(tmpdir(), 'ollama-runner-realistic-day');
+
+describe('report on a realistic day (test/helpers/realistic-day.ts), through the built CLI', () => {
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    execa(process.execPath, [SERVER_ENTRY, 'report', '--since', 'all', ...args], {
+      env: { PATH: process.env.PATH ?? '', OLLAMA_MCP_TELEMETRY_DIR: path.join(DAY_DIR, 'none'), ...env },
+      extendEnv: false,
+      reject: false,
+    });
+
+  it('explains the day in 100 columns (80 with COLUMNS=80): attention first, three causes, tokens, chains', async () => {
+    rmSync(DAY_DIR, { recursive: true, force: true });
+    writeRealisticDay(path.join(DAY_DIR, 'alice'));
+    const text = await cli(['--dir', path.join(DAY_DIR, 'alice')]);
+    expect(text.exitCode).toBe(0);
+    writeFileSync(path.join(DAY_DIR, 'report.txt'), text.stdout);
+    process.stdout.write(`text report of the realistic day: ${path.join(DAY_DIR, 'report.txt')}\n`);
+    const lines = text.stdout.split('\n');
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(100);
+    const narrow = await cli(['--dir', path.join(DAY_DIR, 'alice')], { COLUMNS: '80' });
+    expect(Math.max(...narrow.stdout.split('\n').map((line) => line.length))).toBeLessThanOrEqual(80);
+
+    const order = [
+      'Needs attention now',
+      'Escalations by cause',
+      'Outcomes per model',
+      'Latency of answers',
+      'Tokens per model',
+      'Fallback chains',
+    ];
+    const at = order.map((heading) => lines.findIndex((line) => line.startsWith(heading)));
+    expect(at.every((i) => i > 0)).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    expect(text.stdout).toContain(`Circuit open: ${DAY_FACTS.openCircuit}`);
+    const causeRows = lines.filter((line) => /^\s+\d+\s+\d+\s+\S+\s+\S+\s+\S+\s+\d\d:\d\d:\d\d - /.test(line));
+    expect(causeRows.map((line) => line.trim().split(/\s+/).slice(0, 5))).toEqual(
+      [DAY_FACTS.outage, DAY_FACTS.retries, DAY_FACTS.circuit].map((c) => [
+        String(c.escalations),
+        String(c.escalations),
+        c.model,
+        c.reason,
+        c.status,
+      ]),
+    );
+    expect(text.stdout).toMatch(/^qwen3:8b\s+12\s+5 \(41\.7%\)\s+llama3\.2:latest 5, 5 ok$/m);
+    expect(text.stdout).toContain(`Busy retries absorbed: ${DAY_FACTS.busyRetries}`);
+
+    const json = JSON.parse((await cli(['--json', '--dir', path.join(DAY_DIR, 'alice')])).stdout);
+    const gemma = json.models.find((m: { model: string }) => m.model === 'gemma3:4b');
+    expect(gemma.tokens.may_be_truncated).toBe(DAY_FACTS.truncated);
+    expect(gemma.tokens.prompt_tokens_p95).toBe(8192);
+    const deepseek = json.models.find((m: { model: string }) => m.model === 'deepseek-r1:14b');
+    expect(deepseek.duration_ms.p95).toBeGreaterThan(118_000); // every spawned run: the 2-minute timeouts dominate (within 1%)
+    expect(deepseek.ok_duration_ms.p95).toBeLessThan(120_000); // answers only
+    expect(deepseek.lost_ms).toBeGreaterThan(40 * 120_000);
+    const qwen = json.models.find((m: { model: string }) => m.model === 'qwen2.5-coder:7b');
+    expect(qwen.absorbed.busy_retries).toBe(DAY_FACTS.busyRetries);
+    expect(qwen.failures.server_busy).toBeUndefined(); // absorbed: not a failure the caller saw
+    const html = await cli(['--html', path.join(DAY_DIR, 'report.html'), '--dir', path.join(DAY_DIR, 'alice')]);
+    expect(html.exitCode).toBe(0);
+  });
+
+  it('reads several telemetry dirs at once (--dir repeated) and says which', async () => {
+    writeRealisticDay(path.join(DAY_DIR, 'bob'), 10);
+    const dirs = [path.join(DAY_DIR, 'alice'), path.join(DAY_DIR, 'bob')];
+    const one = JSON.parse((await cli(['--json', '--dir', dirs[0]!])).stdout);
+    const two = JSON.parse((await cli(['--json', '--dir', dirs[0]!, '--dir', dirs[1]!])).stdout);
+    expect(two.dirs).toEqual(dirs);
+    expect(two.files).toEqual(dirs.map((dir) => path.join(dir, 'runs.jsonl')));
+    const bob = JSON.parse((await cli(['--json', '--dir', dirs[1]!])).stdout);
+    expect(two.total_runs).toBe(one.total_runs + bob.total_runs);
+    const text = await cli(['--dir', dirs[0]!, '--dir', dirs[1]!]);
+    expect(text.stdout).toContain(`Dirs: ${dirs.join(', ')}`);
+    const missing = await cli(['--dir', dirs[0]!, '--dir', path.join(DAY_DIR, 'alice', 'runs.jsonl')]);
+    expect(missing.exitCode).toBe(1);
+    expect(missing.stderr).toContain(`could not read the run logs in ${path.join(DAY_DIR, 'alice', 'runs.jsonl')}`);
+  });
+
+  it('ollama_runs_summary gives the agent the same causes, attention items and tokens, in a few KB', async () => {
+    const sandbox = makeSandbox();
+    mkdirSync(sandbox.telemetryDir, { recursive: true });
+    writeFileSync(path.join(sandbox.telemetryDir, 'runs.jsonl'), `${realisticDayLines().join('\n')}\n`);
+    const server = await startServer(sandbox);
+    try {
+      const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: { since: 'all' } });
+      const s = tool.structuredContent as {
+        escalation_causes: { model: string; escalations: number }[];
+        attention: { circuits_open: { model: string }[]; tasks_total: number; tasks: unknown[] };
+        models: { model: string; tokens: { may_be_truncated: number } }[];
+        chains: { fell_through: number; busy_retries: number };
+      };
+      expect(s.escalation_causes.map((c) => c.escalations)).toEqual([14, 10, 8]);
+      expect(s.attention.circuits_open.map((c) => c.model)).toEqual([DAY_FACTS.openCircuit]);
+      expect(s.attention.tasks).toHaveLength(10);
+      expect(s.models.find((m) => m.model === 'gemma3:4b')!.tokens.may_be_truncated).toBe(DAY_FACTS.truncated);
+      expect(s.chains).toMatchObject({ fell_through: DAY_FACTS.chainFellThrough, busy_retries: DAY_FACTS.busyRetries });
+      const bytes = Buffer.byteLength(JSON.stringify(tool.structuredContent));
+      expect(bytes).toBeLessThan(10 * 1024);
+      const text = (tool.content as { type: string; text: string }[])[0]!.text;
+      expect(Buffer.byteLength(text)).toBeLessThan(8 * 1024);
     } finally {
       await server.close();
     }

@@ -27,7 +27,8 @@ describe('report with Object.prototype member names in the log', () => {
     expect(Object.getPrototypeOf(byModel.get('valueof')!.failures)).toBeNull();
     expect(byModel.get('valueof')?.failures.toString).toBe(1);
     const charts = buildReportCharts(summary);
-    const json = JSON.stringify(charts);
+    expect(charts.tokens).toBeNull(); // no usage in these lines
+    const json = JSON.stringify({ ...charts, tokens: undefined });
     expect(json).not.toMatch(/null|NaN/);
     expect(json).not.toContain('function');
   });

@@ -103,7 +103,7 @@ describe('buildReportCharts on test/fixtures/runs/html', () => {
   });
 
   it('nothing to draw for an empty log; no latency chart when nothing spawned', async () => {
-    expect(buildReportCharts(await empty())).toEqual({ outcomes: null, latency: null, timeline: null });
+    expect(buildReportCharts(await empty())).toEqual({ outcomes: null, latency: null, tokens: null, timeline: null });
     const rejected = await summarizeRuns(
       await listRunLogFiles(HTML_DIR),
       { status: ['circuit_open', 'invalid_input'] },
@@ -182,7 +182,7 @@ describe('renderReportHtml', () => {
     expect(missing).toContain('No run log was found in the directory read.');
     expect(missing).not.toContain('<canvas');
     expect(missing).not.toContain('id="escalated"');
-    expect(JSON.parse(scripts(missing)[1]!.body)).toEqual({ outcomes: null, latency: null, timeline: null });
+    expect(JSON.parse(scripts(missing)[1]!.body)).toEqual({ outcomes: null, latency: null, tokens: null, timeline: null });
 
     const filtered = await summarizeRuns(await listRunLogFiles(HTML_DIR), { model: 'nope:1b' }, { now: NOW });
     expect(renderReportHtml(filtered, { chartLibrary: LIB })).toContain('No run in the log matches the filters.');
@@ -194,13 +194,14 @@ describe('renderReportHtml', () => {
     expect(page).toContain('<dt>Filters</dt><dd>model deepseek-r1:14b</dd>');
   });
 
-  it('stays under 1 MB (without the library) at the summary bounds, listing at most 200 escalated tasks', () => {
+  it('stays under 1.5 MB (without the library) at the summary bounds, listing at most 100 escalated tasks', () => {
     const summary = worstCase();
     runsSummarySchema.parse(summary);
     const html = renderReportHtml(summary, { chartLibrary: LIB });
-    expect(html.length - LIB.length).toBeLessThan(1_000_000); // about 830 KB
-    expect(html.match(/<tr>/g)!.length).toBe(1 + 100 + 1 + 100 + 1 + 200); // header row + rows, three tables
-    expect(html).toContain('800 more escalated task(s) not listed here: <code>report --json</code> has them.');
+    expect(html.length - LIB.length).toBeLessThan(1_500_000); // about 1.3 MB
+    // header rows + rows: attention (10 shown, 90 folded: two tables), causes (50), outcomes, latency, tokens (100 models each), chains (100), escalated tasks (100)
+    expect(html.match(/<tr>/g)!.length).toBe(2 + 100 + 1 + 50 + 3 * (1 + 100) + 1 + 100 + 1 + 100);
+    expect(html).toContain('900 more escalated task(s) not listed here: <code>report --json</code> has them.');
     expect(html).toContain('Only the 1000 most recently active escalated tasks were kept.');
     expect(html).toContain('Only the 200 most recent events are marked.');
     expect(html).toContain('The chart shows the 25 models with the most runs of 500.');
@@ -208,7 +209,10 @@ describe('renderReportHtml', () => {
       'The table lists the 100 models with the most runs of 500; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.',
     );
     const embedded = embeddedSummary(html) as RunsSummary;
-    expect(embedded.escalated_tasks).toHaveLength(200);
+    expect(embedded.escalated_tasks).toHaveLength(100);
+    expect(embedded.attention.tasks).toHaveLength(100);
+    expect(html).toContain('400 more open circuit(s)');
+    expect(html).toContain('150 more cause(s) with fewer escalations');
     expect(embedded.models).toHaveLength(500);
   });
 
@@ -255,7 +259,67 @@ function worstCase(): RunsSummary {
       duration_ms: { p50: 1234, p95: 98765, max: 654321 },
       duration_histogram: [10, 20, 30, 40, 50, 100, 200, 200, 100, 100, 50, 30, 20],
       queue_ms: { p50: 12 },
+      ok_duration_ms: { p50: 1000, p95: 9000, max: 20000 },
+      lost_ms: 123_456_789,
+      lost_attempts: 300,
+      absorbed: { busy_retries: 12, fell_through: 3 },
+      tokens: {
+        runs: 700,
+        output_tokens: 1_234_567,
+        prompt_tokens: 2_345_678,
+        output_tps_p50: 42.5,
+        prompt_tokens_p95: 8190,
+        cold_loads: 9,
+        may_be_truncated: 4,
+      },
     })),
+    dirs: ['/home/someone/.local/state/ollama-runner-mcp'],
+    attention: {
+      circuits_open: Array.from({ length: 500 }, (_, i) => ({
+        model: `registry.example/organisation-${i}/model`,
+        state: 'open',
+        since: new Date(start + i * 60_000).toISOString(),
+        consecutive_failures: 5,
+        retry_at: new Date(start + i * 60_000 + 600_000).toISOString(),
+        last_error: `Error <${i}>: ${'x'.repeat(480)}`,
+      })),
+      tasks: Array.from({ length: 1000 }, (_, i) => ({
+        task_id: `task-${i}-${'t'.repeat(100)}`,
+        model: `registry.example/organisation-${i % 500}/model`,
+        reason: 'max_retries_exceeded',
+        status: 'timeout',
+        escalated_at: new Date(start + i * 60_000).toISOString(),
+        escalations: 1,
+        blocked: i % 2,
+        last_error: `Error <${i}>: ${'y'.repeat(480)}`,
+      })),
+      tasks_total: 5000,
+      blocked_tasks: 500,
+    },
+    escalation_causes: Array.from({ length: 200 }, (_, i) => ({
+      model: `registry.example/organisation-${i}/model`,
+      reason: 'max_retries_exceeded',
+      status: 'timeout',
+      escalations: 25,
+      tasks: 25,
+      first_ts: new Date(start).toISOString(),
+      last_ts: new Date(start + i * 60_000).toISOString(),
+      example_tasks: [`task-${i}-a`, `task-${i}-b`, `task-${i}-c`],
+      error: `Error <${i}>: ${'z'.repeat(480)}`,
+    })),
+    escalation_causes_truncated: true,
+    chains: {
+      calls: 1000,
+      fell_through: 100,
+      rows: Array.from({ length: 500 }, (_, i) => ({
+        first_model: `registry.example/organisation-${i}/model`,
+        calls: 2,
+        fell_through: 1,
+        to: [{ model: `registry.example/organisation-${(i + 1) % 500}/model`, calls: 1, ok: 1 }],
+      })),
+      busy_retries: 20,
+      busy_gave_up: 1,
+    },
     escalated_tasks: Array.from({ length: 1000 }, (_, i) => ({
       task_id: `task-${i}-${'t'.repeat(100)}`,
       model: `registry.example/organisation-${i % 500}/model`,

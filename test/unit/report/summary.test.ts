@@ -107,6 +107,19 @@ describe('summarizeRuns on test/fixtures/runs/basic', () => {
       duration_ms: { p50: null, p95: null, max: null },
       duration_histogram: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
       queue_ms: { p50: null },
+      ok_duration_ms: { p50: null, p95: null, max: null },
+      lost_ms: 0,
+      lost_attempts: 0,
+      absorbed: { busy_retries: 0, fell_through: 0 },
+      tokens: {
+        runs: 0,
+        output_tokens: 0,
+        prompt_tokens: 0,
+        output_tps_p50: null,
+        prompt_tokens_p95: null,
+        cold_loads: 0,
+        may_be_truncated: 0,
+      },
     });
   });
 

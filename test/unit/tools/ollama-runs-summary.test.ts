@@ -96,7 +96,7 @@ describe('ollama_runs_summary', () => {
     expect((await call({ since: 'all', status: ['ok', 'crashed'] })).structured.total_runs).toBe(8);
   });
 
-  it('stays small: 500 escalated tasks with long errors fit in well under 8 KB of JSON', async () => {
+  it('stays small: 500 escalated tasks with long errors (3 causes, 500 unresolved) fit in 12 KB of JSON', async () => {
     await writeLog(tmp, 'runs.jsonl', manyEscalatedTasks());
     await connect(tmp);
     const { structured, text } = await call({ since: 'all' });
@@ -105,8 +105,17 @@ describe('ollama_runs_summary', () => {
     expect(structured.escalated_tasks_omitted).toBe(490);
     expect(structured.escalated_tasks[0]!.task_id).toBe('task-with-a-longish-identifier-0499'); // most recent first
     expect(structured.escalated_tasks[0]!.last_error!.length).toBeLessThanOrEqual(200);
-    expect(JSON.stringify(structured).length).toBeLessThan(8 * 1024);
-    expect(text.length).toBeLessThan(8 * 1024);
+    expect(Buffer.byteLength(JSON.stringify(structured))).toBeLessThan(12 * 1024);
+    expect(Buffer.byteLength(text)).toBeLessThan(8 * 1024);
+    expect(structured.attention.tasks).toHaveLength(10);
+    expect(structured.attention.tasks_total).toBe(500);
+    expect(structured.escalation_causes.map((c) => [c.model, c.escalations])).toEqual(
+      [
+        ['deepseek-r1:14b', 166],
+        ['llama3.2:latest', 167],
+        ['qwen3:8b', 167],
+      ].sort((a, b) => (b[1] as number) - (a[1] as number)),
+    );
     expect(text).toContain('490 more escalated task(s) not shown');
     const top50 = await call({ since: 'all', top: 50 });
     expect(top50.structured.escalated_tasks).toHaveLength(50);

@@ -1,0 +1,184 @@
+import type { Attention, AttentionTask, OpenCircuit } from './summary-schema.js';
+
+/** Unresolved escalated tasks kept (the most recently escalated); the map is pruned back when it reaches twice this. */
+const MAX_TASKS = 1000;
+/** Resolutions remembered for a task not (yet) seen escalated, when lines are not in time order (several dirs). */
+const MAX_EARLY_RESOLUTIONS = 50_000;
+
+interface CircuitNow {
+  state: string;
+  tsMs: number;
+  openedMs: number;
+  failures: number;
+  retryAfterSeconds: number | null;
+  lastError: string | null;
+}
+
+interface TaskNow {
+  model: string;
+  reason: string | null;
+  status: string;
+  tsMs: number;
+  escalations: number;
+  blocked: number;
+  lastError: string | null;
+}
+
+/**
+ * What needs a human now: circuits the log last left open, and tasks escalated and not resolved
+ * since (a `reset_task` control record, or a later `ok` run of the task, resolves one). Fed every
+ * run and control record in reading order; decisions go by `ts`, so lines from several processes
+ * or directories slightly out of order do not confuse it. Bounded memory (see the constants).
+ */
+export class AttentionTracker {
+  readonly #circuits = new Map<string, CircuitNow>();
+  readonly #tasks = new Map<string, TaskNow>();
+  readonly #early: Map<string, number> | null;
+  #truncated = false;
+
+  /** @param outOfOrder lines may come far out of `ts` order (several directories read one after the other) */
+  constructor(outOfOrder: boolean) {
+    this.#early = outOfOrder ? new Map() : null;
+  }
+
+  /** A run line (will_retry ones included: they move circuits too). */
+  run(
+    model: string,
+    taskId: string | null,
+    status: string,
+    tsMs: number,
+    escalate: boolean,
+    reason: string | null,
+    circuit: unknown,
+    error: string | null,
+    callerSaw: boolean,
+  ): void {
+    if (typeof circuit === 'object' && circuit !== null) {
+      const c = circuit as Record<string, unknown>;
+      if (typeof c.state === 'string') {
+        const known = this.#circuits.get(model);
+        const t = Number.isFinite(tsMs) ? tsMs : -Infinity;
+        if (known === undefined || t >= known.tsMs) {
+          const opened = c.transition === 'opened' || c.transition === 'reopened';
+          const next: CircuitNow = {
+            state: c.state,
+            tsMs: t,
+            openedMs: opened ? t : c.state === 'closed' ? NaN : (known?.openedMs ?? NaN),
+            failures: typeof c.consecutive_failures === 'number' ? c.consecutive_failures : 0,
+            retryAfterSeconds: typeof c.retry_after_seconds === 'number' ? c.retry_after_seconds : null,
+            // A rejection (circuit_open) says the circuit is open, not why: keep the failure that opened it.
+            lastError:
+              status === 'ok'
+                ? null
+                : status === 'circuit_open'
+                  ? (known?.lastError ?? error)
+                  : (error ?? known?.lastError ?? null),
+          };
+          if (known === undefined && this.#circuits.size >= 10_000) return;
+          this.#circuits.set(model, next);
+        }
+      }
+    }
+    if (taskId === null) return;
+    if (status === 'ok' && callerSaw) {
+      this.#resolve(taskId, tsMs);
+      return;
+    }
+    if (!escalate || !callerSaw) return;
+    const early = this.#early?.get(taskId);
+    if (early !== undefined && early >= tsMs) return; // reset or answered after this escalation
+    const entry = this.#tasks.get(taskId);
+    if (entry === undefined) {
+      this.#tasks.set(taskId, {
+        model,
+        reason,
+        status,
+        tsMs,
+        escalations: status === 'blocked' ? 0 : 1,
+        blocked: status === 'blocked' ? 1 : 0,
+        lastError: error,
+      });
+      if (this.#tasks.size >= 2 * MAX_TASKS) this.#prune();
+      return;
+    }
+    if (status === 'blocked') entry.blocked += 1;
+    else entry.escalations += 1;
+    if (!(tsMs < entry.tsMs)) {
+      if (status !== 'blocked') {
+        entry.model = model;
+        entry.reason = reason;
+        entry.status = status;
+      }
+      entry.tsMs = tsMs;
+      if (error !== null) entry.lastError = error;
+    }
+  }
+
+  /** A control record: `reset_task` resolves its task, `reset_circuit` closes its model's circuit. */
+  control(action: unknown, taskId: string | null, model: string | null, tsMs: number): void {
+    if (action === 'reset_task' && taskId !== null) this.#resolve(taskId, tsMs);
+    if (action === 'reset_circuit' && model !== null) {
+      const known = this.#circuits.get(model);
+      if (known !== undefined && !(tsMs < known.tsMs))
+        this.#circuits.set(model, { ...known, state: 'closed', tsMs, openedMs: NaN, failures: 0, retryAfterSeconds: null });
+    }
+  }
+
+  #resolve(taskId: string, tsMs: number): void {
+    const entry = this.#tasks.get(taskId);
+    if (entry !== undefined && !(tsMs < entry.tsMs)) this.#tasks.delete(taskId);
+    if (this.#early !== null) {
+      const before = this.#early.get(taskId);
+      if (before === undefined || tsMs > before) {
+        this.#early.delete(taskId);
+        this.#early.set(taskId, tsMs);
+        if (this.#early.size > MAX_EARLY_RESOLUTIONS) this.#early.delete(this.#early.keys().next().value!);
+      }
+    }
+  }
+
+  #prune(): void {
+    const keep = [...this.#tasks.entries()].sort(([, a], [, b]) => b.tsMs - a.tsMs).slice(0, MAX_TASKS);
+    this.#tasks.clear();
+    for (const [k, v] of keep) this.#tasks.set(k, v);
+    this.#truncated = true;
+  }
+
+  result(): Attention {
+    const circuits: OpenCircuit[] = [];
+    for (const [model, c] of this.#circuits) {
+      if (c.state !== 'open' && c.state !== 'half_open') continue;
+      circuits.push({
+        model,
+        state: c.state,
+        since: Number.isFinite(c.openedMs) ? iso(c.openedMs) : null,
+        consecutive_failures: c.failures,
+        retry_at: c.retryAfterSeconds !== null && Number.isFinite(c.tsMs) ? iso(c.tsMs + c.retryAfterSeconds * 1000) : null,
+        last_error: c.lastError,
+      });
+    }
+    circuits.sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
+    const total = this.#tasks.size;
+    const rows = [...this.#tasks.entries()].sort(([ia, a], [ib, b]) => b.tsMs - a.tsMs || (ia < ib ? -1 : 1));
+    const tasks: AttentionTask[] = rows.slice(0, MAX_TASKS).map(([taskId, t]) => ({
+      task_id: taskId,
+      model: t.model,
+      reason: t.reason,
+      status: t.status,
+      escalated_at: Number.isFinite(t.tsMs) ? iso(t.tsMs) : null,
+      escalations: t.escalations,
+      blocked: t.blocked,
+      last_error: t.lastError,
+    }));
+    return {
+      circuits_open: circuits,
+      tasks,
+      tasks_total: this.#truncated ? Math.max(total, MAX_TASKS) : total,
+      blocked_tasks: rows.filter(([, t]) => t.blocked > 0).length,
+    };
+  }
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
