@@ -18,7 +18,7 @@ Usage:
                             serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${DEFAULT_HTTP_PORT}); a host other
                             than loopback needs OLLAMA_MCP_HTTP_TOKEN (clients send Authorization: Bearer <token>)
   ${SERVER_NAME} doctor     check Ollama, the models, the circuits and the settings; exit 1 if something is wrong
-  ${SERVER_NAME} report [--since 24h|7d|ISO] [--model M] [--task T] [--status S] [--json | --html FILE] [--dir DIR]
+  ${SERVER_NAME} report [--since 24h|7d|ISO] [--model M] [--task T] [--status S] [--json | --html FILE] [--dir DIR]...
                             summarise runs.jsonl: per-model outcomes and latency, escalated tasks
                             (\`report --help\` for details)
   ${SERVER_NAME} --help     this text
