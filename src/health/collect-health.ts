@@ -290,7 +290,7 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
   const processes = deps.processes ? viewProcesses(await deps.processes()) : null;
   if (processes?.shared_slots?.error) {
     warnings.push(
-      `the shared concurrency slots cannot be used (${processes.shared_slots.error}): runs go ahead without the cap across server processes (OLLAMA_MCP_SHARED_CONCURRENCY).`,
+      `the shared concurrency slots cannot be used (${processes.shared_slots.error}): runs go ahead without the cap across ${processes.shared_slots.across === 'machines' ? 'machines (team mode)' : 'server processes'} (OLLAMA_MCP_SHARED_CONCURRENCY).`,
     );
   }
 

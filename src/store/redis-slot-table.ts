@@ -103,14 +103,7 @@ export class RedisSlotTable implements SlotTable {
     const { self, place } = this.#identity;
     const holder = JSON.stringify({ pid: self.pid, start: self.start, ...place, at: this.#clock(), id: randomUUID() });
     const reply = Number(
-      await this.#connection.client.sendCommand([
-        'EVAL',
-        CLAIM_SCRIPT,
-        String(this.#keys.length),
-        ...this.#keys,
-        holder,
-        String(this.leaseMs),
-      ]),
+      await this.#send(['EVAL', CLAIM_SCRIPT, String(this.#keys.length), ...this.#keys, holder, String(this.leaseMs)]),
     );
     if (!(reply >= 0)) return null;
     const key = this.#keys[reply]!;
@@ -126,7 +119,7 @@ export class RedisSlotTable implements SlotTable {
 
   async view(): Promise<SlotView[]> {
     await this.#connection.connected?.();
-    const values = (await this.#connection.client.sendCommand(['MGET', ...this.#keys])) as (string | null)[];
+    const values = (await this.#send(['MGET', ...this.#keys])) as (string | null)[];
     const views: SlotView[] = [];
     values.forEach((value, slot) => {
       if (value === null || value === undefined) return;
@@ -149,6 +142,15 @@ export class RedisSlotTable implements SlotTable {
 
   olderWaiterElsewhere(): boolean {
     return false;
+  }
+
+  /** One command; its failure as an Error saying why in a few words (no secret: node-redis's messages hold none). */
+  async #send(args: string[]): Promise<unknown> {
+    try {
+      return await this.#connection.client.sendCommand(args);
+    } catch (error) {
+      throw new Error(reasonOf(error));
+    }
   }
 
   #release(key: string, holder: string): void {
@@ -196,4 +198,13 @@ export class RedisSlotTable implements SlotTable {
     });
     if (this.#held.size === 0) this.#stopRenewing();
   }
+}
+
+/** node-redis's errors by class: `The client is offline` says little to an operator. */
+function reasonOf(error: unknown): string {
+  const kind = (error as object | null)?.constructor?.name;
+  if (kind === 'ClientOfflineError' || kind === 'ClientClosedError') return 'not connected to Redis (reconnecting)';
+  if (kind === 'TimeoutError') return 'Redis did not answer in time';
+  if (error instanceof AggregateError && error.errors.length > 0) return reasonOf(error.errors[0]);
+  return (error as Error).message || String(error);
 }

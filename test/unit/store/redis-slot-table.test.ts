@@ -149,6 +149,7 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('RedisSlotTable against a real redis-se
       expect(warnings[0]).toContain('runs go ahead without the cap across servers on every machine sharing the Redis');
       expect(warnings[0]).toContain(store.location);
       expect(slots.lastError).toContain(store.location);
+      expect(slots.lastError).toContain('not connected to Redis');
       held(); // its delete is lost with the server; the restarted one is empty anyway
 
       await own.start();
