@@ -96,6 +96,7 @@ export class ProcessHygiene {
   async stop(): Promise<void> {
     await this.sweeper.stop();
     await this.children?.idle();
+    await this.sharedSlots?.table.idle?.();
   }
 
   async status(): Promise<HygieneStatus> {

@@ -82,6 +82,8 @@ export class RedisSlotTable implements SlotTable {
   /** Slot key -> the holder value this process wrote there. */
   readonly #held = new Map<string, string>();
   #renewal: NodeJS.Timeout | undefined;
+  /** Releases sent and not yet answered. */
+  readonly #releasing = new Set<Promise<unknown>>();
 
   constructor(options: RedisSlotTableOptions) {
     this.limit = options.limit;
@@ -158,7 +160,15 @@ export class RedisSlotTable implements SlotTable {
     this.#held.delete(key);
     if (this.#held.size === 0) this.#stopRenewing();
     // Sent at once, before any claim that follows on this connection; on failure the lease frees it.
-    this.#connection.client.sendCommand(['EVAL', RELEASE_SCRIPT, '1', key, holder]).catch(() => {});
+    const sent = this.#connection.client.sendCommand(['EVAL', RELEASE_SCRIPT, '1', key, holder]).catch(() => {});
+    this.#releasing.add(sent);
+    void sent.finally(() => this.#releasing.delete(sent));
+  }
+
+  /** At shutdown: wait for the releases sent (each bounded by the client's command timeout), so no slot waits for its lease. */
+  async idle(): Promise<void> {
+    this.#stopRenewing();
+    await Promise.allSettled([...this.#releasing]);
   }
 
   #startRenewing(): void {

@@ -71,6 +71,8 @@ export interface SlotTable {
   markWaiting(since: number | null): void;
   /** Whether a call of another server has waited since before `since` (it goes first). */
   olderWaiterElsewhere(since: number): boolean;
+  /** At shutdown, after the runs ended: wait for their releases to be done. */
+  idle?(): Promise<void>;
 }
 
 /** A process whose calls wait for a slot leaves `slots/waiting-<pid>`, naming it and since when its oldest call waits. */

@@ -91,6 +91,12 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: OLLAMA_MCP_SHARED_CONCURREN
       );
       const own = await health(a);
       expect(own.report.processes.shared_slots.slots).toEqual([expect.objectContaining({ holder: 'this_server' })]);
+
+      // A server that shuts down frees its slot at once (not when its 15 s lease runs out).
+      controller.abort();
+      await hanging;
+      await a.close();
+      expect((await health(b)).report.processes.shared_slots).toMatchObject({ in_use: 0, slots: [] });
     } finally {
       controller.abort();
       await hanging;
