@@ -5,11 +5,24 @@ import type { ProcView } from '../policy/process-identity.js';
 import path from 'node:path';
 import { CHILDREN_DIR_NAME, ChildRegistry } from '../store/child-registry.js';
 import { liveProcView, selfIdentity, type SelfIdentity } from '../store/proc-reader.js';
-import { SharedSlots } from '../store/shared-slots.js';
+import { SharedSlots, type SlotView } from '../store/shared-slots.js';
+import { RedisSlotTable, type SlotRedisConnection } from '../store/redis-slot-table.js';
 import type { ProcessesStatus } from '../health/collect-health.js';
 import { OrphanSweeper } from './orphan-sweep.js';
 
 type Spawn = (request: ModelProcessRequest) => Promise<ProcessOutcome>;
+
+export interface HygieneOptions {
+  readonly identity?: SelfIdentity;
+  readonly proc?: ProcView;
+  /** Team mode's Redis, when OLLAMA_MCP_STATE_URL is set. */
+  readonly team?: SlotRedisConnection | null;
+}
+
+/** Team mode's Redis connection of a state backend (RedisStateStore), or null for the files. */
+export function teamConnectionOf(store: unknown): SlotRedisConnection | null {
+  return (store as { connection?: SlotRedisConnection } | null)?.connection ?? null;
+}
 
 /** What `ollama_health` shows of the model processes across server processes. */
 export type HygieneStatus = ProcessesStatus;
@@ -27,11 +40,14 @@ export class ProcessHygiene {
   readonly sweeper: OrphanSweeper;
   readonly sharedSlots: SharedSlots | null;
 
+  /**
+   * `team`: team mode's Redis (OLLAMA_MCP_STATE_URL): the shared cap's slots live there, so the
+   * cap holds across machines; else in the telemetry dir.
+   */
   constructor(
     config: Config,
     warn: (message: string) => void,
-    identity: SelfIdentity = selfIdentity(),
-    proc: ProcView = liveProcView,
+    { identity = selfIdentity(), proc = liveProcView, team = null }: HygieneOptions = {},
   ) {
     this.children = identity.hasProc ? new ChildRegistry(config.telemetryDir, identity, warn) : null;
     this.sweeper = new OrphanSweeper({
@@ -42,10 +58,13 @@ export class ProcessHygiene {
       signalGroup,
       warn,
     });
+    const limit = config.sharedConcurrency;
     this.sharedSlots =
-      config.sharedConcurrency === null
+      limit === null
         ? null
-        : new SharedSlots({ telemetryDir: config.telemetryDir, limit: config.sharedConcurrency, identity, proc, warn });
+        : team === null
+          ? new SharedSlots({ telemetryDir: config.telemetryDir, limit, identity, proc, warn })
+          : new SharedSlots({ table: new RedisSlotTable({ connection: team, limit, identity, proc, warn }), warn });
   }
 
   /** `spawn`, with each child it starts recorded while it runs (unchanged where there is no /proc). */
@@ -77,11 +96,18 @@ export class ProcessHygiene {
   async stop(): Promise<void> {
     await this.sweeper.stop();
     await this.children?.idle();
+    await this.sharedSlots?.table.idle?.();
   }
 
-  status(): HygieneStatus {
+  async status(): Promise<HygieneStatus> {
     const slots = this.sharedSlots;
-    const view = slots?.view() ?? [];
+    let view: SlotView[] = [];
+    let viewError: string | null = null;
+    try {
+      view = (await slots?.view()) ?? [];
+    } catch (error) {
+      viewError = `${slots?.table.location}: ${(error as Error).message}`;
+    }
     return {
       orphanSweep: {
         enabled: this.sweeper.enabled,
@@ -94,7 +120,8 @@ export class ProcessHygiene {
         inUse: view.length,
         slots: view,
         waitingHere: slots.waiting,
-        error: slots.lastError,
+        error: slots.lastError ?? viewError,
+        across: slots.table instanceof RedisSlotTable ? 'machines' : 'processes',
       },
     };
   }

@@ -5,10 +5,11 @@ import { renderHealth } from '../health/render-health.js';
 import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
 import { prepareTelemetryDir } from '../config/telemetry-dir.js';
-import { NO_PROC_REASON } from '../app/process-hygiene.js';
+import { NO_PROC_REASON, teamConnectionOf } from '../app/process-hygiene.js';
 import { SWEEP_INTERVAL_MS } from '../app/orphan-sweep.js';
 import { liveProcView, selfIdentity } from '../store/proc-reader.js';
-import { SLOTS_DIR_NAME, viewSlots } from '../store/shared-slots.js';
+import { SLOTS_DIR_NAME, viewSlots, type SlotView } from '../store/shared-slots.js';
+import { RedisSlotTable } from '../store/redis-slot-table.js';
 import { isDescribedBackend, openStateBackend } from '../store/state-backend.js';
 
 /**
@@ -39,11 +40,22 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
       store,
       runs: { inFlight: 0, limiter: { running: 0, waiting: 0, limit: config.concurrency } },
       installedModels,
-      processes: () => {
+      processes: async () => {
         const identity = selfIdentity();
         const limit = config.sharedConcurrency;
-        const slots =
-          limit === null ? [] : viewSlots(path.join(config.telemetryDir, SLOTS_DIR_NAME), limit, identity.place, liveProcView);
+        const team = teamConnectionOf(store);
+        let slots: SlotView[] = [];
+        let error: string | null = null;
+        if (limit !== null && team !== null) {
+          // Team mode: the slots are in Redis, held by servers on every machine.
+          const table = new RedisSlotTable({ connection: team, limit, identity, proc: liveProcView, warn: () => {} });
+          slots = await table.view().catch((cause: Error) => {
+            error = `${team.location}: ${cause.message}`;
+            return [];
+          });
+        } else if (limit !== null) {
+          slots = viewSlots(path.join(config.telemetryDir, SLOTS_DIR_NAME), limit, identity.place, liveProcView);
+        }
         return {
           orphanSweep: {
             enabled: identity.hasProc,
@@ -51,7 +63,10 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
             intervalMs: SWEEP_INTERVAL_MS,
             last: null,
           },
-          shared: limit === null ? null : { limit, inUse: slots.length, slots, waitingHere: 0, error: null },
+          shared:
+            limit === null
+              ? null
+              : { limit, inUse: slots.length, slots, waitingHere: 0, error, across: team === null ? 'processes' : 'machines' },
         };
       },
     });

@@ -74,12 +74,20 @@ export const healthReportSchema = z.object({
       shared_slots: z
         .object({
           limit: z.number().int().describe('OLLAMA_MCP_SHARED_CONCURRENCY'),
-          in_use: z.number().int().describe('slots held now, by every server process sharing the telemetry dir'),
+          in_use: z
+            .number()
+            .int()
+            .describe('slots held now, by every server process sharing the telemetry dir (team mode: the Redis)'),
+          across: z
+            .enum(['processes', 'machines'])
+            .optional()
+            .describe('who shares the cap: the server processes of this telemetry dir, or (team mode) every server on the Redis'),
           waiting_here: z.number().int().describe("this server's calls waiting for a shared slot"),
           slots: z.array(
             z.object({
               slot: z.number().int(),
               pid: z.number().int().nullable().describe('the server process holding it'),
+              host: z.string().nullable().optional().describe('the host name of that server (team mode: any machine)'),
               since: z.string().nullable(),
               holder: z.enum(['this_server', 'alive', 'dead', 'unknown', 'unreadable']),
             }),
@@ -135,6 +143,8 @@ export interface ProcessesStatus {
     readonly slots: readonly SlotView[];
     readonly waitingHere: number;
     readonly error: string | null;
+    /** `machines`: team mode, the slots are in Redis. @default 'processes' */
+    readonly across?: 'processes' | 'machines';
   } | null;
 }
 
@@ -155,7 +165,7 @@ export interface HealthDeps {
   };
   readonly installedModels: InstalledModels;
   /** The orphan sweep and the shared slots, read when the check runs. @default none shown */
-  readonly processes?: () => ProcessesStatus;
+  readonly processes?: () => ProcessesStatus | Promise<ProcessesStatus>;
   /** Epoch ms. @default Date.now */
   readonly clock?: () => number;
   /** Limit for each CLI command. @default HEALTH_CLI_TIMEOUT_MS */
@@ -277,10 +287,10 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     );
   }
 
-  const processes = deps.processes ? viewProcesses(deps.processes()) : null;
+  const processes = deps.processes ? viewProcesses(await deps.processes()) : null;
   if (processes?.shared_slots?.error) {
     warnings.push(
-      `the shared concurrency slots cannot be used (${processes.shared_slots.error}): runs go ahead without the cap across server processes (OLLAMA_MCP_SHARED_CONCURRENCY).`,
+      `the shared concurrency slots cannot be used (${processes.shared_slots.error}): runs go ahead without the cap across ${processes.shared_slots.across === 'machines' ? 'machines (team mode)' : 'server processes'} (OLLAMA_MCP_SHARED_CONCURRENCY).`,
     );
   }
 
@@ -338,6 +348,7 @@ function viewProcesses(status: ProcessesStatus): HealthReport['processes'] {
     shared_slots: shared && {
       limit: shared.limit,
       in_use: shared.inUse,
+      across: shared.across ?? 'processes',
       waiting_here: shared.waitingHere,
       slots: shared.slots.map((slot) => ({ ...slot })),
       error: shared.error,

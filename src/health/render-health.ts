@@ -115,15 +115,16 @@ function renderProcesses(processes: HealthReport['processes']): string[] {
   }
   const shared = processes.shared_slots;
   if (shared) {
+    const team = shared.across === 'machines';
     const holders = shared.slots
       .map(
         (s) =>
-          `slot ${s.slot}: ${s.pid === null ? 'unreadable' : `pid ${s.pid}`}${s.holder === 'this_server' ? ' (this server)' : s.holder === 'dead' ? ' (dead, to be reclaimed)' : ''}`,
+          `slot ${s.slot}: ${s.pid === null ? 'unreadable' : `pid ${s.pid}`}${team && s.host ? ` on ${s.host}` : ''}${s.holder === 'this_server' ? ' (this server)' : s.holder === 'dead' ? ' (dead, to be reclaimed)' : ''}`,
       )
       .join(', ');
     const mark = shared.error ? NOTE : PASS;
     lines.push(
-      `${mark} shared cap: ${shared.in_use} of ${shared.limit} slots in use across server processes${holders ? ` (${holders})` : ''}, ${shared.waiting_here} waiting here${shared.error ? `; cannot be used: ${shared.error}` : ''}`,
+      `${mark} shared cap: ${shared.in_use} of ${shared.limit} slots in use across ${team ? 'the servers on every machine (in Redis, team mode)' : 'server processes'}${holders ? ` (${holders})` : ''}, ${shared.waiting_here} waiting here${shared.error ? `; cannot be used: ${shared.error}` : ''}`,
     );
   }
   return lines;

@@ -3,7 +3,7 @@ import type { Config } from '../config/config.js';
 import { registerTools } from './tool-registry.js';
 import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
 import { RunService } from '../app/run-service.js';
-import { ProcessHygiene } from '../app/process-hygiene.js';
+import { ProcessHygiene, teamConnectionOf } from '../app/process-hygiene.js';
 import { runModelProcess } from '../ollama/model-process.js';
 import { openStateBackend, type StateBackend } from '../store/state-backend.js';
 import { RunLog } from '../telemetry/run-log.js';
@@ -52,7 +52,7 @@ export async function createApp(config: Config, warn: (message: string) => void)
   const env = cliEnvironment(config);
   // One list of installed models per process, shared by the preflight check and ollama_health.
   const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
-  const hygiene = new ProcessHygiene(config, warn);
+  const hygiene = new ProcessHygiene(config, warn, { team: teamConnectionOf(store) });
   const runs = new RunService({
     config,
     store,

@@ -120,8 +120,13 @@ export class RedisStateStore implements DescribedStateBackend {
    * For other shared state of team mode (e.g. a cross-machine concurrency cap): the connected
    * client and this store's key names. Not part of StateBackend.
    */
-  get connection(): { readonly client: Client; readonly keys: RedisKeys } {
-    return { client: this.#client, keys: this.#keys };
+  get connection(): {
+    readonly client: Client;
+    readonly keys: RedisKeys;
+    readonly connected: () => Promise<void>;
+    readonly location: string;
+  } {
+    return { client: this.#client, keys: this.#keys, connected: () => this.#connected(), location: this.location };
   }
 
   async snapshot(scope: TaskScope = []): Promise<StateData> {

@@ -25,6 +25,8 @@ export interface SlotView {
   readonly slot: number;
   readonly pid: number | null;
   readonly since: string | null;
+  /** The host name of the holder (team mode: holders on other machines too). */
+  readonly host: string | null;
   /** `unknown`: held from another host or pid namespace; `unreadable`: not a holder this server wrote. */
   readonly holder: 'this_server' | 'alive' | 'dead' | 'unknown' | 'unreadable';
 }
@@ -47,10 +49,42 @@ interface Waiter {
   readonly since: number;
 }
 
+/**
+ * Where the slots live and how one is taken: the files of the state dir (one machine), or a
+ * Redis shared by every server of a team (store/redis-slot-table.ts). SharedSlots keeps the
+ * queue, the polling and the abort logic, the same for both.
+ */
+export interface SlotTable {
+  /** OLLAMA_MCP_SHARED_CONCURRENCY. */
+  readonly limit: number;
+  /** Where the slots are, for messages: the slots dir, or the Redis URL without its password. */
+  readonly location: string;
+  /** Who shares the cap, for messages: `server processes` or `servers on every machine`. */
+  readonly sharedBy: string;
+  /** Take a free slot: its release (harmless twice), or null when all are taken. Throws when the slots cannot be used. */
+  claim(): ReleaseSharedSlot | null | Promise<ReleaseSharedSlot | null>;
+  /** Free the slots of holders known to be dead; how many were freed. */
+  reclaim(): number | Promise<number>;
+  /** Every slot held now, and who holds it. */
+  view(): SlotView[] | Promise<SlotView[]>;
+  /** Tell other servers this process's oldest call waits since `since` (null: none waits). */
+  markWaiting(since: number | null): void;
+  /** Whether a call of another server has waited since before `since` (it goes first). */
+  olderWaiterElsewhere(since: number): boolean;
+  /** At shutdown, after the runs ended: wait for their releases to be done. */
+  idle?(): Promise<void>;
+}
+
 /** A process whose calls wait for a slot leaves `slots/waiting-<pid>`, naming it and since when its oldest call waits. */
 const WAITING_PREFIX = 'waiting-';
 
-export interface SharedSlotsOptions {
+interface CommonOptions {
+  readonly warn: (message: string) => void;
+  readonly clock?: () => number;
+  readonly random?: () => number;
+}
+
+export interface FileSlotTableOptions {
   readonly telemetryDir: string;
   /** OLLAMA_MCP_SHARED_CONCURRENCY. */
   readonly limit: number;
@@ -58,65 +92,52 @@ export interface SharedSlotsOptions {
   readonly proc: ProcView;
   readonly warn: (message: string) => void;
   readonly clock?: () => number;
-  readonly random?: () => number;
 }
 
+/** The slots in the state dir (`telemetryDir`...), or any other table (`table`: team mode's Redis). */
+export type SharedSlotsOptions = (FileSlotTableOptions | { readonly table: SlotTable }) & CommonOptions;
+
 /**
- * At most `limit` model processes across every server process sharing the state dir
- * (OLLAMA_MCP_SHARED_CONCURRENCY). Slot `i` is the symlink `slots/<i>`, whose target is the
- * holder (pid, start time, host, boot, pid namespace, as JSON): creating a symlink is atomic and
- * fails when it exists, so a claim is one `symlink` call, a release one `unlink`, and a look at
- * the holder one `readlink`; no file content can be torn.
+ * At most `limit` model processes across every server process sharing the slot table
+ * (OLLAMA_MCP_SHARED_CONCURRENCY): the state dir's (FileSlotTable), or in team mode a Redis
+ * (RedisSlotTable), so the cap holds across machines.
  *
- * Waiting: FIFO within this process. Across processes, close to FIFO: a process whose calls wait
- * leaves `slots/waiting-<pid>` (its oldest call's wait start), and a process leaves a free slot to
- * another live one whose call has waited longer; a waiter polls (5 ms doubling to 100 ms,
- * jittered), so the order is by wait start, to within a poll, not exact. A slot whose holder is dead (the same liveness
- * test as the orphan sweep: its pid is free or names a process that started at another time) is
- * reclaimed; one held from another host or pid namespace is never judged from here.
- * Waiting ends on the caller's abort signal (cancel, timeout of a batch, shutdown).
+ * Waiting: FIFO within this process; each call of a process takes its turn in order, polling the
+ * table (5 ms doubling to 100 ms, jittered) and at once when a slot of this process is freed.
+ * Across processes the table may let an older waiter of another server go first (the file table
+ * does). Waiting ends on the caller's abort signal (cancel, timeout of a batch, shutdown).
  *
- * If the slots cannot be used at all (a read-only dir), runs go ahead uncapped across processes
- * (the in-process limit still holds) and stderr says so once; `lastError` keeps it for health.
+ * If the slots cannot be used (a read-only dir, Redis down), runs go ahead uncapped across
+ * processes (the in-process limit still holds) and stderr says so once; `lastError` keeps it for
+ * health. The cap holds again as soon as a claim works again.
  */
 export class SharedSlots {
-  readonly dir: string;
   readonly limit: number;
-  readonly #identity: SelfIdentity;
-  readonly #proc: ProcView;
+  readonly table: SlotTable;
   readonly #warn: (message: string) => void;
   readonly #clock: () => number;
   readonly #random: () => number;
   readonly #queue: Waiter[] = [];
-  readonly #held = new Set<string>();
-  readonly #holder: Omit<SlotHolder, 'at'>;
+  #held = 0;
   #timer: NodeJS.Timeout | undefined;
   #pollMs = FIRST_POLL_MS;
-  #lastReclaimCheck = -Infinity;
+  #polling = false;
+  #pollAgain = false;
   #lastError: string | null = null;
-  /** The `since` of the waiting mark written, null when none is. */
-  #markedSince: number | null = null;
 
   constructor(options: SharedSlotsOptions) {
-    this.dir = path.join(options.telemetryDir, SLOTS_DIR_NAME);
-    this.limit = options.limit;
-    this.#identity = options.identity;
-    this.#proc = options.proc;
     this.#warn = options.warn;
     this.#clock = options.clock ?? Date.now;
     this.#random = options.random ?? Math.random;
-    const { self, place } = options.identity;
-    this.#holder = { pid: self.pid, start: self.start, ...place };
-    try {
-      ensureDirSync(this.dir);
-    } catch (error) {
-      this.#fail(error);
-    }
-    // A server that exits (even by an uncaught error) frees its slots; a killed one's are reclaimed.
-    process.on('exit', () => {
-      for (const file of this.#held) unlinkQuietly(file);
-      if (this.#markedSince !== null) unlinkQuietly(path.join(this.dir, `${WAITING_PREFIX}${this.#holder.pid}`));
-    });
+    this.table =
+      'table' in options
+        ? options.table
+        : new FileSlotTable({
+            ...options,
+            clock: this.#clock,
+            onUnusable: (error) => this.#fail(error, path.join(options.telemetryDir, SLOTS_DIR_NAME), 'server processes'),
+          });
+    this.limit = this.table.limit;
   }
 
   /** Calls of this process waiting for a shared slot. */
@@ -126,7 +147,7 @@ export class SharedSlots {
 
   /** Slots this process holds. */
   get heldHere(): number {
-    return this.#held.size;
+    return this.#held;
   }
 
   /** Why the slots could not be used, if they could not (runs then go ahead uncapped across processes). */
@@ -137,17 +158,13 @@ export class SharedSlots {
   /** A place in line. `granted` rejects with SharedSlotAbortedError when `signal` aborts first. */
   request(signal?: AbortSignal): { granted: Promise<ReleaseSharedSlot>; position(): number } {
     if (signal?.aborted) return { granted: Promise.reject(new SharedSlotAbortedError()), position: () => 0 };
-    if (this.#queue.length === 0 && !this.#olderWaiterElsewhere(this.#clock())) {
-      const release = this.#claim();
-      if (release) return { granted: Promise.resolve(release), position: () => 0 };
-    }
     let waiter!: Waiter;
     const granted = new Promise<ReleaseSharedSlot>((resolve, reject) => {
       const onAbort = () => {
         const index = this.#queue.indexOf(waiter);
         if (index !== -1) this.#queue.splice(index, 1);
         if (this.#queue.length === 0) this.#stopPolling();
-        this.#markWaiting();
+        this.table.markWaiting(this.#queue[0]?.since ?? null);
         reject(new SharedSlotAbortedError());
       };
       waiter = {
@@ -160,60 +177,196 @@ export class SharedSlots {
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#queue.push(waiter);
     });
-    this.#markWaiting();
-    this.#schedulePoll();
+    // First in line: try at once (a free slot is taken without a timer); else wait for the poll.
+    if (this.#queue.length === 1) void this.#poll();
+    else this.#schedulePoll();
     return { granted, position: () => this.#queue.indexOf(waiter) + 1 };
   }
 
   /** Every slot held now, and who holds it. */
-  view(): SlotView[] {
-    return viewSlots(this.dir, this.limit, this.#identity.place, this.#proc, this.#held);
+  async view(): Promise<SlotView[]> {
+    return this.table.view();
   }
 
-  #slotFile(slot: number): string {
-    return slotFile(this.dir, slot);
-  }
-
-  /** Take a free slot, or null when all are taken. Uncapped (a no-op release) when slots cannot be made. */
-  #claim(): ReleaseSharedSlot | null {
-    const target = JSON.stringify({ ...this.#holder, at: this.#clock() } satisfies SlotHolder);
-    for (let slot = 0; slot < this.limit; slot += 1) {
-      const file = this.#slotFile(slot);
-      try {
-        symlinkSync(target, file);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
-        this.#fail(error);
-        return noop;
-      }
-      this.#held.add(file);
-      return this.#releaser(file);
+  /** Take a free slot (null when all are taken); a no-op release (uncapped) when the table cannot be used. */
+  async #claim(): Promise<ReleaseSharedSlot | null> {
+    let release: ReleaseSharedSlot | null;
+    try {
+      release = await this.table.claim();
+    } catch (error) {
+      this.#fail(error);
+      return noop;
     }
-    return null;
+    if (this.#lastError !== null) {
+      this.#lastError = null;
+      this.#warn(
+        `the shared concurrency slots at ${this.table.location} work again: the cap holds again (OLLAMA_MCP_SHARED_CONCURRENCY)`,
+      );
+    }
+    return release && this.#releaser(release);
   }
 
-  #releaser(file: string): ReleaseSharedSlot {
+  #releaser(release: ReleaseSharedSlot): ReleaseSharedSlot {
+    this.#held += 1;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.#held.delete(file);
-      unlinkQuietly(file);
+      this.#held -= 1;
+      release();
       if (this.#queue.length > 0) {
         this.#pollMs = FIRST_POLL_MS;
-        this.#poll();
+        void this.#poll();
       }
     };
   }
 
+  /** Serve the queue in order while slots are free; one pass at a time (a table may answer asynchronously). */
+  async #poll(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#polling) {
+      this.#pollAgain = true;
+      return;
+    }
+    this.#polling = true;
+    try {
+      do {
+        this.#pollAgain = false;
+        while (this.#queue.length > 0) {
+          // A call of another server that has waited longer goes first: leave the free slot to it.
+          if (this.table.olderWaiterElsewhere(this.#queue[0]!.since)) break;
+          let release = await this.#claim();
+          if (!release && (await this.table.reclaim()) > 0) release = await this.#claim();
+          if (!release) break;
+          const waiter = this.#queue.shift();
+          // Every waiter gave up while the claim was under way: the slot goes back.
+          if (!waiter) {
+            release();
+            break;
+          }
+          waiter.grant(release);
+        }
+      } while (this.#pollAgain && this.#queue.length > 0);
+    } catch (error) {
+      this.#warn(`the shared concurrency slots at ${this.table.location}: ${(error as Error).message}`);
+    } finally {
+      this.#polling = false;
+    }
+    this.table.markWaiting(this.#queue[0]?.since ?? null);
+    if (this.#queue.length > 0) this.#schedulePoll();
+    else this.#pollMs = FIRST_POLL_MS;
+  }
+
+  #schedulePoll(): void {
+    if (this.#timer || this.#polling) return;
+    const wait = this.#pollMs * (0.5 + this.#random());
+    this.#pollMs = Math.min(MAX_POLL_MS, this.#pollMs * 2);
+    this.#timer = setTimeout(() => void this.#poll(), wait);
+  }
+
+  #stopPolling(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#pollMs = FIRST_POLL_MS;
+  }
+
+  /** `location` and `sharedBy`: the table's (given while the table is being built). */
+  #fail(error: unknown, location = this.table.location, sharedBy = this.table.sharedBy): void {
+    const first = this.#lastError === null;
+    this.#lastError = `${location}: ${(error as Error).message}`;
+    if (first) {
+      this.#warn(
+        `the shared concurrency slots cannot be used (${this.#lastError}): runs go ahead without the cap across ${sharedBy} (OLLAMA_MCP_SHARED_CONCURRENCY) until they can; the in-process limit still holds`,
+      );
+    }
+  }
+}
+
+/**
+ * The slots of one machine: slot `i` is the symlink `slots/<i>` in the state dir, whose target is
+ * the holder (pid, start time, host, boot, pid namespace, as JSON): creating a symlink is atomic
+ * and fails when it exists, so a claim is one `symlink` call, a release one `unlink`, and a look
+ * at the holder one `readlink`; no file content can be torn.
+ *
+ * Across processes, close to FIFO: a process whose calls wait leaves `slots/waiting-<pid>` (its
+ * oldest call's wait start), and a process leaves a free slot to another live one whose call has
+ * waited longer, so the order is by wait start, to within a poll, not exact. A slot whose holder
+ * is dead (the same liveness test as the orphan sweep: its pid is free or names a process that
+ * started at another time) is reclaimed; one held from another host or pid namespace is never
+ * judged from here.
+ */
+export class FileSlotTable implements SlotTable {
+  readonly dir: string;
+  readonly limit: number;
+  readonly sharedBy = 'server processes';
+  readonly #identity: SelfIdentity;
+  readonly #proc: ProcView;
+  readonly #warn: (message: string) => void;
+  readonly #clock: () => number;
+  readonly #held = new Set<string>();
+  readonly #holder: Omit<SlotHolder, 'at'>;
+  #lastReclaimCheck = -Infinity;
+  /** The `since` of the waiting mark written, null when none is. */
+  #markedSince: number | null = null;
+
+  constructor(options: FileSlotTableOptions & { readonly onUnusable?: (error: unknown) => void }) {
+    this.dir = path.join(options.telemetryDir, SLOTS_DIR_NAME);
+    this.limit = options.limit;
+    this.#identity = options.identity;
+    this.#proc = options.proc;
+    this.#warn = options.warn;
+    this.#clock = options.clock ?? Date.now;
+    const { self, place } = options.identity;
+    this.#holder = { pid: self.pid, start: self.start, ...place };
+    try {
+      ensureDirSync(this.dir);
+    } catch (error) {
+      // Said at once (not only at the first claim); each claim tries again.
+      options.onUnusable?.(error);
+    }
+    // A server that exits (even by an uncaught error) frees its slots; a killed one's are reclaimed.
+    process.on('exit', () => {
+      for (const file of this.#held) unlinkQuietly(file);
+      if (this.#markedSince !== null) unlinkQuietly(path.join(this.dir, `${WAITING_PREFIX}${this.#holder.pid}`));
+    });
+  }
+
+  get location(): string {
+    return this.dir;
+  }
+
+  view(): SlotView[] {
+    return viewSlots(this.dir, this.limit, this.#identity.place, this.#proc, this.#held);
+  }
+
+  claim(): ReleaseSharedSlot | null {
+    const target = JSON.stringify({ ...this.#holder, at: this.#clock() } satisfies SlotHolder);
+    for (let slot = 0; slot < this.limit; slot += 1) {
+      const file = slotFile(this.dir, slot);
+      try {
+        symlinkSync(target, file);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+        throw error;
+      }
+      this.#held.add(file);
+      return () => {
+        if (!this.#held.delete(file)) return;
+        unlinkQuietly(file);
+      };
+    }
+    return null;
+  }
+
   /** Remove the slots of dead holders (at most once per RECLAIM_CHECK_MS). Returns how many. */
-  #reclaim(): number {
+  reclaim(): number {
     const now = this.#clock();
     if (now - this.#lastReclaimCheck < RECLAIM_CHECK_MS) return 0;
     this.#lastReclaimCheck = now;
     let freed = 0;
     for (let slot = 0; slot < this.limit; slot += 1) {
-      const file = this.#slotFile(slot);
+      const file = slotFile(this.dir, slot);
       if (this.#held.has(file)) continue;
       const holder = readHolder(file);
       if (holder === 'free') continue;
@@ -240,28 +393,11 @@ export class SharedSlots {
     return freed;
   }
 
-  #poll(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    while (this.#queue.length > 0) {
-      // A call of another server that has waited longer goes first: leave the free slot to it.
-      if (this.#olderWaiterElsewhere(this.#queue[0]!.since)) break;
-      let release = this.#claim();
-      if (!release && this.#reclaim() > 0) release = this.#claim();
-      if (!release) break;
-      this.#queue.shift()!.grant(release);
-    }
-    this.#markWaiting();
-    if (this.#queue.length > 0) this.#schedulePoll();
-    else this.#pollMs = FIRST_POLL_MS;
-  }
-
   /**
    * Keep `slots/waiting-<pid>` in step with this process's oldest waiting call (removed when none
    * waits), so other servers can let it go first. Only touched while calls wait.
    */
-  #markWaiting(): void {
-    const since = this.#queue[0]?.since ?? null;
+  markWaiting(since: number | null): void {
     if (since === this.#markedSince) return;
     const file = path.join(this.dir, `${WAITING_PREFIX}${this.#holder.pid}`);
     if (this.#markedSince !== null) unlinkQuietly(file);
@@ -276,7 +412,7 @@ export class SharedSlots {
   }
 
   /** Whether a live server (judged as for the slots) has a call waiting since before `since` (ties: the lower pid). */
-  #olderWaiterElsewhere(since: number): boolean {
+  olderWaiterElsewhere(since: number): boolean {
     let names: string[];
     try {
       names = readdirSync(this.dir);
@@ -295,29 +431,6 @@ export class SharedSlots {
       if (other.at < since || (other.at === since && other.pid < this.#holder.pid)) return true;
     }
     return false;
-  }
-
-  #schedulePoll(): void {
-    if (this.#timer) return;
-    const wait = this.#pollMs * (0.5 + this.#random());
-    this.#pollMs = Math.min(MAX_POLL_MS, this.#pollMs * 2);
-    this.#timer = setTimeout(() => this.#poll(), wait);
-  }
-
-  #stopPolling(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#pollMs = FIRST_POLL_MS;
-  }
-
-  #fail(error: unknown): void {
-    const first = this.#lastError === null;
-    this.#lastError = `${this.dir}: ${(error as Error).message}`;
-    if (first) {
-      this.#warn(
-        `the shared concurrency slots cannot be used (${this.#lastError}): runs go ahead without the cap across server processes (OLLAMA_MCP_SHARED_CONCURRENCY); the in-process limit still holds`,
-      );
-    }
   }
 }
 
@@ -344,11 +457,11 @@ export function viewSlots(
     const holder = readHolder(file);
     if (holder === 'free') continue;
     if (holder === null) {
-      views.push({ slot, pid: null, since: null, holder: 'unreadable' });
+      views.push({ slot, pid: null, host: null, since: null, holder: 'unreadable' });
       continue;
     }
     const state = heldHere.has(file) ? 'this_server' : livenessOf(holder, here, proc);
-    views.push({ slot, pid: holder.pid, since: new Date(holder.at).toISOString(), holder: state });
+    views.push({ slot, pid: holder.pid, host: holder.host, since: new Date(holder.at).toISOString(), holder: state });
   }
   return views;
 }
@@ -361,6 +474,11 @@ function readHolder(file: string): SlotHolder | 'free' | null {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'free' : null;
   }
+  return parseHolder(target);
+}
+
+/** A holder as written by a server (JSON), or null when it is not one. */
+export function parseHolder(target: string): SlotHolder | null {
   try {
     const value = JSON.parse(target) as Partial<SlotHolder> | null;
     if (

@@ -50,14 +50,14 @@ describe('SharedSlots', () => {
     expect(got).toBe(false);
     expect(b.waiting).toBe(1);
     expect(waiting.position()).toBe(1);
-    expect(b.view().map((s) => [s.slot, s.pid, s.holder])).toEqual([
+    expect((await b.view()).map((s) => [s.slot, s.pid, s.holder])).toEqual([
       [0, 100, 'alive'],
       [1, 100, 'alive'],
     ]);
     releaseA1();
     await vi.advanceTimersByTimeAsync(150); // the next poll (at most 100 ms, jittered)
     expect(got).toBe(true);
-    expect(b.view().map((s) => [s.slot, s.pid, s.holder])).toEqual([
+    expect((await b.view()).map((s) => [s.slot, s.pid, s.holder])).toEqual([
       [0, 200, 'this_server'],
       [1, 100, 'alive'],
     ]);
@@ -109,7 +109,7 @@ describe('SharedSlots', () => {
     const dead = JSON.stringify({ pid: 999, start: 5, ...HERE, at: 0 });
     rmSync(path.join(root, 'slots', '0'), { force: true });
     symlinkSync(dead, path.join(root, 'slots', '0'));
-    expect(a.view()).toEqual([{ slot: 0, pid: 999, since: new Date(0).toISOString(), holder: 'dead' }]);
+    expect(await a.view()).toEqual([{ slot: 0, pid: 999, host: 'box', since: new Date(0).toISOString(), holder: 'dead' }]);
     const release = await a.request().granted;
     expect(warnings).toEqual(['shared concurrency slot 0 was held by server pid 999, which is gone: reclaimed']);
     release();
@@ -127,7 +127,7 @@ describe('SharedSlots', () => {
     void waiting.granted.then(() => (got = true));
     await vi.advanceTimersByTimeAsync(3_000);
     expect(got).toBe(false);
-    expect(a.view().map((s) => s.holder)).toEqual(['alive', 'unknown']);
+    expect((await a.view()).map((s) => s.holder)).toEqual(['alive', 'unknown']);
   });
 
   it('when the slots cannot be made, runs go ahead uncapped and the cause is told once', async () => {
