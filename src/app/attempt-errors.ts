@@ -17,9 +17,15 @@ export function circuitOpenError(circuit: CircuitView): string {
   return `the model's circuit is open after ${circuit.consecutive_failures} failures in a row; it will accept a run again ${wait}`;
 }
 
-/** A call stopped while it waited (`waitingFor`): cancelled, or a batch job whose deadline passed. */
-export function stoppedWaitingError(late: boolean, waitingFor: string): string {
-  return late ? `the batch deadline passed while this job waited for ${waitingFor}` : `cancelled while waiting for ${waitingFor}`;
+/**
+ * A call stopped while it waited (`waitingFor`): cancelled, or its deadline passed: a batch's, or the
+ * call's own `deadline_ms` (`inBatch` false).
+ */
+export function stoppedWaitingError(late: boolean, waitingFor: string, inBatch = true): string {
+  if (!late) return `cancelled while waiting for ${waitingFor}`;
+  return inBatch
+    ? `the batch deadline passed while this job waited for ${waitingFor}`
+    : `the call's deadline_ms passed while it waited for ${waitingFor}`;
 }
 
 export function probeWaitTimedOutError(timeoutMs: number, circuit: CircuitView): string {

@@ -68,7 +68,11 @@ export class TurnScheduler {
       context.onPhase?.({ phase: 'finishing' });
       const late = context.deadlineAt !== undefined && clock() >= context.deadlineAt;
       const status = late ? 'not_started' : 'cancelled';
-      return end(status, stoppedWaitingError(late, waitingFor), await this.#deps.settle(call, status, transition));
+      return end(
+        status,
+        stoppedWaitingError(late, waitingFor, context.batchId !== undefined),
+        await this.#deps.settle(call, status, transition),
+      );
     };
 
     for (;;) {

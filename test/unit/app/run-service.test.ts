@@ -345,6 +345,22 @@ describe('RunService: the ways a call ends without running', () => {
     expect(s.spawned).toHaveLength(1);
   });
 
+  it("an ollama_run whose own deadline_ms passes while it is queued says so (not a batch's deadline)", async () => {
+    const s = service({ OLLAMA_MCP_CONCURRENCY: '1' });
+    s.hold(true);
+    const first = s.runs.run({ model: 'm', prompt: 'first' });
+    await vi.waitFor(() => expect(s.held).toHaveLength(1));
+    const queued = s.runs.run({ model: 'm', prompt: 'x', deadlineMs: 50 });
+    s.advance(50);
+    expect((await queued).metadata).toMatchObject({
+      status: 'not_started',
+      error: { message: "the call's deadline_ms passed while it waited for a concurrency slot" },
+    });
+    s.held[0]!({});
+    await first;
+    expect(s.spawned).toHaveLength(1);
+  });
+
   it('a ledger that can be neither written nor read does not stop the run, and the result says so', async () => {
     const s = service();
     const broken = () => Promise.reject(new Error('EIO: i/o error'));
