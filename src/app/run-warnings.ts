@@ -33,11 +33,11 @@ export function unsavedVerdict(input: {
   const warning: RunWarning = readable
     ? {
         kind: 'ledger_not_updated',
-        message: `the retry ledger could not be updated (${input.error}): this attempt is not counted for ${task} nor in the model's circuit; retry_count ${retryCount} is from the ledger as last saved and will not grow until it can be written again. Pass retry_count yourself meanwhile, and fix the telemetry dir (see ollama_health).`,
+        message: `the retry ledger could not be updated (${input.error}): this attempt is not counted for ${task} nor in the model's circuit; retry_count ${retryCount} is from the ledger as last saved and will not grow until it can be written again. Pass retry_count yourself meanwhile, and fix the state store: the telemetry dir, or Redis in team mode (ollama_health says which and why).`,
       }
     : {
         kind: 'ledger_unreadable',
-        message: `the retry ledger could not be read or updated (${input.error}): retry_count ${retryCount} is only what the call passed, and this attempt is not counted. Pass retry_count yourself meanwhile, and fix the telemetry dir (see ollama_health).`,
+        message: `the retry ledger could not be read or updated (${input.error}): retry_count ${retryCount} is only what the call passed, and this attempt is not counted. Pass retry_count yourself meanwhile, and fix the state store: the telemetry dir, or Redis in team mode (ollama_health says which and why).`,
       };
   return { retryCount, escalation, warning };
 }
