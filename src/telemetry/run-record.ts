@@ -1,5 +1,6 @@
 import type { CircuitName, CircuitTransition } from '../policy/breaker-state.js';
 import type { EscalationReason, RunStatus } from '../policy/run-status.js';
+import type { RunUsage } from '../ollama/verbose-stats.js';
 
 /**
  * Bumped when a field changes meaning or disappears, or when readers must know a field is always
@@ -11,14 +12,7 @@ export const RUN_RECORD_SCHEMA_VERSION = 2;
  * Token usage the CLI reported (`ollama run --verbose`), as in the result's `metadata.usage`;
  * every field `null` when it reported nothing (timeout, error, an old CLI, a refused call).
  */
-export interface RunRecordUsage {
-  readonly prompt_tokens: number | null;
-  readonly output_tokens: number | null;
-  readonly tokens_per_second: number | null;
-  readonly prompt_tokens_per_second: number | null;
-  readonly load_ms: number | null;
-  readonly total_ms: number | null;
-}
+export type RunRecordUsage = RunUsage;
 
 /**
  * One line of runs.jsonl: one `ollama_run` attempt, rejected ones included.

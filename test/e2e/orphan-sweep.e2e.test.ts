@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeSandbox, readRunTrace, SERVER_ENTRY, serverEnv, startServer, waitFor, type Sandbox } from './harness.js';
+import { isRunning } from '../helpers/proc-state.js';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -19,16 +20,6 @@ function rawServer(env: Record<string, string>) {
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
   const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
   return { child, send, exited };
-}
-
-/** Gone, or a zombie nobody has reaped yet (the orphan's new parent may be slow to reap it). */
-function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 function childRecords(sandbox: Sandbox): string[] {

@@ -21,6 +21,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { prng } from './seeded-random.js';
+import { NO_USAGE, type RunUsage } from '../../src/ollama/verbose-stats.js';
 
 export const DAY_START_MS = Date.parse('2026-11-22T08:00:00.000Z');
 export const DAY_END_MS = Date.parse('2026-11-22T18:00:00.000Z');
@@ -56,14 +57,7 @@ export const DAY_FACTS = {
   truncated: 3,
 } as const;
 
-interface Usage {
-  prompt_tokens: number | null;
-  output_tokens: number | null;
-  tokens_per_second: number | null;
-  prompt_tokens_per_second: number | null;
-  load_ms: number | null;
-  total_ms: number | null;
-}
+type Usage = RunUsage;
 
 interface RunSpec {
   tsMs: number;
@@ -85,14 +79,7 @@ interface RunSpec {
   v1?: boolean;
 }
 
-const NULL_USAGE: Usage = {
-  prompt_tokens: null,
-  output_tokens: null,
-  tokens_per_second: null,
-  prompt_tokens_per_second: null,
-  load_ms: null,
-  total_ms: null,
-};
+const NULL_USAGE: Usage = NO_USAGE;
 const CLOSED = { state: 'closed', consecutive_failures: 0, retry_after_seconds: null, transition: null };
 const ERRORS: Record<string, string> = {
   ollama_unreachable: "Error: could not connect to ollama server, run 'ollama serve' to start it",

@@ -1,16 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runModelProcess, type ModelProcessRequest } from '../../../src/ollama/model-process.js';
-
-/** Running (a zombie waiting to be reaped counts as gone). */
-function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
+import { isRunning } from '../../helpers/proc-state.js';
 
 /** A CLI that starts a grandchild and waits: `sh` prints the grandchild's pid. */
 function request(extra: Partial<ModelProcessRequest>): ModelProcessRequest {
