@@ -51,6 +51,15 @@ function service(env: Record<string, string> = {}) {
     /** Set a model's circuit as another server process sharing the state dir would. */
     setCircuit: (model: string, state: BreakerState) =>
       store.transact([], (data) => void (data.breakers[canonicalModelName(model)] = state)),
+    /** Model `m`'s circuit half open after 5 failures, its probe `runId` leased for `leaseMs` (another process's, say). */
+    probeInFlight: (runId: string, leaseMs: number) =>
+      store.transact([], (data) => {
+        data.breakers[canonicalModelName('m')] = {
+          state: 'half_open',
+          consecutiveFailures: 5,
+          probe: { runId, leaseUntil: now + leaseMs },
+        };
+      }),
     failNext: () => void (next = { exitCode: 1, stdout: '', stderrTail: 'Error: boom\n' }),
     succeedNext: () => void (next = {}),
   };
@@ -146,11 +155,7 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
 
   it('a cancelled waiter ends as cancelled at once, spawning nothing', async () => {
     const s = service();
-    await s.setCircuit('m', {
-      state: 'half_open',
-      consecutiveFailures: 5,
-      probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
-    });
+    await s.probeInFlight('elsewhere', 60_000);
     const cancel = new AbortController();
     const live = new LiveRun();
     const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'c' }, { ...live.listeners, signal: cancel.signal });
@@ -166,11 +171,7 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
 
   it('a batch job waiting for the probe ends as not_started at the batch deadline', async () => {
     const s = service();
-    await s.setCircuit('m', {
-      state: 'half_open',
-      consecutiveFailures: 5,
-      probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
-    });
+    await s.probeInFlight('elsewhere', 60_000);
     const live = new LiveRun();
     const call = s.runs.run({ model: 'm', prompt: 'x' }, { ...live.listeners, batchId: 'b', deadlineAt: s.now() + 300 });
     s.advance(300); // the deadline timer is real time; by the time it fires, the clock says it passed
@@ -185,11 +186,7 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
 
   it('a probe in another process: the waiter runs when that process closes the circuit', async () => {
     const s = service();
-    await s.setCircuit('m', {
-      state: 'half_open',
-      consecutiveFailures: 5,
-      probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
-    });
+    await s.probeInFlight('elsewhere', 60_000);
     const live = new LiveRun();
     const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'w' }, { ...live.listeners });
     await vi.waitFor(() => waiting(live));
@@ -200,11 +197,7 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
 
   it('a probe whose server died: once its lease expires the waiter becomes the probe and its success closes the circuit', async () => {
     const s = service();
-    await s.setCircuit('m', {
-      state: 'half_open',
-      consecutiveFailures: 5,
-      probe: { runId: 'dead', leaseUntil: s.now() + 10_000 },
-    });
+    await s.probeInFlight('dead', 10_000);
     const live = new LiveRun();
     const call = s.runs.run({ model: 'm', prompt: 'x' }, { ...live.listeners });
     await vi.waitFor(() => waiting(live));
@@ -216,11 +209,7 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
 
   it('a waiter whose own timeout runs out first gets circuit_open without escalating, and may retry', async () => {
     const s = service();
-    await s.setCircuit('m', {
-      state: 'half_open',
-      consecutiveFailures: 5,
-      probe: { runId: 'slow', leaseUntil: s.now() + 600_000 },
-    });
+    await s.probeInFlight('slow', 600_000);
     const live = new LiveRun();
     const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'patient', timeoutMs: 5_000 }, { ...live.listeners });
     await vi.waitFor(() => waiting(live));
@@ -262,11 +251,7 @@ describe('RunService: the circuit is checked again when a call leaves the queue'
     const waiter = s.runs.run({ model: 'm', prompt: 'waiter' }, { ...live.listeners });
     const other = s.runs.run({ model: 'n', prompt: 'other model' });
     // Meanwhile another process found the model failing and is probing it.
-    await s.setCircuit('m', {
-      state: 'half_open',
-      consecutiveFailures: 5,
-      probe: { runId: 'elsewhere', leaseUntil: s.now() + 60_000 },
-    });
+    await s.probeInFlight('elsewhere', 60_000);
     s.held[0]!({});
     await vi.waitFor(() => waiting(live));
     await vi.waitFor(() => expect(s.held).toHaveLength(2));
