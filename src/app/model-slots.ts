@@ -22,23 +22,7 @@ export class ModelSlots {
   request(modelKey: string, modelLimit: number | null, signal: AbortSignal | undefined): SlotRequest {
     const local = this.#local(modelKey, modelLimit, signal);
     const shared = this.#shared;
-    if (shared === null) return local;
-    let across: { position(): number } | null = null;
-    const granted = local.granted.then(async (releaseLocal) => {
-      const request = shared.request(signal);
-      across = request;
-      try {
-        const releaseShared = await request.granted;
-        return () => {
-          releaseShared();
-          releaseLocal();
-        };
-      } catch (error) {
-        releaseLocal();
-        throw error;
-      }
-    });
-    return { granted, position: () => local.position() + (across?.position() ?? 0) };
+    return shared === null ? local : oneThenAnother(local, () => shared.request(signal));
   }
 
   #local(modelKey: string, modelLimit: number | null, signal: AbortSignal | undefined): SlotRequest {
@@ -48,21 +32,29 @@ export class ModelSlots {
       limiter = new SlotLimiter(modelLimit);
       this.#perModel.set(modelKey, limiter);
     }
-    const model = limiter.request(signal);
-    let global: SlotRequest | null = null;
-    const granted = model.granted.then(async (releaseModel) => {
-      global = this.global.request(signal);
-      try {
-        const releaseGlobal = await global.granted;
-        return () => {
-          releaseGlobal();
-          releaseModel();
-        };
-      } catch (error) {
-        releaseModel();
-        throw error;
-      }
-    });
-    return { granted, position: () => model.position() + (global?.position() ?? 0) };
+    return oneThenAnother(limiter.request(signal), () => this.global.request(signal));
   }
+}
+
+/**
+ * `first`, then (once it is granted) the slot `takeSecond` asks for: granted when both are, released
+ * together; if the second is refused (aborted), the first is released. The position counts both lines.
+ */
+function oneThenAnother(first: SlotRequest, takeSecond: () => SlotRequest): SlotRequest {
+  let second: SlotRequest | null = null;
+  const granted = first.granted.then(async (releaseFirst) => {
+    const request = takeSecond();
+    second = request;
+    try {
+      const releaseSecond = await request.granted;
+      return () => {
+        releaseSecond();
+        releaseFirst();
+      };
+    } catch (error) {
+      releaseFirst();
+      throw error;
+    }
+  });
+  return { granted, position: () => first.position() + (second?.position() ?? 0) };
 }
