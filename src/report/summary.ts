@@ -68,7 +68,7 @@ const OTHER_STATUSES = '(other)';
 const OPENING_TRANSITIONS = new Set(['opened', 'reopened']);
 const STATUS_ORDER = new Map<string, number>(RUN_STATUSES.map((status, index) => [status, index]));
 /** The fields `onRecord` reads, the only ones parsed (reading another does not compile: add it here). */
-const SUMMARY_FIELDS = [
+export const SUMMARY_FIELDS = [
   'kind',
   'model',
   'status',

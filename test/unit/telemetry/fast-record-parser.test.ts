@@ -4,29 +4,11 @@ import { createRecordParser, type LineParser, type SelectedFields } from '../../
 import { parseLine, type JsonObject } from '../../../src/telemetry/jsonl-reader.js';
 import { RUN_RECORD_SCHEMA_VERSION, type ControlRecord, type RunRecord } from '../../../src/telemetry/run-record.js';
 import { sampleRecord } from './sample-record.js';
+import { SUMMARY_FIELDS } from '../../../src/report/summary.js';
 import { prng } from '../../helpers/seeded-random.js';
 
-// What the summary reads, plus nested and array values (circuit, warnings) to cover their building.
-const FIELDS = [
-  'kind',
-  'model',
-  'status',
-  'ts',
-  'task_id',
-  'escalate',
-  'circuit',
-  'duration_ms',
-  'queue_ms',
-  'escalation_reason',
-  'error',
-  'retry_count',
-  'warnings',
-  'exit_code',
-  'usage',
-  'chain_id',
-  'busy_try',
-  'will_retry',
-] as const;
+// What the summary reads (so the test follows it), plus a field it does not, to cover selecting among more.
+const FIELDS = [...SUMMARY_FIELDS, 'exit_code'] as const;
 type Parsed = SelectedFields<(typeof FIELDS)[number]>;
 
 /** Both paths on one line: the parser's answer, and `parseLine`'s (JSON.parse + the reader's checks). */
