@@ -60,22 +60,27 @@ export class AttentionTracker {
         const t = Number.isFinite(tsMs) ? tsMs : -Infinity;
         if (known === undefined || t >= known.tsMs) {
           const opened = c.transition === 'opened' || c.transition === 'reopened';
-          const next: CircuitNow = {
-            state: c.state,
-            tsMs: t,
-            openedMs: opened ? t : c.state === 'closed' ? NaN : (known?.openedMs ?? NaN),
-            failures: typeof c.consecutive_failures === 'number' ? c.consecutive_failures : 0,
-            retryAfterSeconds: typeof c.retry_after_seconds === 'number' ? c.retry_after_seconds : null,
-            // A rejection (circuit_open) says the circuit is open, not why: keep the failure that opened it.
-            lastError:
-              status === 'ok'
-                ? null
-                : status === 'circuit_open'
-                  ? (known?.lastError ?? error)
-                  : (error ?? known?.lastError ?? null),
-          };
-          if (known === undefined && this.#circuits.size >= 10_000) return;
-          this.#circuits.set(model, next);
+          const openedMs = opened ? t : c.state === 'closed' ? NaN : (known?.openedMs ?? NaN);
+          const failures = typeof c.consecutive_failures === 'number' ? c.consecutive_failures : 0;
+          const retryAfterSeconds = typeof c.retry_after_seconds === 'number' ? c.retry_after_seconds : null;
+          // A rejection (circuit_open) says the circuit is open, not why: keep the failure that opened it.
+          const lastError =
+            status === 'ok'
+              ? null
+              : status === 'circuit_open'
+                ? (known?.lastError ?? error)
+                : (error ?? known?.lastError ?? null);
+          if (known !== undefined) {
+            // Updated in place: every run line moves its model's circuit, and a new object per line adds up.
+            known.state = c.state;
+            known.tsMs = t;
+            known.openedMs = openedMs;
+            known.failures = failures;
+            known.retryAfterSeconds = retryAfterSeconds;
+            known.lastError = lastError;
+          } else if (this.#circuits.size < 10_000) {
+            this.#circuits.set(model, { state: c.state, tsMs: t, openedMs, failures, retryAfterSeconds, lastError });
+          }
         }
       }
     }
@@ -125,6 +130,7 @@ export class AttentionTracker {
   }
 
   #resolve(taskId: string, tsMs: number): void {
+    if (this.#tasks.size === 0 && this.#early === null) return; // nothing to resolve: most lines of a quiet day
     const entry = this.#tasks.get(taskId);
     if (entry !== undefined && !(tsMs < entry.tsMs)) this.#tasks.delete(taskId);
     if (this.#early !== null) {

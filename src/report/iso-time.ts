@@ -1,14 +1,26 @@
 /** Character codes of `YYYY-MM-DDTHH:MM:SS.sssZ`: digits are `0`, the rest must match exactly. */
 const TEMPLATE = '0000-00-00T00:00:00.000Z';
+/** `YYYY-MM-DDTHH:MM`: the part of a time that consecutive log lines share. */
+const MINUTE_LENGTH = 16;
+
+/** The minute of the last time read the long way, and its epoch milliseconds (lines come in time order). */
+let lastMinute = '';
+let lastMinuteMs = 0;
 
 /**
  * `Date.parse(text)`, with a fast path for the one form the server writes (`toISOString()`:
  * `2025-11-22T10:15:30.123Z`). Within it only dates that `Date.UTC` reads the same way are taken
  * (years 1000 to 9999, days up to 28, hours up to 23); anything else, including every other form
- * `Date.parse` accepts, goes to `Date.parse`. About ten times cheaper on a million lines.
+ * `Date.parse` accepts, goes to `Date.parse`. A time in the same minute as the previous one only has
+ * its seconds read (log lines come in time order: nearly every line). About ten times cheaper than
+ * `Date.parse` on a million lines.
  */
 export function parseIsoTime(text: string): number {
   if (text.length !== TEMPLATE.length) return Date.parse(text);
+  if (lastMinute !== '' && text.startsWith(lastMinute)) {
+    const ms = secondsAndMillis(text);
+    if (ms >= 0) return lastMinuteMs + ms;
+  }
   for (let i = 0; i < TEMPLATE.length; i++) {
     const c = text.charCodeAt(i);
     const t = TEMPLATE.charCodeAt(i);
@@ -19,10 +31,23 @@ export function parseIsoTime(text: string): number {
   const day = digits(text, 8, 2);
   const hour = digits(text, 11, 2);
   const minute = digits(text, 14, 2);
-  const second = digits(text, 17, 2);
-  if (year < 1000 || month < 1 || month > 12 || day < 1 || day > 28 || hour > 23 || minute > 59 || second > 59)
+  const ms = secondsAndMillis(text);
+  if (year < 1000 || month < 1 || month > 12 || day < 1 || day > 28 || hour > 23 || minute > 59 || ms < 0)
     return Date.parse(text);
-  return Date.UTC(year, month - 1, day, hour, minute, second, digits(text, 20, 3));
+  lastMinuteMs = Date.UTC(year, month - 1, day, hour, minute);
+  lastMinute = text.slice(0, MINUTE_LENGTH); // may keep one caller's string alive: one line at most
+  return lastMinuteMs + ms;
+}
+
+/** Milliseconds into the minute of `…:SS.sssZ` (seconds up to 59), or -1 when the tail is not that. */
+function secondsAndMillis(text: string): number {
+  for (let i = MINUTE_LENGTH; i < TEMPLATE.length; i++) {
+    const c = text.charCodeAt(i);
+    const t = TEMPLATE.charCodeAt(i);
+    if (t === 0x30 ? c < 0x30 || c > 0x39 : c !== t) return -1;
+  }
+  const second = digits(text, 17, 2);
+  return second > 59 ? -1 : second * 1000 + digits(text, 20, 3);
 }
 
 function digits(text: string, from: number, count: number): number {

@@ -8,8 +8,12 @@ import { parseLine, type JsonObject, type SkipReason } from './jsonl-reader.js';
  */
 export type SelectedFields<K extends string> = { readonly [P in K]?: unknown };
 
-/** Parses the bytes `start..end` (no `\n`) of one JSON line: the selected fields, or why it is skipped. */
-export type LineParser<R> = (bytes: Buffer, start: number, end: number) => R | SkipReason;
+/**
+ * Parses the bytes `start..end` (no `\n`) of one JSON line: the selected fields, or why it is skipped.
+ * A reader may also pass `text`, the same bytes read as latin1 (one character per byte) from
+ * `textStart` on, covering the line: a parser that reads text then needs no string per line.
+ */
+export type LineParser<R> = (bytes: Buffer, start: number, end: number, text?: string, textStart?: number) => R | SkipReason;
 
 /** The default parser: the whole object, through `parseLine`. */
 export function parseLineBytes(bytes: Buffer, start: number, end: number): JsonObject | SkipReason {
@@ -64,6 +68,8 @@ const MAX_EXACT_DIGITS = 15;
  * the bytes instead.
  */
 const MIN_SLICED_LENGTH = 13;
+/** Long strings remembered per value, so that a repeated one is not copied again. */
+const RECENT_COPIES = 4;
 
 /** Where one wanted value is in a template's match: group `str` (a string's contents) or `other` (any other value). */
 interface Capture {
@@ -72,13 +78,16 @@ interface Capture {
   readonly other: number;
   /** The reader does not keep this string: no copy needed. */
   readonly transient: boolean;
+  /** The last few long strings copied out for this value (a model name repeats line after line). */
+  readonly recent: string[];
 }
 
 /**
  * A wanted value: a top-level one, or a flat object (`usage`, `circuit`) whose key order is part of
  * the template, each of its values captured on its own (building it costs no `JSON.parse`).
  */
-type Wanted = Capture | { readonly name: string; readonly fields: readonly Capture[] };
+type Wanted =
+  Capture | { readonly name: string; readonly fields: readonly Capture[]; readonly shape: Readonly<Record<string, unknown>> };
 
 /** One key order: a regex matching exactly the lines with these keys, and where the wanted values are. */
 interface Template {
@@ -119,28 +128,52 @@ export function createRecordParser<K extends string>(
   const transientSet = new Set<string>(transient);
   const templates: Template[] = [];
   const objects = new Map<string, JsonObject>();
+  // Every fast-path record starts as a copy of this: one hidden class for all of them, so the
+  // reader's property loads stay monomorphic; a field the line lacks stays undefined.
+  const shape: Record<string, unknown> = {};
+  for (const name of fields) shape[name] = undefined;
   let compiled = 0;
 
-  function value(capture: Capture, match: RegExpExecArray, line: string, bytes: Buffer, base: number): unknown {
+  /** `line` holds the line from `lineAt` on; it is `bytes` read as latin1 from `textStart` on. */
+  function value(
+    capture: Capture,
+    match: RegExpExecArray,
+    line: string,
+    lineAt: number,
+    bytes: Buffer,
+    textStart: number,
+  ): unknown {
     const text = match[capture.str];
     if (text === undefined) return other(match[capture.other]!);
-    // A long substring would be a view keeping the whole line alive: copy it from the bytes,
-    // from any place the same text occurs (the string is ASCII: characters are bytes).
+    // A long substring would be a view keeping the whole text alive: copy it from the bytes,
+    // from any place the same text occurs in the line (it is ASCII: characters are bytes).
     if (text.length < MIN_SLICED_LENGTH || capture.transient) return text;
-    const at = line.indexOf(text);
-    return bytes.toString('latin1', base + at, base + at + text.length);
+    const recent = capture.recent;
+    for (let r = 0; r < recent.length; r++) if (recent[r] === text) return recent[r]!;
+    const at = textStart + line.indexOf(text, lineAt);
+    const copy = bytes.toString('latin1', at, at + text.length);
+    if (recent.length >= RECENT_COPIES) recent.pop();
+    recent.unshift(copy);
+    return copy;
   }
 
-  function build(template: Template, match: RegExpExecArray, line: string, bytes: Buffer, base: number): SelectedFields<K> {
-    const out: Record<string, unknown> = {};
+  function build(
+    template: Template,
+    match: RegExpExecArray,
+    line: string,
+    lineAt: number,
+    bytes: Buffer,
+    textStart: number,
+  ): SelectedFields<K> {
+    const out: Record<string, unknown> = { ...shape };
     const wanted = template.wanted;
     for (let k = 0; k < wanted.length; k++) {
       const w = wanted[k]!;
       if ('fields' in w) {
-        const nested: Record<string, unknown> = {};
-        for (const f of w.fields) nested[f.name] = value(f, match, line, bytes, base);
+        const nested: Record<string, unknown> = { ...w.shape };
+        for (const f of w.fields) nested[f.name] = value(f, match, line, lineAt, bytes, textStart);
         out[w.name] = nested;
-      } else out[w.name] = value(w, match, line, bytes, base);
+      } else out[w.name] = value(w, match, line, lineAt, bytes, textStart);
     }
     return out as SelectedFields<K>;
   }
@@ -173,7 +206,7 @@ export function createRecordParser<K extends string>(
     const capture = (name: string, other: string, topLevel: boolean): [Capture, string] => {
       group += 2;
       return [
-        { name, str: group - 1, other: group, transient: topLevel && transientSet.has(name) },
+        { name, str: group - 1, other: group, transient: topLevel && transientSet.has(name), recent: [] },
         `(?:"(${STRING_BODY})"|(${other}))`,
       ];
     };
@@ -190,34 +223,44 @@ export function createRecordParser<K extends string>(
           fields.push(c);
           return `${keyLiteral(sub)}${pattern}`;
         });
-        captures.push({ name: key, fields });
+        captures.push({ name: key, fields, shape: Object.fromEntries(fields.map((f) => [f.name, undefined])) });
         return `${literal}\\{${inner.join(',')}\\}`;
       }
       const [c, pattern] = capture(key, other, true);
       captures.push(c);
       return `${literal}${pattern}`;
     });
-    const template: Template = { regex: new RegExp(`^\\{${parts.join(',')}\\}$`), wanted: captures };
+    // Sticky: matched where a line starts in a longer text; that the match ends where the line ends is checked.
+    const template: Template = { regex: new RegExp(`\\{${parts.join(',')}\\}`, 'y'), wanted: captures };
     // Only a template that takes the line it was learnt from is worth trying on the next ones.
-    if (!template.regex.test(line)) return;
+    template.regex.lastIndex = 0;
+    if (!template.regex.test(line) || template.regex.lastIndex !== line.length) return;
     templates.unshift(template);
     if (templates.length > MAX_TEMPLATES) templates.pop();
   }
 
-  return (bytes: Buffer, start: number, end: number): SelectedFields<K> | SkipReason => {
-    const line = bytes.toString('latin1', start, end);
+  return (bytes: Buffer, start: number, end: number, text?: string, textStart = 0): SelectedFields<K> | SkipReason => {
+    const line = text ?? bytes.toString('latin1', start, end);
+    const base = text === undefined ? start : textStart;
+    const lineAt = start - base;
+    const lineEnd = end - base;
     for (let t = 0; t < templates.length; t++) {
       const template = templates[t]!;
-      const match = template.regex.exec(line);
-      if (match === null) continue;
+      const regex = template.regex;
+      regex.lastIndex = lineAt;
+      const match = regex.exec(line);
+      if (match === null || regex.lastIndex !== lineEnd) continue;
       if (t > 0) {
         templates.splice(t, 1);
         templates.unshift(template);
       }
-      return build(template, match, line, bytes, start);
+      return build(template, match, line, lineAt, bytes, base);
     }
     const result = parseLine(bytes.toString('utf8', start, end));
-    if (typeof result !== 'string' && !NOT_PLAIN.test(line)) learn(result, line);
+    if (typeof result !== 'string') {
+      const own = text === undefined ? line : bytes.toString('latin1', start, end);
+      if (!NOT_PLAIN.test(own)) learn(result, own);
+    }
     // The whole object: it holds the selected fields, as JSON.parse gives them.
     return result as SelectedFields<K> | SkipReason;
   };
@@ -235,16 +278,34 @@ function isFlatObject(value: unknown): value is Record<string, unknown> {
   return Object.values(value).every((v) => v === null || typeof v !== 'object');
 }
 
-/** A JSON number's value: short integers by hand, the rest by `Number` (the conversion JSON.parse uses). */
+/** `10 ** k` for the fraction lengths the fast path divides by: every one exact in a double (k <= 22). */
+const POWERS_OF_TEN: number[] = [1];
+for (let k = 1; k <= MAX_EXACT_DIGITS; k++) POWERS_OF_TEN.push(POWERS_OF_TEN[k - 1]! * 10);
+
+/**
+ * A JSON number's value (the text already matched the grammar): integers and plain decimals of up
+ * to 15 significant digits by hand, the rest (longer, or with an exponent) by `Number`, the
+ * conversion JSON.parse uses. The hand path is exact: the digits make an integer below 2^53 and the
+ * power of ten is exact, so their quotient is the correctly rounded value, which is what `Number`
+ * gives for the text (Clinger's fast path).
+ */
 function number(raw: string): number {
   const negative = raw.charCodeAt(0) === 0x2d;
-  const digits = negative ? raw.length - 1 : raw.length;
-  if (digits > MAX_EXACT_DIGITS) return Number(raw);
   let n = 0;
+  let digits = 0;
+  let point = -1;
   for (let k = negative ? 1 : 0; k < raw.length; k++) {
-    const d = raw.charCodeAt(k) - 0x30;
-    if (d < 0 || d > 9) return Number(raw); // a fraction or an exponent
+    const c = raw.charCodeAt(k);
+    if (c === 0x2e) {
+      point = k;
+      continue;
+    }
+    const d = c - 0x30;
+    if (d < 0 || d > 9) return Number(raw); // an exponent
     n = n * 10 + d;
+    digits += 1;
   }
+  if (digits > MAX_EXACT_DIGITS) return Number(raw);
+  if (point !== -1) n /= POWERS_OF_TEN[raw.length - 1 - point]!;
   return negative ? -n : n;
 }

@@ -45,4 +45,18 @@ describe('parseIsoTime', () => {
     }
     for (const text of texts) expect(Object.is(parseIsoTime(text), Date.parse(text)), text).toBe(true);
   });
+
+  it('gives what Date.parse gives for runs of times in one minute (read from the remembered minute), bent tails included', () => {
+    const random = prng(9);
+    const texts: string[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      const minute = new Date(Math.floor(random() * 253_402_300_000_000)).toISOString().slice(0, 16);
+      for (let k = 0; k < 5; k++)
+        texts.push(`${minute}:${pad(Math.floor(random() * 60), 2)}.${pad(Math.floor(random() * 1000), 3)}Z`);
+      // The same minute with a tail that is not seconds and milliseconds, then a good one again.
+      const bad = [':60.000Z', ':5x.000Z', ':00.00xZ', ':00.000z', '-00.000Z', ':00,000Z'][Math.floor(random() * 6)]!;
+      texts.push(`${minute}${bad}`, `${minute}:59.999Z`);
+    }
+    for (const text of texts) expect(Object.is(parseIsoTime(text), Date.parse(text)), text).toBe(true);
+  });
 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { forEachJsonLine } from '../../../src/report/json-lines.js';
+import { createRecordParser } from '../../../src/telemetry/fast-record-parser.js';
 import { readJsonLines, type SkipReason } from '../../../src/telemetry/jsonl-reader.js';
 
 let dir: string;
@@ -65,6 +66,36 @@ describe('forEachJsonLine', () => {
     expect(ours.records.length).toBe(3001);
     expect(ours).toEqual(theirs);
     expect((ours.records[1500] as { text: string }).text.length).toBe(800_000);
+  });
+
+  it('gives a record parser the text around each line: the same records as JSON.parse, short, long (> 60 KiB) and split lines', async () => {
+    const lines = Array.from({ length: 6000 }, (_, i) =>
+      JSON.stringify({
+        v: 2,
+        ts: `2025-11-22T10:${String(i % 60).padStart(2, '0')}:00.000Z`,
+        model: `model-number-${i % 7}`,
+        i,
+        error: i % 997 === 0 ? 'x'.repeat(70_000 + i) : null,
+      }),
+    );
+    const file = join(dir, 'runs.jsonl');
+    await writeFile(file, `${lines.join('\n')}\n{"torn":`);
+    const parse = createRecordParser(['ts', 'model', 'i', 'error'] as const);
+    const got: unknown[] = [];
+    const skips: SkipReason[] = [];
+    await forEachJsonLine(
+      file,
+      (r) => got.push({ ts: r.ts, model: r.model, i: r.i, error: r.error }),
+      (s) => skips.push(s),
+      parse,
+    );
+    expect(got).toEqual(
+      lines.map((line) => {
+        const { ts, model, i, error } = JSON.parse(line) as Record<string, unknown>;
+        return { ts, model, i, error };
+      }),
+    );
+    expect(skips).toEqual(['invalid_json']);
   });
 
   it('reads a missing file as empty and rejects on a directory', async () => {

@@ -17,13 +17,21 @@ function run(parse: LineParser<Parsed>, line: string | Buffer): { got: Parsed | 
   // Inside a larger buffer, as the reader passes it.
   const padded = Buffer.concat([Buffer.from('{"x":1}\n'), bytes, Buffer.from('\n{"y":2}')]);
   const got = parse(padded, 8, 8 + bytes.length);
+  // The same line read from a text window around it, as forEachJsonLine passes it: the same answer.
+  const fromText = parse(padded, 8, 8 + bytes.length, padded.toString('latin1', 2), 2);
+  const plain = (r: Parsed | string): unknown => (typeof r === 'string' ? r : pick(r));
+  expect(same(plain(fromText), plain(got)), `from a text window: ${String(line)}`).toBe(true);
   return { got, want: parseLine(bytes.toString('utf8')) };
 }
 
-/** The selected fields of a JSON.parse result: own ones only, as `Object.hasOwn` sees them. */
+/**
+ * The selected fields of a record: own ones only, as `Object.hasOwn` sees them. A fast-path record
+ * has every selected field, `undefined` where the line lacks it (JSON.parse never makes `undefined`,
+ * so that reads as absent).
+ */
 function pick(record: JsonObject): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const field of FIELDS) if (Object.hasOwn(record, field)) out[field] = record[field];
+  for (const field of FIELDS) if (Object.hasOwn(record, field) && record[field] !== undefined) out[field] = record[field];
   return out;
 }
 
