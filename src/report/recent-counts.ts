@@ -51,23 +51,44 @@ export class RecentCounts {
 
   increment(key: string): void {
     const h = hash(key);
-    const t = this.#table;
-    const at = this.#find(key, h);
+    // One walk along the key's probe path finds it, or the first slot a new key may take.
+    let t = this.#table;
+    const oldest = this.#generation - 1;
+    let free = -1;
+    let at = h & this.#mask;
+    for (; ; at = (at + 1) & this.#mask) {
+      const length = t.lengths[at]!;
+      if (length === EMPTY) break;
+      if (length < 0 || t.stamps[at]! < oldest) {
+        if (free === -1) free = at;
+      } else if (length === key.length && t.hashes[at] === h && t.holds(at, key)) break;
+    }
     let count = 1;
-    if (at !== -1) {
+    if (t.lengths[at] !== EMPTY) {
       if (t.stamps[at] === this.#generation) {
         t.counts[at]! += 1;
         return;
       }
       count += t.counts[at]!; // old: moves to the young generation
       t.lengths[at] = REMOVED;
+      if (free === -1) free = at;
     }
     if (this.#youngSize >= this.#half) {
       this.#generation += 1; // the young generation becomes the old one; the old one is dropped
       this.#youngSize = 0;
     }
-    this.#insert(key, h, count);
     this.#youngSize += 1;
+    if (this.#used + 1 > (this.#mask + 1) * MAX_FILL || this.#charsUsed + key.length > this.#table.chars.length) {
+      this.#insert(key, h, count); // rebuilds first; the slots found above moved
+      return;
+    }
+    // The generation may just have moved on: a slot found free stays free, and the EMPTY one ends the path.
+    if (free === -1) {
+      free = at;
+      this.#used += 1;
+    }
+    t = this.#table;
+    this.#put(t, free, key, h, count);
   }
 
   /** The count of `key` (0 when unknown or forgotten), and forget it. */
@@ -101,16 +122,20 @@ export class RecentCounts {
       const length = t.lengths[at]!;
       if (length < 0 || t.stamps[at]! < oldest) {
         if (length === EMPTY) this.#used += 1;
-        for (let i = 0; i < key.length; i++) t.chars[this.#charsUsed + i] = key.charCodeAt(i);
-        t.offsets[at] = this.#charsUsed;
-        this.#charsUsed += key.length;
-        t.lengths[at] = key.length;
-        t.hashes[at] = h;
-        t.counts[at] = count;
-        t.stamps[at] = this.#generation;
+        this.#put(t, at, key, h, count);
         return;
       }
     }
+  }
+
+  #put(t: Table, at: number, key: string, h: number, count: number): void {
+    for (let i = 0; i < key.length; i++) t.chars[this.#charsUsed + i] = key.charCodeAt(i);
+    t.offsets[at] = this.#charsUsed;
+    this.#charsUsed += key.length;
+    t.lengths[at] = key.length;
+    t.hashes[at] = h;
+    t.counts[at] = count;
+    t.stamps[at] = this.#generation;
   }
 
   /**
