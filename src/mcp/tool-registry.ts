@@ -41,15 +41,10 @@ export type AnyToolDefinition = ToolDefinition<any, any>;
 /** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
 export function registerTools(server: Server, tools: readonly AnyToolDefinition[]): void {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const listing = tools.map((tool) => ({
-    name: tool.name,
-    title: tool.title,
-    description: tool.description,
-    inputSchema: jsonSchemaOf(tool.inputSchema, 'input'),
-    outputSchema: jsonSchemaOf(tool.outputSchema, 'output'),
-    annotations: tool.annotations,
-  }));
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing }));
+  // Built at the first `tools/list`, not at start-up: the JSON schemas take tens of ms, and the
+  // `initialize` reply, which a client waits on first, does not need them.
+  let listing: ReturnType<typeof listTools> | null = null;
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: (listing ??= listTools(tools)) }));
   // The SDK has already checked the request against CallToolRequestSchema; parsing it again with
   // that schema would copy `arguments` and drop an own `__proto__` key, which must instead be
   // refused like any other unknown argument. So `arguments` is taken as it came.
@@ -84,6 +79,17 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
       return { isError: true, content: [{ type: 'text', text: `Internal error in ${tool.name}: ${(error as Error).message}` }] };
     }
   });
+}
+
+function listTools(tools: readonly AnyToolDefinition[]) {
+  return tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: jsonSchemaOf(tool.inputSchema, 'input'),
+    outputSchema: jsonSchemaOf(tool.outputSchema, 'output'),
+    annotations: tool.annotations,
+  }));
 }
 
 /** `tools/call` with `arguments` left as the client sent it (the SDK validated it as an object already). */
