@@ -1,4 +1,6 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Config } from '../config/config.js';
 import { registerTools } from './tool-registry.js';
 import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
@@ -118,11 +120,21 @@ Every ollama_run / ollama_run_many result has metadata.escalate. When it is true
 Pass the same task_id on every retry of the same work so the server can count failures for you.
 Call ollama_health before delegating to see which models are installed and usable.`;
 
+/**
+ * The SDK's Ajv validator, made at its first use (only `elicitInput` uses it, which this server never
+ * calls): the SDK otherwise builds one per Server (about 10 ms, before the `initialize` reply, and
+ * again for every HTTP session). One per process.
+ */
+let ajv: AjvJsonSchemaValidator | null = null;
+const lazyJsonSchemaValidator: jsonSchemaValidator = {
+  getValidator: (schema) => (ajv ??= new AjvJsonSchemaValidator()).getValidator(schema),
+};
+
 /** An MCP server exposing the tools over one connection. */
 export function createMcpServer(app: App): Server {
   const server = new Server(
     { name: SERVER_NAME, version: SERVER_VERSION, title: 'Ollama runner' },
-    { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS },
+    { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: lazyJsonSchemaValidator },
   );
   const blockMode = app.config.escalationMode === 'block';
   const runs = async () => (await app.services()).runs;
