@@ -103,9 +103,17 @@ function describeTooDeep(path: readonly (string | number)[]): string {
   return `Invalid arguments: ${name}: nested deeper than ${MAX_ARGUMENT_DEPTH} levels of objects and arrays.`;
 }
 
-function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output') {
+type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
+
+/** By schema: every HTTP session has its own Server and tool list, but the tools share their schemas. */
+const jsonSchemas = { input: new WeakMap<z.ZodType, JsonSchemaObject>(), output: new WeakMap<z.ZodType, JsonSchemaObject>() };
+
+function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {
+  const known = jsonSchemas[io].get(schema);
+  if (known) return known;
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  return json as { type: 'object'; [key: string]: unknown };
+  jsonSchemas[io].set(schema, json as JsonSchemaObject);
+  return json as JsonSchemaObject;
 }
 
 /** One line per problem, each naming the argument, what is allowed and what was given. */
