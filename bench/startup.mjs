@@ -124,11 +124,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.join(BENCH_DIR, 's
     removeTempDir(dir);
   }
   const minimalP50 = summarize(results.minimal.map((r) => r.replyMs)).p50;
+  // Per round, over the minimal server started next to it: steadier than the ratio of medians on a busy machine.
+  const pairedRatio = (list) => summarize(list.map((r, i) => r.replyMs / results.minimal[i].replyMs)).p50;
   for (const [name, list] of Object.entries(results)) {
     const reply = summarize(list.map((r) => r.replyMs));
     const rss = summarize(list.map((r) => r.rss ?? NaN));
     console.log(
-      `${name.padEnd(8)} first reply p50 ${reply.p50.toFixed(1)} ms  p95 ${reply.p95.toFixed(1)} ms  ratio ${(reply.p50 / minimalP50).toFixed(3)}x  idle RSS p50 ${rss.p50.toFixed(1)} MB  (n=${list.length})`,
+      `${name.padEnd(8)} first reply p50 ${reply.p50.toFixed(1)} ms  p95 ${reply.p95.toFixed(1)} ms  ratio ${(reply.p50 / minimalP50).toFixed(3)}x (paired ${pairedRatio(list).toFixed(3)}x)  idle RSS p50 ${rss.p50.toFixed(1)} MB  (n=${list.length})`,
     );
   }
 }
