@@ -97,3 +97,40 @@ export async function measureStartup({ samples, fakeBin }) {
   const min = stats(results.minimal);
   return { samples, idleMs: IDLE_MS, ours, minimal: min, ratio: ours.reply.p50 / min.reply.p50 };
 }
+
+// Run on its own: `node bench/startup.mjs [starts=12] [--ab OTHER_ROOT]`. `--ab` alternates this build
+// with OTHER_ROOT/dist/cli.js (e.g. a copy of the base commit's dist/ with package.json beside it and
+// node_modules linked) and the minimal server, in one loop, so all three meet the same machine.
+if (process.argv[1] && path.resolve(process.argv[1]) === path.join(BENCH_DIR, 'startup.mjs')) {
+  const args = process.argv.slice(2);
+  const abIndex = args.indexOf('--ab');
+  const otherRoot = abIndex === -1 ? null : args.splice(abIndex, 2)[1];
+  const samples = Number(args[0] ?? 12);
+  const dir = makeTempDir('startup-ab');
+  const env = baseEnv({ OLLAMA_BIN: '/bin/false', OLLAMA_MCP_TELEMETRY_DIR: path.join(dir, 'telemetry') });
+  const entries = {
+    this: SERVER_ENTRY,
+    ...(otherRoot ? { other: path.resolve(otherRoot, 'dist/cli.js') } : {}),
+    minimal: path.join(BENCH_DIR, 'min-server.mjs'),
+  };
+  const results = Object.fromEntries(Object.keys(entries).map((name) => [name, []]));
+  try {
+    for (const entry of Object.values(entries)) await startOnce(entry, env); // warm-up, not recorded
+    for (let i = 0; i < samples; i += 1) {
+      const names = Object.keys(entries);
+      for (const name of i % 2 === 0 ? names : names.reverse()) results[name].push(await startOnce(entries[name], env));
+    }
+  } finally {
+    removeTempDir(dir);
+  }
+  const minimalP50 = summarize(results.minimal.map((r) => r.replyMs)).p50;
+  // Per round, over the minimal server started next to it: steadier than the ratio of medians on a busy machine.
+  const pairedRatio = (list) => summarize(list.map((r, i) => r.replyMs / results.minimal[i].replyMs)).p50;
+  for (const [name, list] of Object.entries(results)) {
+    const reply = summarize(list.map((r) => r.replyMs));
+    const rss = summarize(list.map((r) => r.rss ?? NaN));
+    console.log(
+      `${name.padEnd(8)} first reply p50 ${reply.p50.toFixed(1)} ms  p95 ${reply.p95.toFixed(1)} ms  ratio ${(reply.p50 / minimalP50).toFixed(3)}x (paired ${pairedRatio(list).toFixed(3)}x)  idle RSS p50 ${rss.p50.toFixed(1)} MB  (n=${list.length})`,
+    );
+  }
+}

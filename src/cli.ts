@@ -2,7 +2,6 @@
 import { isConfigError, loadConfig, telemetryDirFor, type Config } from './config/config.js';
 import { loadModelTiers } from './config/model-tiers.js';
 import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION, type App } from './mcp/server.js';
-import { isStateStoreError } from './store/state-store.js';
 import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './config/telemetry-dir.js';
 import { LineStdioTransport } from './transport/stdio-transport.js';
 import { DEFAULT_HTTP_PORT } from './config/ranges.js';
@@ -29,6 +28,9 @@ Data (runs.jsonl, the retry ledger, the circuits) goes to OLLAMA_MCP_TELEMETRY_D
 ~/.local/state/${SERVER_NAME} (\$XDG_STATE_HOME when set; ~/Library/Application Support on macOS,
 %LOCALAPPDATA% on Windows), or the repo's telemetry/ when run from a source checkout.
 Logs go to stderr; stdout carries only the MCP protocol.`;
+
+/** A stdio client writes `initialize` at spawn: its reply is long sent by then (see serveStdio). */
+const STARTED_BY_MS = 250;
 
 function warn(message: string): void {
   process.stderr.write(`${SERVER_NAME}: ${message}\n`);
@@ -95,8 +97,9 @@ async function main(argv: readonly string[]): Promise<number> {
       warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
       return 2;
     }
-    if (isStateStoreError(error)) {
-      warn(`cannot start: ${error.message}`);
+    const cannotStart = await stateStoreProblem(error);
+    if (cannotStart !== null) {
+      warn(cannotStart);
       return 1;
     }
     throw error;
@@ -119,17 +122,44 @@ function parseHttpArgs(args: readonly string[]): { host: string; port: number } 
   return { host, port };
 }
 
+/** `cannot start: ...` when the state cannot be used (StateStoreError), else null. */
+async function stateStoreProblem(error: unknown): Promise<string | null> {
+  // Loaded on this error path only: the store is not part of a stdio start.
+  const { isStateStoreError } = await import('./store/state-store.js');
+  return isStateStoreError(error) ? `cannot start: ${error.message}` : null;
+}
+
+/**
+ * Build the services once and start the orphan sweep; a state that cannot be used stops the
+ * server with one line (exit 1), as when it was opened before serving.
+ */
+function startServicesOnce(app: App): () => Promise<void> {
+  let starting: Promise<void> | null = null;
+  return () =>
+    (starting ??= app.services().then(
+      (services) => services.hygiene.start(), // ends the model processes of servers that were killed
+      async (error: unknown) => {
+        warn(
+          (await stateStoreProblem(error)) ?? `fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
+        process.exit(1);
+      },
+    ));
+}
+
 /** Stop serving, once: close the transport, stop every run, and wait until each is logged. */
 function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: string) => Promise<void> {
   let closing: Promise<void> | null = null;
   return (why) =>
     (closing ??= (async () => {
-      if (app.runs.inFlight > 0) warn(`${why}: stopping ${app.runs.inFlight} run(s) and exiting`);
+      const services = await app.servicesStarted;
+      if (services && services.runs.inFlight > 0) warn(`${why}: stopping ${services.runs.inFlight} run(s) and exiting`);
       await closeTransport();
-      app.runs.abortAll();
-      await app.runs.drain();
-      await app.hygiene.stop();
-      await app.log.idle();
+      if (!services) return;
+      services.runs.abortAll();
+      await services.runs.drain();
+      await services.hygiene.stop();
+      await services.log.idle();
     })());
 }
 
@@ -138,7 +168,7 @@ type HttpModule = typeof import('./transport/http/server.js');
 /** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
 async function serveHttp(config: Config, httpModule: HttpModule, host: string, port: number): Promise<void> {
   const app = await createApp(config, warn);
-  app.hygiene.start(); // ends the model processes of servers that were killed
+  (await app.services()).hygiene.start(); // ends the model processes of servers that were killed
   const server = await httpModule.startHttpServer({
     app,
     createServer: createMcpServer,
@@ -155,7 +185,6 @@ async function serveHttp(config: Config, httpModule: HttpModule, host: string, p
 
 async function serveStdio(config: Config): Promise<void> {
   const app = await createApp(config, warn);
-  app.hygiene.start(); // ends the model processes of servers that were killed
   const server = createMcpServer(app);
   // Refuses oversized and invalid messages with a JSON-RPC error and keeps reading.
   const transport = new LineStdioTransport({ log: warn });
@@ -166,8 +195,13 @@ async function serveStdio(config: Config): Promise<void> {
   // Closing the connection aborts every in-flight request's signal: each run kills its
   // model process (SIGTERM, then SIGKILL after the grace) and is logged as cancelled.
   const stop = shutdownOnce(app, () => server.close().catch(() => {}));
-  const shutdown = (why: string): Promise<void> => {
+  // The services (state store, run log, run service, orphan sweep) start after the `initialize`
+  // reply, which needs none of them: when the client confirms it (`notifications/initialized`), at
+  // the latest STARTED_BY_MS after connecting, or at the first call or shutdown if sooner.
+  const startServices = startServicesOnce(app);
+  const shutdown = async (why: string): Promise<void> => {
     stopping = true; // set before server.close(), whose onclose runs synchronously
+    await startServices(); // a state that cannot be used still stops the start with its one line
     return stop(why);
   };
   const exitAfter = (why: string, code: number) => () => {
@@ -185,7 +219,27 @@ async function serveStdio(config: Config): Promise<void> {
     exitAfter('connection lost', 1)();
   };
 
+  const announceReady = announceOnce(config);
+  // A person at a terminal gets the banner at once; a pipe's one line waits for the services, so a
+  // state that cannot be used stops the start with only its own line.
+  if (process.stdin.isTTY) announceReady();
+  const ready = () => void startServices().then(announceReady);
+  server.oninitialized = () => setImmediate(ready);
+  setTimeout(ready, STARTED_BY_MS).unref();
   await server.connect(transport);
+}
+
+/** Once the services started: says on stderr (stdout is the protocol) that it serves, and where the data goes. */
+function announceOnce(config: Config): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    announce(config);
+  };
+}
+
+function announce(config: Config): void {
   if (process.stdin.isTTY) {
     process.stderr.write(
       [

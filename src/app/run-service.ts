@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { AttemptLedger } from './attempt-ledger.js';
 import { NOT_STARTED_ERROR, notInstalledError } from './attempt-errors.js';
 import { ModelSlots } from './model-slots.js';
@@ -82,6 +83,7 @@ export class RunService {
   constructor(deps: RunServiceDeps) {
     const config = deps.config;
     this.#config = config;
+    setMaxListeners(0, this.#shutdown.signal); // one listener per call in flight, hundreds when many are queued
     this.#log = deps.log;
     this.#clock = deps.clock ?? Date.now;
     this.#spawn = deps.spawn ?? runModelProcess;
@@ -140,8 +142,9 @@ export class RunService {
   }
 
   run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
-    const signal = context.signal ? AbortSignal.any([context.signal, this.#shutdown.signal]) : this.#shutdown.signal;
-    return this.#track(runCall(this.#calls, request, { ...context, signal }));
+    if (!context.signal) return this.#track(runCall(this.#calls, request, { ...context, signal: this.#shutdown.signal }));
+    const { signal, unlink } = eitherAborts(context.signal, this.#shutdown.signal);
+    return this.#track(runCall(this.#calls, request, { ...context, signal }).finally(unlink));
   }
 
   /** An attempt refused before anything ran because its arguments were invalid: logged, never spawned. */
@@ -319,6 +322,28 @@ export class RunService {
 }
 
 function noop(): void {}
+
+/**
+ * A signal that aborts when either does (with that one's reason), and `unlink` to drop its
+ * listeners once the call is over. `AbortSignal.any` does the same with weak references and a
+ * finalizer per call: measurably more CPU on every run.
+ */
+function eitherAborts(a: AbortSignal, b: AbortSignal): { signal: AbortSignal; unlink: () => void } {
+  if (a.aborted) return { signal: a, unlink: noop };
+  if (b.aborted) return { signal: b, unlink: noop };
+  const controller = new AbortController();
+  const onA = () => controller.abort(a.reason);
+  const onB = () => controller.abort(b.reason);
+  a.addEventListener('abort', onA, { once: true });
+  b.addEventListener('abort', onB, { once: true });
+  return {
+    signal: controller.signal,
+    unlink: () => {
+      a.removeEventListener('abort', onA);
+      b.removeEventListener('abort', onB);
+    },
+  };
+}
 
 /** What an attempt's line and metadata say of its place in the call. */
 function stepFacts(step: CallStep, status: RunStatus): StepFacts {

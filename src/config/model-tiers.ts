@@ -55,42 +55,55 @@ export interface ModelTiers {
 type SettingKey = keyof typeof SETTING_RANGES;
 const SETTING_KEYS = Object.keys(SETTING_RANGES) as SettingKey[];
 
-const setting = (key: SettingKey) => z.int().min(SETTING_RANGES[key].min).max(SETTING_RANGES[key].max).optional();
-const settingsShape = {
-  timeout_ms: setting('timeout_ms'),
-  max_retries: setting('max_retries'),
-  breaker_threshold: setting('breaker_threshold'),
-  breaker_cooldown_ms: setting('breaker_cooldown_ms'),
-  concurrency: setting('concurrency'),
-};
-const settingsSchema = z.strictObject(settingsShape);
-const ruleSchema = z.strictObject({
-  match: z.string(),
-  tier: z.string().optional(),
-  ...settingsShape,
-  fallback: z.array(z.string()).max(MAX_FALLBACK_MODELS).optional(),
-});
-
 const ROOT_KEYS = ['defaults', 'tiers', 'models'] as const;
 const RULE_KEYS = ['match', 'tier', ...SETTING_KEYS, 'fallback'] as const;
 const TIER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 const TIER_NAME_MAX_LENGTH = 64;
 const MATCH_PATTERN = /^[A-Za-z0-9._\-/:*?]+$/;
 
-/** The tiers file. Every key is optional; unknown keys are errors. Cross-checks (tier names, rule reachability) included. */
-export const tiersFileSchema = z
-  .strictObject({
-    defaults: settingsSchema.optional(),
-    tiers: z.record(z.string(), settingsSchema).optional(),
-    models: z.array(ruleSchema).optional(),
-  })
-  .superRefine((file, ctx) => {
-    for (const issue of crossCheck(file)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+/**
+ * The tiers file's schemas, made on first use: a server without a tiers file never needs them, and
+ * building them costs milliseconds of a start-up that a client waits on.
+ */
+function tiersSchemas() {
+  const setting = (key: SettingKey) => z.int().min(SETTING_RANGES[key].min).max(SETTING_RANGES[key].max).optional();
+  const settingsShape = {
+    timeout_ms: setting('timeout_ms'),
+    max_retries: setting('max_retries'),
+    breaker_threshold: setting('breaker_threshold'),
+    breaker_cooldown_ms: setting('breaker_cooldown_ms'),
+    concurrency: setting('concurrency'),
+  };
+  const settings = z.strictObject(settingsShape);
+  const rule = z.strictObject({
+    match: z.string(),
+    tier: z.string().optional(),
+    ...settingsShape,
+    fallback: z.array(z.string()).max(MAX_FALLBACK_MODELS).optional(),
   });
+  const file = z
+    .strictObject({
+      defaults: settings.optional(),
+      tiers: z.record(z.string(), settings).optional(),
+      models: z.array(rule).optional(),
+    })
+    .superRefine((value, ctx) => {
+      for (const issue of crossCheck(value)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+    });
+  return { settings, rule, file };
+}
 
-export type TiersFile = z.infer<typeof tiersFileSchema>;
-type Settings = z.infer<typeof settingsSchema>;
-type Rule = z.infer<typeof ruleSchema>;
+type TiersSchemas = ReturnType<typeof tiersSchemas>;
+let schemas: TiersSchemas | null = null;
+
+/** The tiers file. Every key is optional; unknown keys are errors. Cross-checks (tier names, rule reachability) included. */
+export function tiersFileSchema(): TiersSchemas['file'] {
+  return (schemas ??= tiersSchemas()).file;
+}
+
+export type TiersFile = z.infer<TiersSchemas['file']>;
+type Settings = z.infer<TiersSchemas['settings']>;
+type Rule = z.infer<TiersSchemas['rule']>;
 
 /** The example from the README; valid. */
 export const EXAMPLE_TIERS_JSON = `{
@@ -336,7 +349,7 @@ function overlay(settings: ModelSettings, layer: Settings | undefined): ModelSet
 
 /** Validate a parsed JSON value. Throws ConfigError: `OLLAMA_MCP_CONFIG (<path>): <key path> <problem>[; ...]`. */
 export function parseTiersFile(raw: unknown, filePath: string | null): TiersFile {
-  const result = tiersFileSchema.safeParse(raw);
+  const result = tiersFileSchema().safeParse(raw);
   if (result.success) return result.data;
   const seen = new Set<string>();
   const messages: string[] = [];

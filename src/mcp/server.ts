@@ -1,14 +1,14 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Config } from '../config/config.js';
 import { registerTools } from './tool-registry.js';
 import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
-import { RunService } from '../app/run-service.js';
-import { ProcessHygiene, teamConnectionOf } from '../app/process-hygiene.js';
-import { runModelProcess } from '../ollama/model-process.js';
-import { openStateBackend, type StateBackend } from '../store/state-backend.js';
-import { RunLog } from '../telemetry/run-log.js';
-import { cliEnvironment } from '../ollama/child-env.js';
-import { InstalledModels } from '../ollama/installed-models.js';
+import type { RunService } from '../app/run-service.js';
+import type { ProcessHygiene } from '../app/process-hygiene.js';
+import type { StateBackend } from '../store/state-backend.js';
+import type { RunLog } from '../telemetry/run-log.js';
+import type { InstalledModels } from '../ollama/installed-models.js';
 import type { ControlEvent, ControlLogger } from '../tools/control-log.js';
 import { ollamaHealthTool } from '../tools/ollama-health.js';
 import { ollamaResetTool } from '../tools/ollama-reset.js';
@@ -27,21 +27,66 @@ export const SERVER_VERSION = packageJson.version;
 export interface App {
   readonly config: Config;
   readonly tiers: ModelTiers;
+  /**
+   * The state store, the run log, the run service and the process hygiene, built once on the first
+   * call: a stdio start answers `initialize` before loading them (the CLI starts them right after).
+   * Rejects with a StateStoreError when the state cannot be used.
+   */
+  services(): Promise<AppServices>;
+  /** The services if building them has begun, else null (shutdown has nothing of them to stop). */
+  readonly servicesStarted: Promise<AppServices> | null;
+  readonly logControl: ControlLogger;
+}
+
+/** The parts of the App that load and open things: what the first call needs. */
+export interface AppServices {
   readonly store: StateBackend;
   readonly log: RunLog;
   readonly runs: RunService;
   readonly installedModels: InstalledModels;
-  readonly logControl: ControlLogger;
   /** Child records, the orphan sweep and the shared cap: `start()` after start-up, `stop()` at shutdown. */
   readonly hygiene: ProcessHygiene;
 }
 
 /**
- * Build the shared parts. Throws ConfigError when OLLAMA_MCP_CONFIG (the tier file) is invalid,
- * so start-up stops with the path and the offending key.
+ * The start-up checks (the tier file), with the services left to the first call. Throws
+ * ConfigError when OLLAMA_MCP_CONFIG (the tier file) is invalid, so start-up stops with the path
+ * and the offending key.
  */
 export async function createApp(config: Config, warn: (message: string) => void): Promise<App> {
   const tiers = await loadModelTiers(config);
+  let started: Promise<AppServices> | null = null;
+  const services = () => (started ??= buildServices(config, tiers, warn));
+  return {
+    config,
+    tiers,
+    services,
+    get servicesStarted() {
+      return started;
+    },
+    logControl: async (event: ControlEvent) => (await services()).log.recordControl(event),
+  };
+}
+
+async function buildServices(config: Config, tiers: ModelTiers, warn: (message: string) => void): Promise<AppServices> {
+  // Loaded here, not at start: a stdio client waits for `initialize`, which needs none of this.
+  const [
+    { RunService },
+    { ProcessHygiene, teamConnectionOf },
+    { runModelProcess },
+    { openStateBackend },
+    { RunLog },
+    { cliEnvironment },
+    { InstalledModels },
+  ] = await Promise.all([
+    import('../app/run-service.js'),
+    import('../app/process-hygiene.js'),
+    import('../ollama/model-process.js'),
+    import('../store/state-backend.js'),
+    import('../telemetry/run-log.js'),
+    import('../ollama/child-env.js'),
+    import('../ollama/installed-models.js'),
+  ]);
   const store = await openStateBackend(config, warn);
   const log = new RunLog(config.telemetryDir, {
     logContent: config.logContent,
@@ -67,8 +112,7 @@ export async function createApp(config: Config, warn: (message: string) => void)
     settingsFor: (model) => tiers.settingsFor(model),
     ...(config.preflight ? { preflight: (model: string) => installedModels.check(model) } : {}),
   });
-  const logControl = async (event: ControlEvent) => log.recordControl(event);
-  return { config, tiers, store, log, runs, installedModels, logControl, hygiene };
+  return { store, log, runs, installedModels, hygiene };
 }
 
 const INSTRUCTIONS = `This server runs tasks on local Ollama models.
@@ -76,26 +120,35 @@ Every ollama_run / ollama_run_many result has metadata.escalate. When it is true
 Pass the same task_id on every retry of the same work so the server can count failures for you.
 Call ollama_health before delegating to see which models are installed and usable.`;
 
+/**
+ * The SDK's Ajv validator, made at its first use (only `elicitInput` uses it, which this server never
+ * calls): the SDK otherwise builds one per Server (about 10 ms, before the `initialize` reply, and
+ * again for every HTTP session). One per process.
+ */
+let ajv: AjvJsonSchemaValidator | null = null;
+const lazyJsonSchemaValidator: jsonSchemaValidator = {
+  getValidator: (schema) => (ajv ??= new AjvJsonSchemaValidator()).getValidator(schema),
+};
+
 /** An MCP server exposing the tools over one connection. */
 export function createMcpServer(app: App): Server {
   const server = new Server(
     { name: SERVER_NAME, version: SERVER_VERSION, title: 'Ollama runner' },
-    { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS },
+    { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: lazyJsonSchemaValidator },
   );
   const blockMode = app.config.escalationMode === 'block';
+  const runs = async () => (await app.services()).runs;
+  const store = async () => (await app.services()).store;
   registerTools(server, [
-    ollamaRunTool(app.runs, app.config),
-    ollamaRunManyTool(app.runs, app.config),
-    ollamaHealthTool({
-      config: app.config,
-      store: app.store,
-      runs: app.runs,
-      installedModels: app.installedModels,
-      processes: () => app.hygiene.status(),
+    ollamaRunTool(runs, app.config),
+    ollamaRunManyTool(runs, app.config),
+    ollamaHealthTool(async () => {
+      const { store, runs, installedModels, hygiene } = await app.services();
+      return { config: app.config, store, runs, installedModels, processes: () => hygiene.status() };
     }),
-    ollamaTaskStatusTool({ store: app.store, blockMode, logControl: app.logControl }),
+    ollamaTaskStatusTool({ store, blockMode, logControl: app.logControl }),
     ollamaResetTool({
-      store: app.store,
+      store,
       blockMode,
       settingsFor: (model) => app.tiers.settingsFor(model),
       logControl: app.logControl,

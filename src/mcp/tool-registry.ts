@@ -41,15 +41,10 @@ export type AnyToolDefinition = ToolDefinition<any, any>;
 /** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
 export function registerTools(server: Server, tools: readonly AnyToolDefinition[]): void {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const listing = tools.map((tool) => ({
-    name: tool.name,
-    title: tool.title,
-    description: tool.description,
-    inputSchema: jsonSchemaOf(tool.inputSchema, 'input'),
-    outputSchema: jsonSchemaOf(tool.outputSchema, 'output'),
-    annotations: tool.annotations,
-  }));
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing }));
+  // Built at the first `tools/list`, not at start-up: the JSON schemas take tens of ms, and the
+  // `initialize` reply, which a client waits on first, does not need them.
+  let listing: ReturnType<typeof listTools> | null = null;
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: (listing ??= listTools(tools)) }));
   // The SDK has already checked the request against CallToolRequestSchema; parsing it again with
   // that schema would copy `arguments` and drop an own `__proto__` key, which must instead be
   // refused like any other unknown argument. So `arguments` is taken as it came.
@@ -86,6 +81,17 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
   });
 }
 
+function listTools(tools: readonly AnyToolDefinition[]) {
+  return tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: jsonSchemaOf(tool.inputSchema, 'input'),
+    outputSchema: jsonSchemaOf(tool.outputSchema, 'output'),
+    annotations: tool.annotations,
+  }));
+}
+
 /** `tools/call` with `arguments` left as the client sent it (the SDK validated it as an object already). */
 const CallToolRequestAsSent = z.object({
   method: z.literal('tools/call'),
@@ -97,9 +103,17 @@ function describeTooDeep(path: readonly (string | number)[]): string {
   return `Invalid arguments: ${name}: nested deeper than ${MAX_ARGUMENT_DEPTH} levels of objects and arrays.`;
 }
 
-function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output') {
+type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
+
+/** By schema: every HTTP session has its own Server and tool list, but the tools share their schemas. */
+const jsonSchemas = { input: new WeakMap<z.ZodType, JsonSchemaObject>(), output: new WeakMap<z.ZodType, JsonSchemaObject>() };
+
+function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {
+  const known = jsonSchemas[io].get(schema);
+  if (known) return known;
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  return json as { type: 'object'; [key: string]: unknown };
+  jsonSchemas[io].set(schema, json as JsonSchemaObject);
+  return json as JsonSchemaObject;
 }
 
 /** One line per problem, each naming the argument, what is allowed and what was given. */

@@ -71,8 +71,9 @@ export class RunLog {
    */
   record(rec: RunRecord): Promise<void> {
     if (this.#logContent) return this.#appender.append(rec);
-    const { prompt: _prompt, output: _output, ...rest } = rec;
-    return this.#appender.append(rest);
+    // Undefined keys are left out of the line; a copy with them unset costs a fraction of a rest
+    // destructuring, which V8 does key by key.
+    return this.#appender.append({ ...rec, prompt: undefined, output: undefined });
   }
 
   /** Appends a control action (a reset, a status look-up) beside the runs. Never rejects. */

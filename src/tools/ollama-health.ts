@@ -1,12 +1,13 @@
 import * as z from 'zod';
-import { collectHealth, healthReportSchema, type HealthDeps, type HealthReport } from '../health/collect-health.js';
-import { renderHealth } from '../health/render-health.js';
+import type { HealthDeps } from '../health/collect-health.js';
+import { healthReportSchema, type HealthReport } from '../health/health-report-schema.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 
 export const ollamaHealthInputSchema = z.strictObject({});
 
 /** `ollama_health`: a read-only check of everything `ollama_run` needs. It never starts a model. */
-export function ollamaHealthTool(deps: HealthDeps): AnyToolDefinition {
+/** `deps`: what the check reads, built on the first call (see App.services). */
+export function ollamaHealthTool(deps: () => Promise<HealthDeps>): AnyToolDefinition {
   return {
     name: 'ollama_health',
     title: 'Check Ollama and the models',
@@ -22,16 +23,24 @@ export function ollamaHealthTool(deps: HealthDeps): AnyToolDefinition {
     outputSchema: healthReportSchema,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async handle() {
-      return present(await collectHealth(deps), false);
+      return present(await check(), false);
     },
     async onInvalidInput(problem) {
-      const report = await collectHealth(deps);
+      const report = await check();
       const callProblem = `this call was invalid and its arguments were ignored (ollama_health takes no arguments): ${problem}`;
       return present({ ...report, problems: [callProblem, ...report.problems] }, true);
     },
   };
+
+  async function check(): Promise<HealthReport> {
+    // Loaded on the first call: the check (CLI probes, the state backend) is no part of the start-up.
+    const { collectHealth } = await import('../health/collect-health.js');
+    return collectHealth(await deps());
+  }
 }
 
-function present(report: HealthReport, isError: boolean): ToolOutcome<HealthReport> {
+async function present(report: HealthReport, isError: boolean): Promise<ToolOutcome<HealthReport>> {
+  // Loaded with the check, on the first call.
+  const { renderHealth } = await import('../health/render-health.js');
   return { structured: report, text: renderHealth(report), isError };
 }

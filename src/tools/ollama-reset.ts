@@ -4,7 +4,6 @@ import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
 import type { ModelSettings } from '../app/run-service.js';
-import { isStateStoreError } from '../store/state-store.js';
 import type { StateBackend } from '../store/state-backend.js';
 import type { ControlLogger } from './control-log.js';
 import { MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
@@ -33,7 +32,8 @@ const resetInputSchema = z
   });
 
 export function ollamaResetTool(deps: {
-  store: StateBackend;
+  /** Opened on the first call (see App.services). */
+  store: () => Promise<StateBackend>;
   blockMode: boolean;
   settingsFor: (model: string) => ModelSettings;
   clock?: () => number;
@@ -57,6 +57,8 @@ export function ollamaResetTool(deps: {
       try {
         return await reset(input);
       } catch (error) {
+        // Loaded when needed: the store (loaded by then) is not part of the start-up.
+        const { isStateStoreError } = await import('../store/state-store.js');
         if (!isStateStoreError(error)) throw error;
         // Nothing was cleared: say so as a result, not as an internal error.
         const message = `Nothing was cleared: the retry ledger cannot be written (${error.message}). Fix the telemetry dir (see ollama_health) and call ollama_reset again.`;
@@ -75,7 +77,9 @@ export function ollamaResetTool(deps: {
   async function reset(input: { task_id?: string; model?: string }): Promise<ToolOutcome<ResetResult>> {
     if (input.task_id !== undefined) {
       const taskId = input.task_id;
-      const before = await deps.store.transact([taskId], (state) => {
+      const before = await (
+        await deps.store()
+      ).transact([taskId], (state) => {
         const entry = state.tasks[taskId];
         delete state.tasks[taskId];
         return entry;
@@ -96,7 +100,9 @@ export function ollamaResetTool(deps: {
     const model = input.model!;
     const key = canonicalModelName(model);
     const settings = deps.settingsFor(model);
-    const before = await deps.store.transact([], (state) => {
+    const before = await (
+      await deps.store()
+    ).transact([], (state) => {
       const previous = state.breakers[key] ?? CLOSED;
       state.breakers[key] = resetBreaker();
       return previous;

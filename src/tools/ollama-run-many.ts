@@ -48,7 +48,8 @@ function totalPromptChars(jobs: readonly { prompt: string }[]): number {
   return jobs.reduce((sum, job) => sum + job.prompt.length, 0);
 }
 
-export function ollamaRunManyTool(service: RunService, config: Config): AnyToolDefinition {
+/** `service`: the run service, built on the first call (see App.services). */
+export function ollamaRunManyTool(service: () => Promise<RunService>, config: Config): AnyToolDefinition {
   return {
     name: 'ollama_run_many',
     title: 'Run several local model jobs',
@@ -73,7 +74,7 @@ export function ollamaRunManyTool(service: RunService, config: Config): AnyToolD
       }));
       try {
         const result = await runBatch(
-          service,
+          await service(),
           input.jobs.map(toRunRequest),
           {
             concurrency: Math.min(input.concurrency ?? 3, config.concurrency),
@@ -88,7 +89,7 @@ export function ollamaRunManyTool(service: RunService, config: Config): AnyToolD
       }
     },
     async onInvalidInput(problem) {
-      await service.rejectInvalid({}, problem, { tool: 'ollama_run_many' });
+      await (await service()).rejectInvalid({}, problem, { tool: 'ollama_run_many' });
       const empty: BatchResult = { batch_id: '', results: [], summary: summarize([]) };
       return { structured: empty, text: `REJECTED (invalid_input), nothing was run. ${problem}`, isError: true };
     },

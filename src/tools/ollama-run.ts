@@ -104,7 +104,8 @@ export function toRunRequest(input: OllamaRunInput): RunRequest {
   };
 }
 
-export function ollamaRunTool(service: RunService, config: Config): AnyToolDefinition {
+/** `service`: the run service, built on the first call (see App.services). */
+export function ollamaRunTool(service: () => Promise<RunService>, config: Config): AnyToolDefinition {
   return {
     name: 'ollama_run',
     title: 'Run a local Ollama model',
@@ -128,13 +129,13 @@ export function ollamaRunTool(service: RunService, config: Config): AnyToolDefin
         message: describeLiveRun(live.model ?? input.model, live, performance.now() - startedAt),
       }));
       try {
-        return present(await service.run(toRunRequest(input), { signal: extra.signal, ...live.listeners }));
+        return present(await (await service()).run(toRunRequest(input), { signal: extra.signal, ...live.listeners }));
       } finally {
         stop();
       }
     },
     async onInvalidInput(problem, rawArguments) {
-      return present(await service.rejectInvalid(rawArguments, problem));
+      return present(await (await service()).rejectInvalid(rawArguments, problem));
     },
   };
 }

@@ -55,7 +55,8 @@ function render(status: TaskStatus): string {
 }
 
 export function ollamaTaskStatusTool(deps: {
-  store: StateBackend;
+  /** Opened on the first call (see App.services). */
+  store: () => Promise<StateBackend>;
   blockMode: boolean;
   logControl: ControlLogger;
 }): AnyToolDefinition {
@@ -74,7 +75,7 @@ export function ollamaTaskStatusTool(deps: {
     async handle({ task_id }: { task_id: string }) {
       let state: Awaited<ReturnType<StateBackend['snapshot']>>;
       try {
-        state = await deps.store.snapshot([task_id]);
+        state = await (await deps.store()).snapshot([task_id]);
       } catch (error) {
         const outcome = unknown(task_id);
         const why = `the retry ledger cannot be read (${(error as Error).message}); the task's record is unknown, not absent. Fix the telemetry dir (see ollama_health).`;

@@ -342,6 +342,7 @@ describe('startHttpServer in process', () => {
     Object.assign(process.env, env);
     try {
       app = await createApp(loadConfig(env), () => {});
+      await app.services(); // the run service is built on first use: build it while process.env is the sandbox's
     } finally {
       for (const key of Object.keys(env)) {
         if (saved[key] === undefined) delete process.env[key];
@@ -351,9 +352,10 @@ describe('startHttpServer in process', () => {
   });
   afterAll(async () => {
     await Promise.all(started.map((http) => http.close()));
-    app.runs.abortAll();
-    await app.runs.drain();
-    await app.log.idle();
+    const { runs, log } = await app.services();
+    runs.abortAll();
+    await runs.drain();
+    await log.idle();
   });
 
   it('knows which bind addresses are loopback', () => {

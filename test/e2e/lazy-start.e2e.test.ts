@@ -19,18 +19,31 @@ const NOT_FOR_STDIO_START: Record<string, RegExp> = {
   'the Redis client (team mode only)': /\/node_modules\/@redis\/|\/dist\/store\/redis-state-store\.js$/,
 };
 
+// What only a call needs: loaded after the `initialize` reply (the services start once the client
+// confirms it with `notifications/initialized`, or on the first call).
+const NOT_BEFORE_INITIALIZE_REPLY: Record<string, RegExp> = {
+  ...NOT_FOR_STDIO_START,
+  'the run service': /\/dist\/app\/(run-service|call-runner|attempt-ledger)\.js$/,
+  'the state store (lowdb)': /\/dist\/store\/(state-store|state-backend)\.js$|\/node_modules\/lowdb\//,
+  'the run log': /\/dist\/telemetry\/(run-log|jsonl-appender)\.js$/,
+  'the orphan sweep and process groups': /\/dist\/(app\/orphan-sweep|app\/process-hygiene|ollama\/process-group)\.js$/,
+  'the spawn function': /\/dist\/ollama\/(model-process|load-execa)\.js$/,
+  'the context-window look-up': /\/dist\/ollama\/context-window\.js$/,
+  'the health check': /\/dist\/health\/collect-health\.js$/,
+};
+
 function loadedModules(file: string): string[] {
   return readFileSync(file, 'utf8').split('\n').filter(Boolean);
 }
 
-function unexpectedlyLoaded(modules: readonly string[]): string[] {
-  return Object.entries(NOT_FOR_STDIO_START)
+function unexpectedlyLoaded(modules: readonly string[], patterns = NOT_FOR_STDIO_START): string[] {
+  return Object.entries(patterns)
     .filter(([, pattern]) => modules.some((url) => pattern.test(url)))
     .map(([what]) => what);
 }
 
 describe('lazy loading', () => {
-  it('a stdio start loads only what serving needs; execa and the report load on first use', async () => {
+  it('a stdio start answers initialize before loading the services; execa and the report load on first use', async () => {
     const sandbox = makeSandbox();
     const record = path.join(sandbox.traceDir, 'modules.txt');
     const child = spawn(process.execPath, ['--import', RECORDER, SERVER_ENTRY], {
@@ -55,6 +68,9 @@ describe('lazy loading', () => {
         capabilities: {},
         clientInfo: { name: 'lazy-test', version: '1.0.0' },
       });
+      const atReply = loadedModules(record);
+      expect(atReply.some((url) => url.endsWith('/dist/mcp/server.js'))).toBe(true);
+      expect(unexpectedlyLoaded(atReply, NOT_BEFORE_INITIALIZE_REPLY)).toEqual([]);
       child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
       const list = (await request(2, 'tools/list', {})) as { result: { tools: { name: string }[] } };
       expect(list.result.tools.map((tool) => tool.name)).toContain('ollama_runs_summary');

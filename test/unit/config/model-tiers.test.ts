@@ -36,7 +36,7 @@ const FROM_CONFIG: ModelSettings = {
   fallback: [],
 };
 
-const example = (): TiersFile => tiersFileSchema.parse(JSON.parse(EXAMPLE_TIERS_JSON));
+const example = (): TiersFile => tiersFileSchema().parse(JSON.parse(EXAMPLE_TIERS_JSON));
 const tiersFrom = (file: unknown) => buildModelTiers(config, file as TiersFile, '/etc/tiers.json');
 
 describe('without a tiers file', () => {
@@ -134,7 +134,7 @@ describe('the example file', () => {
   const tiers = buildModelTiers(config, example(), null);
 
   it('is valid', () => {
-    expect(tiersFileSchema.safeParse(JSON.parse(EXAMPLE_TIERS_JSON)).success).toBe(true);
+    expect(tiersFileSchema().safeParse(JSON.parse(EXAMPLE_TIERS_JSON)).success).toBe(true);
     expect(() => parseTiersFile(JSON.parse(EXAMPLE_TIERS_JSON), null)).not.toThrow();
   });
 

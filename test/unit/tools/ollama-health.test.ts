@@ -25,7 +25,7 @@ describe('ollama_health over MCP (in memory)', () => {
     const config = loadConfig({ OLLAMA_BIN: FAKE_OLLAMA, OLLAMA_MCP_TELEMETRY_DIR: dir, OLLAMA_MCP_CONCURRENCY: '2' });
     const server = new Server({ name: 'test', version: '0.0.0' }, { capabilities: { tools: {} } });
     registerTools(server, [
-      ollamaHealthTool({
+      ollamaHealthTool(async () => ({
         config,
         store: new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} }),
         runs: { inFlight: 0, limiter: { running: 0, waiting: 0, limit: config.concurrency } },
@@ -34,7 +34,7 @@ describe('ollama_health over MCP (in memory)', () => {
           env: { PATH: process.env.PATH, HOME: process.env.HOME, ...fakeEnv },
           ttlMs: config.modelListTtlMs,
         }),
-      }),
+      })),
     ]);
     const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
     const client = new Client({ name: 'unit', version: '1.0.0' });

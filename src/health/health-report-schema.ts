@@ -1,0 +1,111 @@
+import * as z from 'zod';
+
+// The report's shape apart from the check itself: `ollama_health` lists it as its outputSchema at
+// start-up, and the check (CLI probes, the state backend) loads only on the first call.
+
+const configValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+export const healthReportSchema = z.object({
+  ok: z.boolean().describe('true when everything needed to run a model works; `problems` says what does not'),
+  problems: z.array(z.string()).describe('what is broken, each with how to fix it'),
+  warnings: z.array(z.string()).describe('worth knowing, but runs can go ahead (open circuits, CLI warnings)'),
+  cli: z.object({
+    bin: z.string().describe('OLLAMA_BIN'),
+    found: z.boolean(),
+    version: z
+      .string()
+      .nullable()
+      .describe("the CLI's own version (`ollama --version`: the `client version is` line, else the same as the server's)"),
+  }),
+  server: z.object({
+    reachable: z.boolean().nullable().describe('null when it could not be told (the CLI is missing or hung)'),
+    version: z.string().nullable().describe("the server's version (`ollama version is X`); null when it did not answer"),
+    host: z.string().describe('OLLAMA_HOST, or the CLI default'),
+  }),
+  models: z.object({
+    installed: z.array(z.string()).describe('canonical names from `ollama list` (empty when the list failed)'),
+  }),
+  circuits: z
+    .array(
+      z.object({
+        model: z.string(),
+        state: z.enum(['closed', 'open', 'half_open']),
+        consecutive_failures: z.number().int(),
+        retry_after_seconds: z.number().int().nullable(),
+      }),
+    )
+    .describe('every model with a circuit on record'),
+  runs: z.object({
+    in_flight: z.number().int(),
+    running: z.number().int(),
+    queued: z.number().int(),
+    concurrency: z.number().int(),
+  }),
+  processes: z
+    .object({
+      orphan_sweep: z.object({
+        enabled: z.boolean().describe('whether this server ends model processes left running by a killed server (needs /proc)'),
+        reason: z.string().nullable().describe('why it is off, when it is'),
+        interval_seconds: z.number().int(),
+        last: z
+          .object({ at: z.string(), ended: z.number().int(), forgotten: z.number().int(), kept: z.number().int() })
+          .nullable()
+          .describe("this server's last sweep: orphans ended, stale records removed, records of live servers kept"),
+      }),
+      shared_slots: z
+        .object({
+          limit: z.number().int().describe('OLLAMA_MCP_SHARED_CONCURRENCY'),
+          in_use: z
+            .number()
+            .int()
+            .describe('slots held now, by every server process sharing the telemetry dir (team mode: the Redis)'),
+          across: z
+            .enum(['processes', 'machines'])
+            .optional()
+            .describe('who shares the cap: the server processes of this telemetry dir, or (team mode) every server on the Redis'),
+          waiting_here: z.number().int().describe("this server's calls waiting for a shared slot"),
+          slots: z.array(
+            z.object({
+              slot: z.number().int(),
+              pid: z.number().int().nullable().describe('the server process holding it'),
+              host: z.string().nullable().optional().describe('the host name of that server (team mode: any machine)'),
+              since: z.string().nullable(),
+              holder: z.enum(['this_server', 'alive', 'dead', 'unknown', 'unreadable']),
+            }),
+          ),
+          error: z.string().nullable().describe('why the slots cannot be used (runs then go ahead uncapped across processes)'),
+        })
+        .nullable()
+        .describe('null when OLLAMA_MCP_SHARED_CONCURRENCY is unset'),
+    })
+    .nullable()
+    .describe('model processes across server processes: the orphan sweep and the shared cap'),
+  telemetry: z.object({
+    dir: z.string(),
+    writable: z.boolean().describe('real bytes could be written there, and every run log file can be appended to'),
+    runs_log: z.string(),
+  }),
+  ledger: z
+    .object({
+      ok: z.boolean().describe('the retry ledger and circuit files can be read and written'),
+      problems: z.array(z.string()).describe('each file that cannot be used, with the error'),
+      last_write_failure: z
+        .object({ at: z.string(), message: z.string() })
+        .nullable()
+        .describe('the last ledger update this server could not save, while none was saved since'),
+    })
+    .describe('the state behind retry counting and the circuit breakers'),
+  state_backend: z
+    .object({
+      kind: z.enum(['files', 'redis']).describe('files in the telemetry dir, or a Redis shared by several servers (team mode)'),
+      location: z.string().describe('the state file, or the Redis URL with its password as ***'),
+      reachable: z.boolean().nullable().describe('did Redis answer a PING just now; null for files'),
+      error: z.string().nullable(),
+    })
+    .optional()
+    .describe('where the ledger and circuits live (OLLAMA_MCP_STATE_URL); always given by this server'),
+  config: z.record(z.string(), configValue).describe('the effective configuration; secrets only as "set"/"unset"'),
+  checked_at: z.string(),
+});
+
+export type HealthReport = z.output<typeof healthReportSchema>;
