@@ -86,14 +86,15 @@ interface Capture {
  * A wanted value: a top-level one, or a flat object (`usage`, `circuit`) whose key order is part of
  * the template, each of its values captured on its own (building it costs no `JSON.parse`).
  */
-type Wanted =
-  Capture | { readonly name: string; readonly fields: readonly Capture[]; readonly shape: Readonly<Record<string, unknown>> };
+type Wanted = Capture | { readonly name: string; readonly fields: readonly Capture[] };
 
-/** One key order: a regex matching exactly the lines with these keys, and where the wanted values are. */
+/** Builds a record from a template's match (the arguments of `value` after the capture). */
+type Builder = (match: RegExpExecArray, line: string, lineAt: number, bytes: Buffer, textStart: number) => unknown;
+
+/** One key order: a regex matching exactly the lines with these keys, and how a match becomes a record. */
 interface Template {
   readonly regex: RegExp;
-  /** Wanted keys in line order. */
-  readonly wanted: readonly Wanted[];
+  readonly build: Builder;
 }
 
 /**
@@ -128,10 +129,6 @@ export function createRecordParser<K extends string>(
   const transientSet = new Set<string>(transient);
   const templates: Template[] = [];
   const objects = new Map<string, JsonObject>();
-  // Every fast-path record starts as a copy of this: one hidden class for all of them, so the
-  // reader's property loads stay monomorphic; a field the line lacks stays undefined.
-  const shape: Record<string, unknown> = {};
-  for (const name of fields) shape[name] = undefined;
   let compiled = 0;
 
   /** `line` holds the line from `lineAt` on; it is `bytes` read as latin1 from `textStart` on. */
@@ -157,25 +154,29 @@ export function createRecordParser<K extends string>(
     return copy;
   }
 
-  function build(
-    template: Template,
-    match: RegExpExecArray,
-    line: string,
-    lineAt: number,
-    bytes: Buffer,
-    textStart: number,
-  ): SelectedFields<K> {
-    const out: Record<string, unknown> = { ...shape };
-    const wanted = template.wanted;
-    for (let k = 0; k < wanted.length; k++) {
-      const w = wanted[k]!;
-      if ('fields' in w) {
-        const nested: Record<string, unknown> = { ...w.shape };
-        for (const f of w.fields) nested[f.name] = value(f, match, line, lineAt, bytes, textStart);
-        out[w.name] = nested;
-      } else out[w.name] = value(w, match, line, lineAt, bytes, textStart);
-    }
-    return out as SelectedFields<K>;
+  /**
+   * A template's builder: one object literal with every selected field in `fields` order (absent
+   * ones `undefined`), nested flat objects as literals in their line's key order. Compiled from the
+   * names (quoted by JSON.stringify; `__proto__` is never one: no literal sets a prototype) because
+   * a literal of known keys is one allocation of a known shape, where assigning keys one by one
+   * through a variable name costs several times more, and every record then has the same hidden
+   * class, so the reader's property loads stay monomorphic.
+   */
+  function compileBuilder(captures: readonly Wanted[]): Builder {
+    const at = new Map(captures.map((w, index) => [w.name, index]));
+    const entries = fields.map((name) => {
+      const index = at.get(name);
+      if (index === undefined) return `${JSON.stringify(name)}: undefined`;
+      const w = captures[index]!;
+      if (!('fields' in w)) return `${JSON.stringify(name)}: value(W[${index}], m, l, a, b, s)`;
+      const inner = w.fields.map((f, k) => `${JSON.stringify(f.name)}: value(W[${index}].fields[${k}], m, l, a, b, s)`);
+      return `${JSON.stringify(name)}: {${inner.join(', ')}}`;
+    });
+    const make = new Function('W', 'value', `return (m, l, a, b, s) => ({${entries.join(', ')}});`) as (
+      w: readonly Wanted[],
+      v: typeof value,
+    ) => Builder;
+    return make(captures, value);
   }
 
   function other(raw: string): unknown {
@@ -223,7 +224,7 @@ export function createRecordParser<K extends string>(
           fields.push(c);
           return `${keyLiteral(sub)}${pattern}`;
         });
-        captures.push({ name: key, fields, shape: Object.fromEntries(fields.map((f) => [f.name, undefined])) });
+        captures.push({ name: key, fields });
         return `${literal}\\{${inner.join(',')}\\}`;
       }
       const [c, pattern] = capture(key, other, true);
@@ -231,7 +232,7 @@ export function createRecordParser<K extends string>(
       return `${literal}${pattern}`;
     });
     // Sticky: matched where a line starts in a longer text; that the match ends where the line ends is checked.
-    const template: Template = { regex: new RegExp(`\\{${parts.join(',')}\\}`, 'y'), wanted: captures };
+    const template: Template = { regex: new RegExp(`\\{${parts.join(',')}\\}`, 'y'), build: compileBuilder(captures) };
     // Only a template that takes the line it was learnt from is worth trying on the next ones.
     template.regex.lastIndex = 0;
     if (!template.regex.test(line) || template.regex.lastIndex !== line.length) return;
@@ -254,7 +255,7 @@ export function createRecordParser<K extends string>(
         templates.splice(t, 1);
         templates.unshift(template);
       }
-      return build(template, match, line, lineAt, bytes, base);
+      return template.build(match, line, lineAt, bytes, base) as SelectedFields<K>;
     }
     const result = parseLine(bytes.toString('utf8', start, end));
     if (typeof result !== 'string') {
