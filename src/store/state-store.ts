@@ -6,12 +6,12 @@ import { CachedJsonFile } from './cached-json-file.js';
 import { DirLock, sleepSync } from './dir-lock.js';
 import { ensureDirSync } from './durable-fs.js';
 import { CONTENDED, nextLockAttempt } from './lock-policy.js';
+import { ForeignTaskError, ShardText } from './shard-text.js';
 import {
   dict,
   parseMainFile,
   parseShardFile,
   serializeMainFile,
-  serializeShardFile,
   type MainFile,
   type ShardFile,
   type StateData,
@@ -93,6 +93,8 @@ export class StateStore {
   readonly file: string;
   readonly #main: CachedJsonFile<MainFile>;
   readonly #shards: CachedJsonFile<ShardFile>[];
+  /** Each shard's serialiser (a {@link ShardText}: it reuses the text of unchanged entries). */
+  readonly #shardTexts: ((shard: ShardFile) => string)[] = [];
   readonly #lock: DirLock;
   readonly #staleLockMs: number;
   readonly #warn: (message: string) => void;
@@ -123,17 +125,19 @@ export class StateStore {
       warn,
       contents: "every model's circuit breaker (open circuits are closed again)",
     });
-    this.#shards = Array.from(
-      { length: TASK_SHARDS },
-      (_, index) =>
-        new CachedJsonFile(path.join(shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
-          parse: parseShardFile,
-          serialize: serializeShardFile,
-          empty: () => ({ tasks: dict() }),
-          warn,
-          contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
-        }),
-    );
+    this.#shards = Array.from({ length: TASK_SHARDS }, (_, index) => {
+      const owns = (taskId: string) => shardOf(taskId) === index;
+      const text = new ShardText();
+      const serialize = (shard: ShardFile) => text.serialize(shard.tasks, owns);
+      this.#shardTexts.push(serialize);
+      return new CachedJsonFile(path.join(shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
+        parse: (json) => parseShardFile(json, owns),
+        serialize,
+        empty: () => ({ tasks: dict() }),
+        warn,
+        contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
+      });
+    });
     this.#staleLockMs = options.staleLockMs ?? 10_000;
     this.#lock = new DirLock(`${this.file}.lock`, this.#staleLockMs);
   }
@@ -285,15 +289,17 @@ export class StateStore {
   /** Under the lock, which it releases: read, apply `fn`, write. Synchronous from end to end. */
   #transactLocked<T>(scope: TaskScope, fn: (state: StateData) => T): T {
     try {
-      const { state, shardIndexes } = this.#load(scope, true);
+      const loaded = this.#load(scope, true);
       let result: T;
       try {
-        result = fn(state);
+        result = fn(loaded.state);
+        this.#save(loaded);
       } catch (error) {
-        this.#forget(shardIndexes); // fn may have half-changed cached documents
+        // fn may have half-changed the cached documents (fn sees them, not copies), or written a
+        // task out of scope; a failed write already dropped its own file's cache.
+        this.#forget(loaded.shardIndexes);
         throw error;
       }
-      this.#save(state, shardIndexes);
       return result;
     } catch (error) {
       if (error instanceof StateStoreError || !(error as NodeJS.ErrnoException).code) throw error;
@@ -304,26 +310,49 @@ export class StateStore {
     }
   }
 
-  #load(scope: TaskScope, locked: boolean): { state: StateData; shardIndexes: number[] } {
+  /**
+   * The state `fn` (or a snapshot) sees. Under the lock, when the scope falls in one shard (a run's
+   * transaction), `tasks` is that shard's cached document itself, not a copy: `fn`'s changes are
+   * then the document to write, and a failed transaction drops the cache (see `#transactLocked`).
+   * Snapshots always get a copy, so a caller that holds one is not changed under it by a later
+   * transaction.
+   */
+  #load(scope: TaskScope, locked: boolean): Loaded {
     const shardIndexes = scope === 'all' ? this.#shards.map((_, index) => index) : [...new Set(scope.map(shardOf))];
     const main = this.#main.read(locked);
+    if (locked && shardIndexes.length === 1) {
+      const tasks = this.#shards[shardIndexes[0]!]!.read(locked).tasks;
+      return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, shardIndexes, shardTasks: tasks };
+    }
     const tasks = dict<StateData['tasks'][string]>();
     for (const index of shardIndexes) {
-      for (const [taskId, entry] of Object.entries(this.#shards[index]!.read(locked).tasks)) tasks[taskId] = entry;
+      const shardTasks = this.#shards[index]!.read(locked).tasks;
+      for (const taskId in shardTasks) tasks[taskId] = shardTasks[taskId]!;
     }
-    return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, shardIndexes };
+    return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, shardIndexes, shardTasks: null };
   }
 
-  #save(state: StateData, shardIndexes: readonly number[]): void {
-    const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
-    for (const [taskId, entry] of Object.entries(state.tasks)) {
-      const shard = byShard.get(shardOf(taskId));
-      if (!shard) {
-        throw new StateStoreError(`task ${JSON.stringify(taskId)} was written outside the transaction's scope`, {
-          step: 'update',
-        });
+  #save({ state, shardIndexes, shardTasks }: Loaded): void {
+    if (shardTasks !== null && state.tasks === shardTasks) {
+      // One shard, its document changed in place. Its serialiser checks that the tasks written
+      // (new or changed entries) belong to it; it runs before anything is written.
+      const index = shardIndexes[0]!;
+      const shard = { tasks: shardTasks };
+      let text: string;
+      try {
+        text = this.#shardTexts[index]!(shard);
+      } catch (error) {
+        throw error instanceof ForeignTaskError ? outOfScope(error.taskId) : error;
       }
-      shard.tasks[taskId] = entry;
+      this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
+      this.#shards[index]!.write(shard, text);
+      return;
+    }
+    const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
+    for (const taskId in state.tasks) {
+      const shard = byShard.get(shardOf(taskId));
+      if (!shard) throw outOfScope(taskId);
+      shard.tasks[taskId] = state.tasks[taskId]!;
     }
     this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
     for (const [index, shard] of byShard) this.#shards[index]!.write(shard);
@@ -333,6 +362,18 @@ export class StateStore {
     this.#main.forget();
     for (const index of shardIndexes) this.#shards[index]!.forget();
   }
+}
+
+/** What a transaction read: the state `fn` gets, and where its tasks came from. */
+interface Loaded {
+  readonly state: StateData;
+  readonly shardIndexes: readonly number[];
+  /** The one shard's cached task map handed to `fn` as `state.tasks` (null: `state.tasks` is a copy). */
+  readonly shardTasks: StateData['tasks'] | null;
+}
+
+function outOfScope(taskId: string): StateStoreError {
+  return new StateStoreError(`task ${JSON.stringify(taskId)} was written outside the transaction's scope`, { step: 'update' });
 }
 
 /** FNV-1a of the task id, folded onto the shard count. */
