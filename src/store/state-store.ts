@@ -85,7 +85,11 @@ export type TaskScope = readonly string[] | 'all';
  *   {@link BLOCKING_WAIT_MS} makes a transaction yield and wait.
  * - `snapshot(scope)` reads without the lock: writes are renames, so a reader never sees a torn file.
  * - Parsed files are cached against their inode, size and mtime: with 10,000 tasks a transaction
- *   parses and writes one small shard, not the whole ledger.
+ *   parses and writes one small shard, not the whole ledger. A file this process wrote itself is
+ *   not parsed or validated again (its identity is taken from the written descriptor); one that
+ *   changed on disk (another process, a hand edit) is. A one-shard transaction works on the
+ *   cached document itself, and the shard's text reuses that of its unchanged entries
+ *   (`shard-text.ts`), so a run's transaction serialises one entry, not ~150.
  * - A file that is not valid JSON is moved aside (`<file>.corrupt-<time>`), never overwritten.
  */
 export class StateStore {
