@@ -1,64 +1,150 @@
-/** A task id written into a shard that does not own it (a transaction's `fn` wrote out of its scope). */
-export class ForeignTaskError extends Error {
-  readonly taskId: string;
-  constructor(taskId: string) {
-    super(`task ${JSON.stringify(taskId)} does not belong in this shard`);
-    this.name = 'ForeignTaskError';
-    this.taskId = taskId;
-  }
-}
+const OPEN = '{"tasks":{';
+const CLOSE = '}}';
+/** Ids that JSON.stringify (like Object.keys) may put before the others: integer-like ones. */
+const INTEGER_LIKE = /^\d+$/;
 
 /**
  * The text of one ledger shard, `{"tasks":{...}}`, exactly as `JSON.stringify` makes it (same keys,
- * order and escapes), made cheaply: a run's transaction changes one entry of a shard's ~150, so
- * the text of every entry that is the same object at the same place as in the previous call is
- * reused instead of serialised again (measured on a 38 KiB shard in a 10,000-task ledger: ~20 µs
- * instead of ~165 µs). One instance per shard file: its memory is the last text it made.
+ * order and escapes), made cheaply. A run's transaction changes one entry of a shard's ~150, so:
+ * - {@link ShardText.patch} splices the changed entries into the previous text (a replaced entry
+ *   keeps its place, a new task id goes last, as in the object), without looking at the others;
+ * - {@link ShardText.serialize} (after the shard was read from disk, or for anything `patch` does
+ *   not cover) reuses the text of every entry that is the same object at the same place as before.
+ * Measured on a 38 KiB shard in a 10,000-task ledger: JSON.stringify ~165 µs, a scan reusing the
+ * entries' text ~55 µs, a patch a few µs. One instance per shard file.
  *
  * Entries are immutable (`TaskLedgerEntry` is `readonly`); each one is frozen when its text is
- * made, so the reused text cannot go stale: code that changed an entry in place would throw
- * instead of having its change silently not written.
+ * made, so a reused text cannot go stale: code that changed an entry in place would throw instead
+ * of having its change silently not written.
  */
 export class ShardText {
+  /** The object the memory below describes (as it was at the last call). */
+  #tasks: object | null = null;
   #ids: string[] = [];
   #entries: unknown[] = [];
-  #parts: string[] = [];
+  /** `#ends[i]`: where entry i's text (with its leading comma) ends in `#text`. */
+  #ends: number[] = [];
+  #text = `${OPEN}${CLOSE}`;
+  /** Position of each id in `#ids`, made when first needed. */
+  #positions: Map<string, number> | null = null;
 
-  /**
-   * @param owns checked for every task id whose entry is new or changed since the previous call
-   *   (the ones a transaction wrote); one that is not owned throws {@link ForeignTaskError}
-   *   before anything is remembered.
-   */
-  serialize(tasks: Readonly<Record<string, unknown>>, owns?: (taskId: string) => boolean): string {
+  /** The whole text of `tasks`, reusing what is unchanged since the previous call. */
+  serialize(tasks: Readonly<Record<string, unknown>>): string {
     const ids = Object.keys(tasks); // the order JSON.stringify uses: integer-like ids first, then insertion order
     const prevIds = this.#ids;
     const prevEntries = this.#entries;
-    const prevParts = this.#parts;
+    const prevEnds = this.#ends;
+    const prevText = this.#text;
     const entries: unknown[] = new Array(ids.length);
-    const parts: string[] = new Array(ids.length);
-    let text = '{"tasks":{';
-    let first = true;
+    const ends: number[] = new Array(ids.length);
+    let text = OPEN;
+    let length = OPEN.length;
+    /** A run of reused entries, copied from the previous text in one slice: [from, to). */
+    let from = -1;
+    let to = -1;
+    let count = 0; // entries written so far (an entry's text has a leading comma unless it is the first)
     for (let i = 0; i < ids.length; i += 1) {
       const taskId = ids[i]!;
       const entry = tasks[taskId];
       entries[i] = entry;
-      let part: string;
-      if (prevIds[i] === taskId && prevEntries[i] === entry) part = prevParts[i]!;
-      else {
-        if (owns && !owns(taskId)) throw new ForeignTaskError(taskId);
-        // JSON.stringify skips what it cannot represent (undefined); the types rule that out, but match it.
-        const value = JSON.stringify(typeof entry === 'object' && entry !== null ? Object.freeze(entry) : entry) as
-          string | undefined;
-        part = value === undefined ? '' : `${JSON.stringify(taskId)}:${value}`;
+      // Reusable when the same entry sits at the same place and both are, or are not, the first written.
+      if (prevIds[i] === taskId && prevEntries[i] === entry && (count === 0) === (i === 0 || prevEnds[i - 1] === OPEN.length)) {
+        const start = i === 0 ? OPEN.length : prevEnds[i - 1]!;
+        const end = prevEnds[i]!;
+        if (end > start) {
+          if (from === -1) from = start;
+          to = end;
+          count += 1;
+        }
+        length += end - start;
+        ends[i] = length;
+        continue;
       }
-      parts[i] = part;
-      if (part === '') continue;
-      text += first ? part : `,${part}`;
-      first = false;
+      if (from !== -1) {
+        text += prevText.slice(from, to);
+        from = -1;
+      }
+      const part = entryText(taskId, entry);
+      if (part !== '') {
+        const piece = count === 0 ? part : `,${part}`;
+        text += piece;
+        length += piece.length;
+        count += 1;
+      }
+      ends[i] = length;
     }
+    if (from !== -1) text += prevText.slice(from, to);
+    text += CLOSE;
+    this.#remember(tasks, ids, entries, ends, text, null);
+    return text;
+  }
+
+  /**
+   * The text of `tasks` after the entries of `changed` were each set or deleted once in it (an
+   * existing id set in place, keeping its place), where `tasks` is the object of the previous
+   * call and nothing else changed since. Otherwise (another object, a deletion, a new
+   * integer-like id) this is {@link ShardText.serialize}.
+   */
+  patch(tasks: Readonly<Record<string, unknown>>, changed: readonly string[]): string {
+    if (tasks !== this.#tasks) return this.serialize(tasks);
+    const positions = this.#positions ?? new Map(this.#ids.map((taskId, i) => [taskId, i]));
+    const ends = this.#ends;
+    for (const taskId of changed) {
+      const at = positions.get(taskId);
+      const moves =
+        tasks[taskId] === undefined || // a deletion: every later place moves
+        (at === undefined && INTEGER_LIKE.test(taskId)) || // a new id that sorts before others
+        (at !== undefined && ends[at] === (at === 0 ? OPEN.length : ends[at - 1])); // it wrote nothing before (undefined): commas move
+      if (moves) return this.serialize(tasks);
+    }
+    const ids = this.#ids;
+    const entries = this.#entries;
+    let text = this.#text;
+    for (const taskId of changed) {
+      const entry = tasks[taskId];
+      const part = entryText(taskId, entry);
+      const at = positions.get(taskId);
+      if (at === undefined) {
+        // A new id goes last, as in the object.
+        const body = text.length - CLOSE.length;
+        const piece = body === OPEN.length ? part : `,${part}`;
+        text = `${text.slice(0, body)}${piece}${CLOSE}`;
+        positions.set(taskId, ids.length);
+        ids.push(taskId);
+        entries.push(entry);
+        ends.push(body + piece.length);
+        continue;
+      }
+      const start = at === 0 ? OPEN.length : ends[at - 1]!;
+      const piece = start === OPEN.length ? part : `,${part}`;
+      const shift = piece.length - (ends[at]! - start);
+      text = `${text.slice(0, start)}${piece}${text.slice(ends[at])}`;
+      entries[at] = entry;
+      for (let i = at; i < ends.length; i += 1) ends[i]! += shift;
+    }
+    this.#remember(tasks, ids, entries, ends, text, positions);
+    return text;
+  }
+
+  #remember(
+    tasks: object,
+    ids: string[],
+    entries: unknown[],
+    ends: number[],
+    text: string,
+    positions: Map<string, number> | null,
+  ): void {
+    this.#tasks = tasks;
     this.#ids = ids;
     this.#entries = entries;
-    this.#parts = parts;
-    return `${text}}}`;
+    this.#ends = ends;
+    this.#text = text;
+    this.#positions = positions;
   }
+}
+
+/** `"<id>":<entry>` as JSON.stringify writes a property ('' for what it leaves out: undefined). */
+function entryText(taskId: string, entry: unknown): string {
+  const value = JSON.stringify(typeof entry === 'object' && entry !== null ? Object.freeze(entry) : entry) as string | undefined;
+  return value === undefined ? '' : `${JSON.stringify(taskId)}:${value}`;
 }

@@ -6,7 +6,7 @@ import { CachedJsonFile } from './cached-json-file.js';
 import { DirLock, sleepSync } from './dir-lock.js';
 import { ensureDirSync } from './durable-fs.js';
 import { CONTENDED, nextLockAttempt } from './lock-policy.js';
-import { ForeignTaskError, ShardText } from './shard-text.js';
+import { ShardText } from './shard-text.js';
 import {
   dict,
   parseMainFile,
@@ -87,9 +87,9 @@ export type TaskScope = readonly string[] | 'all';
  * - Parsed files are cached against their inode, size and mtime: with 10,000 tasks a transaction
  *   parses and writes one small shard, not the whole ledger. A file this process wrote itself is
  *   not parsed or validated again (its identity is taken from the written descriptor); one that
- *   changed on disk (another process, a hand edit) is. A one-shard transaction works on the
- *   cached document itself, and the shard's text reuses that of its unchanged entries
- *   (`shard-text.ts`), so a run's transaction serialises one entry, not ~150.
+ *   changed on disk (another process, a hand edit) is. `fn` gets only the tasks of its scope;
+ *   the entries it changed are applied to their shard's cached document and spliced into its
+ *   text (`shard-text.ts`), so a run's transaction serialises one entry, not the shard's ~150.
  * - A file that is not valid JSON is moved aside (`<file>.corrupt-<time>`), never overwritten.
  */
 export class StateStore {
@@ -97,8 +97,8 @@ export class StateStore {
   readonly file: string;
   readonly #main: CachedJsonFile<MainFile>;
   readonly #shards: CachedJsonFile<ShardFile>[];
-  /** Each shard's serialiser (a {@link ShardText}: it reuses the text of unchanged entries). */
-  readonly #shardTexts: ((shard: ShardFile) => string)[] = [];
+  /** Each shard's text maker: it patches or reuses the text of unchanged entries. */
+  readonly #shardTexts: ShardText[] = [];
   readonly #lock: DirLock;
   readonly #staleLockMs: number;
   readonly #warn: (message: string) => void;
@@ -130,13 +130,11 @@ export class StateStore {
       contents: "every model's circuit breaker (open circuits are closed again)",
     });
     this.#shards = Array.from({ length: TASK_SHARDS }, (_, index) => {
-      const owns = (taskId: string) => shardOf(taskId) === index;
       const text = new ShardText();
-      const serialize = (shard: ShardFile) => text.serialize(shard.tasks, owns);
-      this.#shardTexts.push(serialize);
+      this.#shardTexts.push(text);
       return new CachedJsonFile(path.join(shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
-        parse: (json) => parseShardFile(json, owns),
-        serialize,
+        parse: (json) => parseShardFile(json, (taskId) => shardOf(taskId) === index),
+        serialize: (shard) => text.serialize(shard.tasks),
         empty: () => ({ tasks: dict() }),
         warn,
         contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
@@ -299,8 +297,8 @@ export class StateStore {
         result = fn(loaded.state);
         this.#save(loaded);
       } catch (error) {
-        // fn may have half-changed the cached documents (fn sees them, not copies), or written a
-        // task out of scope; a failed write already dropped its own file's cache.
+        // fn may have half-changed the circuits' cached document (fn sees it, not a copy), and a
+        // failed save the shards' (a failed write already dropped its own file's cache).
         this.#forget(loaded.shardIndexes);
         throw error;
       }
@@ -315,51 +313,63 @@ export class StateStore {
   }
 
   /**
-   * The state `fn` (or a snapshot) sees. Under the lock, when the scope falls in one shard (a run's
-   * transaction), `tasks` is that shard's cached document itself, not a copy: `fn`'s changes are
-   * then the document to write, and a failed transaction drops the cache (see `#transactLocked`).
-   * Snapshots always get a copy, so a caller that holds one is not changed under it by a later
-   * transaction.
+   * The state `fn` (or a snapshot) sees: every circuit (the cached document itself), and the
+   * tasks of the scope: for a list of ids, those of them that exist (a small map of the cached
+   * entries, which are immutable); for 'all', a copy of every shard's tasks.
    */
   #load(scope: TaskScope, locked: boolean): Loaded {
-    const shardIndexes = scope === 'all' ? this.#shards.map((_, index) => index) : [...new Set(scope.map(shardOf))];
     const main = this.#main.read(locked);
-    if (locked && shardIndexes.length === 1) {
-      const tasks = this.#shards[shardIndexes[0]!]!.read(locked).tasks;
-      return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, shardIndexes, shardTasks: tasks };
-    }
     const tasks = dict<StateData['tasks'][string]>();
-    for (const index of shardIndexes) {
-      const shardTasks = this.#shards[index]!.read(locked).tasks;
-      for (const taskId in shardTasks) tasks[taskId] = shardTasks[taskId]!;
+    const shardIndexes = scope === 'all' ? this.#shards.map((_, index) => index) : [...new Set(scope.map(shardOf))];
+    const shardTasks = new Map<number, StateData['tasks']>();
+    for (const index of shardIndexes) shardTasks.set(index, this.#shards[index]!.read(locked).tasks);
+    if (scope === 'all') {
+      for (const ofShard of shardTasks.values()) for (const taskId in ofShard) tasks[taskId] = ofShard[taskId]!;
+    } else {
+      for (const taskId of scope) {
+        const entry = shardTasks.get(shardOf(taskId))![taskId];
+        if (entry !== undefined) tasks[taskId] = entry;
+      }
     }
-    return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, shardIndexes, shardTasks: null };
+    return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, scope, shardIndexes, shardTasks };
   }
 
-  #save({ state, shardIndexes, shardTasks }: Loaded): void {
-    if (shardTasks !== null && state.tasks === shardTasks) {
-      // One shard, its document changed in place. Its serialiser checks that the tasks written
-      // (new or changed entries) belong to it; it runs before anything is written.
-      const index = shardIndexes[0]!;
-      const shard = { tasks: shardTasks };
-      let text: string;
-      try {
-        text = this.#shardTexts[index]!(shard);
-      } catch (error) {
-        throw error instanceof ForeignTaskError ? outOfScope(error.taskId) : error;
-      }
+  /**
+   * Write what `fn` changed. For a list of ids, each id whose entry `fn` set, replaced or deleted
+   * is applied to its shard's cached document, whose text is patched (not rebuilt), and only
+   * shards with a change are written; writing any other task is refused before anything is written.
+   */
+  #save({ state, scope, shardIndexes, shardTasks }: Loaded): void {
+    if (scope === 'all') {
+      const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
+      for (const taskId in state.tasks) byShard.get(shardOf(taskId))!.tasks[taskId] = state.tasks[taskId]!;
       this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
-      this.#shards[index]!.write(shard, text);
+      for (const [index, shard] of byShard) this.#shards[index]!.write(shard);
       return;
     }
-    const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
-    for (const taskId in state.tasks) {
-      const shard = byShard.get(shardOf(taskId));
-      if (!shard) throw outOfScope(taskId);
-      shard.tasks[taskId] = state.tasks[taskId]!;
+    const inScope = new Set(scope);
+    for (const taskId of Object.keys(state.tasks)) if (!inScope.has(taskId)) throw outOfScope(taskId);
+    const changes = new Map<number, string[]>();
+    for (const taskId of inScope) {
+      const index = shardOf(taskId);
+      const entry = Object.hasOwn(state.tasks, taskId) ? state.tasks[taskId] : undefined;
+      if (shardTasks.get(index)![taskId] === entry) continue;
+      const changed = changes.get(index);
+      if (changed) changed.push(taskId);
+      else changes.set(index, [taskId]);
+    }
+    const texts: [number, string][] = [];
+    for (const [index, changed] of changes) {
+      const tasks = shardTasks.get(index)!;
+      for (const taskId of changed) {
+        const entry = Object.hasOwn(state.tasks, taskId) ? state.tasks[taskId] : undefined;
+        if (entry === undefined) delete tasks[taskId];
+        else tasks[taskId] = entry;
+      }
+      texts.push([index, this.#shardTexts[index]!.patch(tasks, changed)]);
     }
     this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
-    for (const [index, shard] of byShard) this.#shards[index]!.write(shard);
+    for (const [index, text] of texts) this.#shards[index]!.write({ tasks: shardTasks.get(index)! }, text);
   }
 
   #forget(shardIndexes: readonly number[]): void {
@@ -371,9 +381,10 @@ export class StateStore {
 /** What a transaction read: the state `fn` gets, and where its tasks came from. */
 interface Loaded {
   readonly state: StateData;
+  readonly scope: TaskScope;
   readonly shardIndexes: readonly number[];
-  /** The one shard's cached task map handed to `fn` as `state.tasks` (null: `state.tasks` is a copy). */
-  readonly shardTasks: StateData['tasks'] | null;
+  /** The cached task map of each shard read (the documents themselves, changed only by `#save`). */
+  readonly shardTasks: ReadonlyMap<number, StateData['tasks']>;
 }
 
 function outOfScope(taskId: string): StateStoreError {
