@@ -8,10 +8,13 @@ const INTEGER_LIKE = /^\d+$/;
  * order and escapes), made cheaply. A run's transaction changes one entry of a shard's ~150, so:
  * - {@link ShardText.patch} splices the changed entries into the previous text (a replaced entry
  *   keeps its place, a new task id goes last, as in the object), without looking at the others;
- * - {@link ShardText.serialize} (after the shard was read from disk, or for anything `patch` does
- *   not cover) reuses the text of every entry that is the same object at the same place as before.
- * Measured on a 38 KiB shard in a 10,000-task ledger: JSON.stringify ~165 µs, a scan reusing the
- * entries' text ~55 µs, a patch a few µs. One instance per shard file.
+ * - to know where each entry's text is, the first patch of an object serialises its entries one
+ *   by one, reusing the text of those that are the same object at the same place as before;
+ * - {@link ShardText.serialize} of a new object (a shard just read from disk) is one
+ *   `JSON.stringify`: if another process rewrites the shard before this one changes it again,
+ *   the places are never needed.
+ * Measured on a 38 KiB shard in a 10,000-task ledger: JSON.stringify ~165-230 µs, entry by entry
+ * ~280 µs (once per shard read), a patch a few µs. One instance per shard file.
  *
  * Entries are immutable (`TaskLedgerEntry` is `readonly`); each one is frozen when its text is
  * made, so a reused text cannot go stale: code that changed an entry in place would throw instead
@@ -22,18 +25,32 @@ export class ShardText {
   #tasks: object | null = null;
   #ids: string[] = [];
   #entries: unknown[] = [];
-  /** `#ends[i]`: where entry i's text (with its leading comma) ends in `#text`. */
-  #ends: number[] = [];
+  /** `#ends[i]`: where entry i's text (with its leading comma) ends in `#text` (null: not known yet). */
+  #ends: number[] | null = [];
   #text = `${OPEN}${CLOSE}`;
   /** Position of each id in `#ids`, made when first needed. */
   #positions: Map<string, number> | null = null;
 
-  /** The whole text of `tasks`, reusing what is unchanged since the previous call. */
+  /**
+   * The whole text of `tasks`. Another object than the previous call's (a shard just read from
+   * disk) is serialised in one `JSON.stringify`, the fastest for a single use; the places of its
+   * entries in the text are found only if it is patched later (by {@link ShardText.patch}, through
+   * a scan that serialises its entries one by one). For the same object, the text of every entry
+   * that is the same object at the same place as before is reused.
+   */
   serialize(tasks: Readonly<Record<string, unknown>>): string {
+    if (tasks === this.#tasks) return this.#scan(tasks);
+    const text = JSON.stringify({ tasks });
+    this.#remember(tasks, [], [], null, text, null);
+    return text;
+  }
+
+  /** The whole text of `tasks`, reusing the text of the entries unchanged since the previous call. */
+  #scan(tasks: Readonly<Record<string, unknown>>): string {
     const ids = Object.keys(tasks); // the order JSON.stringify uses: integer-like ids first, then insertion order
     const prevIds = this.#ids;
     const prevEntries = this.#entries;
-    const prevEnds = this.#ends;
+    const prevEnds = this.#ends ?? [];
     const prevText = this.#text;
     const entries: unknown[] = new Array(ids.length);
     const ends: number[] = new Array(ids.length);
@@ -87,6 +104,7 @@ export class ShardText {
    */
   patch(tasks: Readonly<Record<string, unknown>>, changed: readonly string[]): string {
     if (tasks !== this.#tasks) return this.serialize(tasks);
+    if (this.#ends === null) return this.#scan(tasks);
     const positions = this.#positions ?? new Map(this.#ids.map((taskId, i) => [taskId, i]));
     const ends = this.#ends;
     for (const taskId of changed) {
@@ -130,7 +148,7 @@ export class ShardText {
     tasks: object,
     ids: string[],
     entries: unknown[],
-    ends: number[],
+    ends: number[] | null,
     text: string,
     positions: Map<string, number> | null,
   ): void {

@@ -63,6 +63,24 @@ describe('ShardText', () => {
     for (let seed = 1; seed <= 40; seed += 1) randomRun(seed, (text, tasks, changed) => text.patch(tasks, changed));
   });
 
+  it('a copy of the object (a shard read again from disk) is serialised whole, then patched exactly', () => {
+    for (let seed = 1; seed <= 40; seed += 1) {
+      let current: Record<string, unknown> | null = null;
+      randomRun(seed, (text, tasks, changed) => {
+        // Every other step the object is a fresh copy, as after a re-read: the next patch starts from it.
+        if (current === null || seed % 2 === changed.length % 2) {
+          current = Object.assign(Object.create(null) as Record<string, unknown>, tasks);
+          return text.serialize(current);
+        }
+        for (const id of changed) {
+          if (Object.hasOwn(tasks, id)) current[id] = tasks[id];
+          else delete current[id];
+        }
+        return text.patch(current, changed);
+      });
+    }
+  });
+
   it('patch of another object than the last one serialises it whole', () => {
     const text = new ShardText();
     const a = Object.create(null) as Record<string, unknown>;
@@ -76,12 +94,18 @@ describe('ShardText', () => {
     expect(text.patch(b, ['t'])).toBe(JSON.stringify({ tasks: b }));
   });
 
-  it('freezes the entries it has serialised, so an in-place change cannot go unwritten', () => {
+  it('freezes the entries whose text it keeps, so an in-place change cannot go unwritten', () => {
     const tasks = Object.create(null) as Record<string, { attempts: number }>;
     tasks.t = { attempts: 1 };
-    new ShardText().serialize(tasks);
-    expect(() => {
-      tasks.t!.attempts = 2;
-    }).toThrow(TypeError);
+    tasks.u = { attempts: 1 };
+    const text = new ShardText();
+    text.serialize(tasks);
+    tasks.u = { attempts: 2 };
+    expect(text.patch(tasks, ['u'])).toBe(JSON.stringify({ tasks }));
+    for (const id of ['t', 'u']) {
+      expect(() => {
+        tasks[id]!.attempts = 3;
+      }).toThrow(TypeError);
+    }
   });
 });
