@@ -127,10 +127,9 @@ export class CachedJsonFile<T> {
   /**
    * Persist `data` unless it serialises to exactly what is on disk (or the file is missing and
    * `data` is empty). Call it only after a `read` under the same lock, so the cache describes the
-   * file as it is now.
+   * file as it is now. `text`: `data` already serialised (by the `serialize` option's function).
    */
-  write(data: T): void {
-    const text = this.#options.serialize(data);
+  write(data: T, text = this.#options.serialize(data)): void {
     if (this.#cache && this.#cache.text === text) {
       this.#cache = { ...this.#cache, data };
       return;

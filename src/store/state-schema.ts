@@ -85,15 +85,20 @@ export function parseMainFile(json: unknown): Parsed<MainFile> {
   return { data: { breakers, prunedAt: file.prunedAt }, dropped };
 }
 
-/** Validate one ledger shard; malformed task entries are dropped on their own. */
-export function parseShardFile(json: unknown): Parsed<ShardFile> {
+/**
+ * Validate one ledger shard; malformed task entries are dropped on their own, and so are the
+ * tasks `owns` rejects (a hand-edited shard holding a task that belongs in another one, where no
+ * lookup would find it and no transaction could write it back).
+ */
+export function parseShardFile(json: unknown, owns?: (taskId: string) => boolean): Parsed<ShardFile> {
   shardFileSchema.parse(json);
   const dropped: string[] = [];
   const tasks = dict<StateData['tasks'][string]>();
   for (const [taskId, entry] of Object.entries((json as { tasks: object }).tasks)) {
     const parsed = taskEntrySchema.safeParse(entry);
-    if (parsed.success) tasks[taskId] = parsed.data;
-    else dropped.push(`task ${JSON.stringify(taskId)}`);
+    if (!parsed.success) dropped.push(`task ${JSON.stringify(taskId)}`);
+    else if (owns && !owns(taskId)) dropped.push(`task ${JSON.stringify(taskId)} (it belongs in another shard)`);
+    else tasks[taskId] = parsed.data;
   }
   return { data: { tasks }, dropped };
 }

@@ -6,12 +6,12 @@ import { CachedJsonFile } from './cached-json-file.js';
 import { DirLock, sleepSync } from './dir-lock.js';
 import { ensureDirSync } from './durable-fs.js';
 import { CONTENDED, nextLockAttempt } from './lock-policy.js';
+import { ShardText } from './shard-text.js';
 import {
   dict,
   parseMainFile,
   parseShardFile,
   serializeMainFile,
-  serializeShardFile,
   type MainFile,
   type ShardFile,
   type StateData,
@@ -85,7 +85,11 @@ export type TaskScope = readonly string[] | 'all';
  *   {@link BLOCKING_WAIT_MS} makes a transaction yield and wait.
  * - `snapshot(scope)` reads without the lock: writes are renames, so a reader never sees a torn file.
  * - Parsed files are cached against their inode, size and mtime: with 10,000 tasks a transaction
- *   parses and writes one small shard, not the whole ledger.
+ *   parses and writes one small shard, not the whole ledger. A file this process wrote itself is
+ *   not parsed or validated again (its identity is taken from the written descriptor); one that
+ *   changed on disk (another process, a hand edit) is. `fn` gets only the tasks of its scope;
+ *   the entries it changed are applied to their shard's cached document and spliced into its
+ *   text (`shard-text.ts`), so a run's transaction serialises one entry, not the shard's ~150.
  * - A file that is not valid JSON is moved aside (`<file>.corrupt-<time>`), never overwritten.
  */
 export class StateStore {
@@ -93,6 +97,8 @@ export class StateStore {
   readonly file: string;
   readonly #main: CachedJsonFile<MainFile>;
   readonly #shards: CachedJsonFile<ShardFile>[];
+  /** Each shard's text maker: it patches or reuses the text of unchanged entries. */
+  readonly #shardTexts: ShardText[] = [];
   readonly #lock: DirLock;
   readonly #staleLockMs: number;
   readonly #warn: (message: string) => void;
@@ -123,17 +129,17 @@ export class StateStore {
       warn,
       contents: "every model's circuit breaker (open circuits are closed again)",
     });
-    this.#shards = Array.from(
-      { length: TASK_SHARDS },
-      (_, index) =>
-        new CachedJsonFile(path.join(shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
-          parse: parseShardFile,
-          serialize: serializeShardFile,
-          empty: () => ({ tasks: dict() }),
-          warn,
-          contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
-        }),
-    );
+    this.#shards = Array.from({ length: TASK_SHARDS }, (_, index) => {
+      const text = new ShardText();
+      this.#shardTexts.push(text);
+      return new CachedJsonFile(path.join(shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
+        parse: (json) => parseShardFile(json, (taskId) => shardOf(taskId) === index),
+        serialize: (shard) => text.serialize(shard.tasks),
+        empty: () => ({ tasks: dict() }),
+        warn,
+        contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
+      });
+    });
     this.#staleLockMs = options.staleLockMs ?? 10_000;
     this.#lock = new DirLock(`${this.file}.lock`, this.#staleLockMs);
   }
@@ -285,15 +291,17 @@ export class StateStore {
   /** Under the lock, which it releases: read, apply `fn`, write. Synchronous from end to end. */
   #transactLocked<T>(scope: TaskScope, fn: (state: StateData) => T): T {
     try {
-      const { state, shardIndexes } = this.#load(scope, true);
+      const loaded = this.#load(scope, true);
       let result: T;
       try {
-        result = fn(state);
+        result = fn(loaded.state);
+        this.#save(loaded);
       } catch (error) {
-        this.#forget(shardIndexes); // fn may have half-changed cached documents
+        // fn may have half-changed the circuits' cached document (fn sees it, not a copy), and a
+        // failed save the shards' (a failed write already dropped its own file's cache).
+        this.#forget(loaded.shardIndexes);
         throw error;
       }
-      this.#save(state, shardIndexes);
       return result;
     } catch (error) {
       if (error instanceof StateStoreError || !(error as NodeJS.ErrnoException).code) throw error;
@@ -304,35 +312,83 @@ export class StateStore {
     }
   }
 
-  #load(scope: TaskScope, locked: boolean): { state: StateData; shardIndexes: number[] } {
-    const shardIndexes = scope === 'all' ? this.#shards.map((_, index) => index) : [...new Set(scope.map(shardOf))];
+  /**
+   * The state `fn` (or a snapshot) sees: every circuit (the cached document itself), and the
+   * tasks of the scope: for a list of ids, those of them that exist (a small map of the cached
+   * entries, which are immutable); for 'all', a copy of every shard's tasks.
+   */
+  #load(scope: TaskScope, locked: boolean): Loaded {
     const main = this.#main.read(locked);
     const tasks = dict<StateData['tasks'][string]>();
-    for (const index of shardIndexes) {
-      for (const [taskId, entry] of Object.entries(this.#shards[index]!.read(locked).tasks)) tasks[taskId] = entry;
+    const shardIndexes = scope === 'all' ? this.#shards.map((_, index) => index) : [...new Set(scope.map(shardOf))];
+    const shardTasks = new Map<number, StateData['tasks']>();
+    for (const index of shardIndexes) shardTasks.set(index, this.#shards[index]!.read(locked).tasks);
+    if (scope === 'all') {
+      for (const ofShard of shardTasks.values()) for (const taskId in ofShard) tasks[taskId] = ofShard[taskId]!;
+    } else {
+      for (const taskId of scope) {
+        const entry = shardTasks.get(shardOf(taskId))![taskId];
+        if (entry !== undefined) tasks[taskId] = entry;
+      }
     }
-    return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, shardIndexes };
+    return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, scope, shardIndexes, shardTasks };
   }
 
-  #save(state: StateData, shardIndexes: readonly number[]): void {
-    const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
-    for (const [taskId, entry] of Object.entries(state.tasks)) {
-      const shard = byShard.get(shardOf(taskId));
-      if (!shard) {
-        throw new StateStoreError(`task ${JSON.stringify(taskId)} was written outside the transaction's scope`, {
-          step: 'update',
-        });
+  /**
+   * Write what `fn` changed. For a list of ids, each id whose entry `fn` set, replaced or deleted
+   * is applied to its shard's cached document, whose text is patched (not rebuilt), and only
+   * shards with a change are written; writing any other task is refused before anything is written.
+   */
+  #save({ state, scope, shardIndexes, shardTasks }: Loaded): void {
+    if (scope === 'all') {
+      const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
+      for (const taskId in state.tasks) byShard.get(shardOf(taskId))!.tasks[taskId] = state.tasks[taskId]!;
+      this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
+      for (const [index, shard] of byShard) this.#shards[index]!.write(shard);
+      return;
+    }
+    const inScope = new Set(scope);
+    for (const taskId of Object.keys(state.tasks)) if (!inScope.has(taskId)) throw outOfScope(taskId);
+    const changes = new Map<number, string[]>();
+    for (const taskId of inScope) {
+      const index = shardOf(taskId);
+      const entry = Object.hasOwn(state.tasks, taskId) ? state.tasks[taskId] : undefined;
+      if (shardTasks.get(index)![taskId] === entry) continue;
+      const changed = changes.get(index);
+      if (changed) changed.push(taskId);
+      else changes.set(index, [taskId]);
+    }
+    const texts: [number, string][] = [];
+    for (const [index, changed] of changes) {
+      const tasks = shardTasks.get(index)!;
+      for (const taskId of changed) {
+        const entry = Object.hasOwn(state.tasks, taskId) ? state.tasks[taskId] : undefined;
+        if (entry === undefined) delete tasks[taskId];
+        else tasks[taskId] = entry;
       }
-      shard.tasks[taskId] = entry;
+      texts.push([index, this.#shardTexts[index]!.patch(tasks, changed)]);
     }
     this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
-    for (const [index, shard] of byShard) this.#shards[index]!.write(shard);
+    for (const [index, text] of texts) this.#shards[index]!.write({ tasks: shardTasks.get(index)! }, text);
   }
 
   #forget(shardIndexes: readonly number[]): void {
     this.#main.forget();
     for (const index of shardIndexes) this.#shards[index]!.forget();
   }
+}
+
+/** What a transaction read: the state `fn` gets, and where its tasks came from. */
+interface Loaded {
+  readonly state: StateData;
+  readonly scope: TaskScope;
+  readonly shardIndexes: readonly number[];
+  /** The cached task map of each shard read (the documents themselves, changed only by `#save`). */
+  readonly shardTasks: ReadonlyMap<number, StateData['tasks']>;
+}
+
+function outOfScope(taskId: string): StateStoreError {
+  return new StateStoreError(`task ${JSON.stringify(taskId)} was written outside the transaction's scope`, { step: 'update' });
 }
 
 /** FNV-1a of the task id, folded onto the shard count. */

@@ -95,6 +95,62 @@ describe('StateStore', () => {
     await expect(store.transact(['t'], (s) => void (s.tasks[other] = entry(1)))).rejects.toThrow('outside');
   });
 
+  it('a refused out-of-scope write leaves nothing behind: not on disk, not in the cache of the next transaction', async () => {
+    const store = open();
+    await store.transact(['t'], (s) => void (s.tasks.t = entry(1)));
+    const other = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].find((id) => shardOf(id) !== shardOf('t'))!;
+    await expect(
+      store.transact(['t'], (s) => {
+        s.tasks.t = entry(50);
+        s.tasks[other] = entry(2);
+      }),
+    ).rejects.toThrow('outside');
+    // The next transaction on the same shard sees the file as it was, and can write it.
+    const seen = await store.transact(['t'], (s) => {
+      const before = { t: s.tasks.t?.failures, other: s.tasks[other] };
+      s.tasks.t = entry(2);
+      return before;
+    });
+    expect(seen).toEqual({ t: 1, other: undefined });
+    const reread = await open().snapshot('all');
+    expect(Object.keys(reread.tasks)).toEqual(['t']);
+    expect(reread.tasks.t?.failures).toBe(2);
+  });
+
+  it('a one-task transaction that throws writes nothing and leaves no half-change in the cache', async () => {
+    const store = open();
+    await store.transact(['t'], (s) => void (s.tasks.t = entry(1)));
+    await expect(
+      store.transact(['t'], (s) => {
+        s.tasks.t = entry(99);
+        s.breakers.m = { state: 'closed', consecutiveFailures: 3 };
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    const seen = await store.transact(['t'], (s) => ({ t: s.tasks.t?.failures, m: s.breakers.m }));
+    expect(seen).toEqual({ t: 1, m: undefined });
+    expect((await open().snapshot(['t'])).tasks.t?.failures).toBe(1);
+  });
+
+  it('writes every shard byte for byte as JSON.stringify would, across changes, deletions and odd task ids', async () => {
+    const store = open();
+    const ids = ['t', '__proto__', 'constructor', '42', '7', 'quote"and\\slash', 'é-ü-😀', 'line\nbreak', 'toString'];
+    for (const [i, id] of ids.entries()) await store.transact([id], (s) => void (s.tasks[id] = entry(i)));
+    await store.transact(['42'], (s) => void delete s.tasks['42']);
+    await store.transact(['t'], (s) => void (s.tasks.t = entry(77)));
+    await store.transact(['0'], (s) => void (s.tasks['0'] = entry(5)));
+    const shardDir = path.join(dir, 'state.tasks');
+    const all = await open().snapshot('all');
+    for (const name of readdirSync(shardDir)) {
+      const text = readFileSync(path.join(shardDir, name), 'utf8');
+      expect(text).toBe(JSON.stringify(JSON.parse(text)));
+    }
+    expect(Object.keys(all.tasks).sort()).toEqual([...ids.filter((id) => id !== '42'), '0'].sort());
+    expect(all.tasks.t?.failures).toBe(77);
+    expect(all.tasks['0']?.failures).toBe(5);
+    expect(all.tasks.__proto__?.failures).toBe(1);
+  });
+
   it('a transaction that throws writes nothing', async () => {
     const store = open();
     await store.transact(['t', 't1', 'fresh'], (s) => void (s.tasks.t = entry(1)));
@@ -163,6 +219,24 @@ describe('StateStore under faults', () => {
     expect(copies).toHaveLength(1);
     expect(readFileSync(path.join(path.dirname(shard), copies[0]!), 'utf8')).toBe(original);
     expect(warnings.join('\n')).toMatch(/dropped 1 malformed entry: task "bad"; a copy of the file is at/);
+  });
+
+  it('a shard file holding a task of another shard (hand-edited): that task is dropped with a copy kept, the rest stays usable', async () => {
+    const shard = shardFile('good');
+    const stray = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].find((id) => shardOf(id) !== shardOf('good'))!;
+    mkdirSync(path.dirname(shard), { recursive: true });
+    const original = JSON.stringify({ tasks: { good: entry(2), [stray]: entry(4) } });
+    writeFileSync(shard, original);
+    const store = open();
+    expect(await store.transact(['good'], (s) => s.tasks.good?.failures)).toBe(2);
+    await store.transact(['good'], (s) => void (s.tasks.good = entry(3)));
+    expect(warnings.join('\n')).toContain(
+      `task ${JSON.stringify(stray)} (it belongs in another shard); a copy of the file is at`,
+    );
+    const copies = asideOf(shard);
+    expect(copies).toHaveLength(1);
+    expect(readFileSync(path.join(path.dirname(shard), copies[0]!), 'utf8')).toBe(original);
+    expect(JSON.parse(readFileSync(shard, 'utf8')).tasks).toEqual({ good: entry(3) });
   });
 
   it('keeps that copy too when the shard was first read without the lock (then from the cache)', async () => {
