@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, futimesSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** State files hold task ids and model names: only the owner reads them. */
@@ -13,6 +13,13 @@ export interface FileIdentity {
   readonly mtimeNs: bigint;
 }
 
+/**
+ * How far past the replaced file's mtime a new version's mtime is set when the clock has not moved
+ * on (file times advance in coarse ticks of a few ms): 2 µs, more than a double's rounding of the
+ * seconds `futimes` takes.
+ */
+const MTIME_STEP_NS = 2000n;
+
 /** Makes temp names unique across processes (with the pid) without a random draw per write (~20 µs). */
 const TEMP_TAG = `${process.pid}-${randomBytes(4).toString('hex')}`;
 let tempCounter = 0;
@@ -24,6 +31,12 @@ let tempCounter = 0;
  * Synchronous: the state is written inside one locked transaction that never yields.
  * Returns the identity of the file written (from the temp file's descriptor: a rename keeps it),
  * so the caller's cache needs no further `stat`.
+ *
+ * Each version's mtime is later than the one it replaces (set a few µs past it when the coarse
+ * file clock has not moved on): with the writers serialised by the store's lock, no later version
+ * can show the inode, size and mtime of an earlier one, even when the filesystem hands the freed
+ * inode straight to the next temp file (ext4 does) and several writes fall in one clock tick. A
+ * cache keyed on that identity therefore never takes another process's newer file for its own.
  */
 export function writeFileAtomicSync(file: string, text: string): FileIdentity {
   const dir = path.dirname(file);
@@ -45,8 +58,14 @@ export function writeFileAtomicSync(file: string, text: string): FileIdentity {
     let written: FileIdentity;
     try {
       writeFileSync(fd, text, 'utf8');
-      const { ino, size, mtimeNs } = fstatSync(fd, { bigint: true });
-      written = { ino, size, mtimeNs };
+      let stats = fstatSync(fd, { bigint: true });
+      const replaced = statSync(file, { bigint: true, throwIfNoEntry: false });
+      if (replaced !== undefined && stats.mtimeNs <= replaced.mtimeNs) {
+        const seconds = Number(replaced.mtimeNs + MTIME_STEP_NS) / 1e9;
+        futimesSync(fd, seconds, seconds);
+        stats = fstatSync(fd, { bigint: true });
+      }
+      written = { ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs };
     } finally {
       closeSync(fd);
     }
