@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 import { isConfigError, loadConfig, telemetryDirFor, type Config } from './config/config.js';
-import { loadModelTiers } from './config/model-tiers.js';
-import { createApp, createMcpServer, SERVER_NAME, SERVER_VERSION, type App } from './mcp/server.js';
+import type { App } from './mcp/server.js';
+import { SERVER_NAME, SERVER_VERSION } from './mcp/server-identity.js';
 import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './config/telemetry-dir.js';
-import { LineStdioTransport } from './transport/stdio-transport.js';
 import { DEFAULT_HTTP_PORT } from './config/ranges.js';
 
-// `report`, `doctor` and `--http` are imported when asked for (await import), so a stdio start, which an
-// MCP client waits on, loads only what stdio serving needs.
+// `report`, `doctor`, `--http` and the server itself are imported when asked for (await import): a
+// stdio start, which an MCP client waits on, loads only what stdio serving needs, and `report` none
+// of the server (the SDK, the tools and their schemas were most of its start-up).
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 
@@ -78,6 +78,7 @@ async function main(argv: readonly string[]): Promise<number> {
         warn(`doctor takes no arguments, got \`${rest.join(' ')}\``);
         return 2;
       }
+      const { loadModelTiers } = await import('./config/model-tiers.js');
       await loadModelTiers(config); // a bad tier file stops the server: say so here too (exit 2)
       const { runDoctor } = await import('./cli/doctor.js');
       return await runDoctor(config);
@@ -167,6 +168,7 @@ type HttpModule = typeof import('./transport/http/server.js');
 
 /** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
 async function serveHttp(config: Config, httpModule: HttpModule, host: string, port: number): Promise<void> {
+  const { createApp, createMcpServer } = await import('./mcp/server.js');
   const app = await createApp(config, warn);
   (await app.services()).hygiene.start(); // ends the model processes of servers that were killed
   const server = await httpModule.startHttpServer({
@@ -184,6 +186,10 @@ async function serveHttp(config: Config, httpModule: HttpModule, host: string, p
 }
 
 async function serveStdio(config: Config): Promise<void> {
+  const [{ createApp, createMcpServer }, { LineStdioTransport }] = await Promise.all([
+    import('./mcp/server.js'),
+    import('./transport/stdio-transport.js'),
+  ]);
   const app = await createApp(config, warn);
   const server = createMcpServer(app);
   // Refuses oversized and invalid messages with a JSON-RPC error and keeps reading.

@@ -16,12 +16,9 @@ import { ollamaRunManyTool } from '../tools/ollama-run-many.js';
 import { ollamaRunTool } from '../tools/ollama-run.js';
 import { ollamaRunsSummaryTool } from '../tools/ollama-runs-summary.js';
 import { ollamaTaskStatusTool } from '../tools/ollama-task-status.js';
-import { createRequire } from 'node:module';
+import { SERVER_NAME, SERVER_VERSION } from './server-identity.js';
 
-const packageJson = createRequire(import.meta.url)('../../package.json') as { name: string; version: string };
-
-export const SERVER_NAME = packageJson.name;
-export const SERVER_VERSION = packageJson.version;
+export { SERVER_NAME, SERVER_VERSION };
 
 /** Everything one server process shares between its connections. */
 export interface App {

@@ -1,12 +1,14 @@
 import * as z from 'zod';
 
+import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
+
 /**
  * The summary of runs.jsonl that `ollama-runner-mcp report --json` prints and `ollama_runs_summary`
  * returns (the latter without `timeline`, and cut to the top N). Field names are stable: a change of
- * meaning or type bumps `schema`; new fields may be added without a bump. Documented field by field
- * in src/report/README.md.
+ * meaning or type bumps `schema` (SUMMARY_SCHEMA_VERSION); new fields may be added without a bump.
+ * Documented field by field in src/report/README.md.
  */
-export const SUMMARY_SCHEMA_VERSION = 1;
+export { SUMMARY_SCHEMA_VERSION };
 
 const ms = z.number().nullable();
 

@@ -12,7 +12,8 @@ import { AttentionTracker } from './attention.js';
 import { ChainAccumulator, BUSY_STATUSES } from './chains.js';
 import { EscalationCauses } from './escalation-causes.js';
 import { RecentCounts } from './recent-counts.js';
-import { SUMMARY_SCHEMA_VERSION, type EscalatedTask, type ModelSummary, type RunsSummary } from './summary-schema.js';
+import type { EscalatedTask, ModelSummary, RunsSummary } from './summary-schema.js';
+import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
 import { TimelineAccumulator } from './timeline.js';
 
 /** The bounds that keep a summary's memory constant whatever the size of the log. */
