@@ -1,26 +1,12 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox, readRunTrace, SERVER_ENTRY, serverEnv, startServer, waitFor, type Sandbox } from './harness.js';
+import { makeSandbox, readRunTrace, serverEnv, startServer, waitFor, type Sandbox } from './harness.js';
 import { isRunning } from '../helpers/proc-state.js';
+// A server on raw pipes, so the test can SIGKILL it.
+import { startRawServer, toolCall } from '../faults/raw-stdio.js';
 
-const INIT = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-};
-
-/** A server on raw pipes, so the test can SIGKILL it. */
-function rawServer(env: Record<string, string>) {
-  const child = spawn(process.execPath, [SERVER_ENTRY], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  child.stdout.resume();
-  child.stderr.resume();
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-  const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
-  return { child, send, exited };
-}
+const HANGING_RUN = toolCall(2, 'ollama_run', { model: 'llama3.2', prompt: 'forever @fake:hang' });
 
 function childRecords(sandbox: Sandbox): string[] {
   const dir = path.join(sandbox.telemetryDir, 'children');
@@ -37,15 +23,9 @@ describe.skipIf(!existsSync('/proc/self/stat'))('orphan sweep', () => {
   it("a SIGKILLed server's model process is ended by the next server; a live server's run is untouched", async () => {
     const sandbox = makeSandbox();
     // 1. A server whose model process hangs, and would outlive it (see FAKE_OLLAMA_OUTLIVE_SERVER).
-    const doomed = rawServer(serverEnv(sandbox, { FAKE_OLLAMA_OUTLIVE_SERVER: '1' }));
-    doomed.send(INIT);
-    doomed.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    doomed.send({
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'forever @fake:hang' } },
-    });
+    const doomed = startRawServer(serverEnv(sandbox, { FAKE_OLLAMA_OUTLIVE_SERVER: '1' }));
+    await doomed.initialize();
+    doomed.send(HANGING_RUN);
     await waitFor(() => runStarts(sandbox).length === 1, 15_000, 'the doomed server to start its model process');
     const orphan = runStarts(sandbox)[0]!;
 
@@ -104,15 +84,9 @@ describe.skipIf(!existsSync('/proc/self/stat'))('orphan sweep', () => {
 
   it('a server stopped by SIGTERM ends its model process group and leaves no record behind', async () => {
     const sandbox = makeSandbox();
-    const server = rawServer(serverEnv(sandbox));
-    server.send(INIT);
-    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    server.send({
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'forever @fake:hang' } },
-    });
+    const server = startRawServer(serverEnv(sandbox));
+    await server.initialize();
+    server.send(HANGING_RUN);
     await waitFor(() => childRecords(sandbox).length === 1, 15_000, 'the model process to be recorded');
     const pid = runStarts(sandbox)[0]!;
     server.child.kill('SIGTERM');
