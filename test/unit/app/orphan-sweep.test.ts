@@ -39,20 +39,18 @@ function world(alive: number[], ignoresTerm: number[] = []) {
   return { proc, signalGroup, signals, running };
 }
 
+/** One sweep of `dir` in world `w`, with a 1 ms kill grace. */
+function sweep(w: ReturnType<typeof world>, warn: (message: string) => void = () => {}) {
+  return sweepOrphans({ dir, identity, proc: w.proc, killGraceMs: 1, signalGroup: w.signalGroup, warn });
+}
+
 describe('sweepOrphans', () => {
   it("ends the children of a gone server, leaves a live server's alone, and removes the records it acted on", async () => {
     setup([child(201, 100), child(202, 100), child(301, 300), child(203, 100)]);
     // Server 100 is gone; 300 is alive. 201 and 301 run; 202 has exited; 203 ignores SIGTERM.
     const w = world([300, 201, 301, 203], [203]);
     const warnings: string[] = [];
-    const summary = await sweepOrphans({
-      dir,
-      identity,
-      proc: w.proc,
-      killGraceMs: 1,
-      signalGroup: w.signalGroup,
-      warn: (m) => warnings.push(m),
-    });
+    const summary = await sweep(w, (m) => warnings.push(m));
     expect(summary).toMatchObject({ ended: 2, forgotten: 1, kept: 1 });
     expect(w.signals).toEqual(['SIGTERM -201', 'SIGTERM -203', 'SIGKILL -203']);
     expect(w.running.has(301)).toBe(true);
@@ -69,14 +67,7 @@ describe('sweepOrphans', () => {
     const old = new Date(Date.now() - 120_000);
     utimesSync(path.join(dir, 'old.json'), old, old);
     const w = world([]);
-    const summary = await sweepOrphans({
-      dir,
-      identity,
-      proc: w.proc,
-      killGraceMs: 1,
-      signalGroup: w.signalGroup,
-      warn: () => {},
-    });
+    const summary = await sweep(w);
     expect(summary).toMatchObject({ ended: 0, forgotten: 1, kept: 1 });
     expect(readdirSync(dir)).toEqual(['fresh.json']);
     expect(w.signals).toEqual([]);
@@ -85,12 +76,6 @@ describe('sweepOrphans', () => {
   it('a missing dir is an empty sweep', async () => {
     dir = path.join(tmpdir(), 'no-such-sweep-dir');
     const w = world([]);
-    expect(
-      await sweepOrphans({ dir, identity, proc: w.proc, killGraceMs: 1, signalGroup: w.signalGroup, warn: () => {} }),
-    ).toMatchObject({
-      ended: 0,
-      forgotten: 0,
-      kept: 0,
-    });
+    expect(await sweep(w)).toMatchObject({ ended: 0, forgotten: 0, kept: 0 });
   });
 });
