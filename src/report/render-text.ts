@@ -249,7 +249,8 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
   say('p50/p95/max: spawn to exit of runs that answered (ok), within 1%; time lost: failed attempts that ran.', 'dim');
 
   // ------------------------------------------------------------------ tokens
-  if (summary.models.some((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0)) {
+  const tokenRows = summary.models.filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0);
+  if (tokenRows.length > 0) {
     heading('Tokens per model');
     put(
       [
@@ -262,18 +263,16 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
         { header: 'cold loads', right: true },
         { header: 'truncated?', right: true },
       ],
-      summary.models
-        .filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0)
-        .map((m) => [
-          { text: m.model },
-          { text: count(m.tokens.runs) },
-          { text: m.tokens.output_tps_p50 === null ? '-' : m.tokens.output_tps_p50.toFixed(1) },
-          { text: m.tokens.prompt_tokens_p95 === null ? '-' : count(m.tokens.prompt_tokens_p95) },
-          { text: count(m.tokens.prompt_tokens) },
-          { text: count(m.tokens.output_tokens) },
-          { text: count(m.tokens.cold_loads) },
-          { text: count(m.tokens.may_be_truncated), style: m.tokens.may_be_truncated > 0 ? 'red' : undefined },
-        ]),
+      tokenRows.map((m) => [
+        { text: m.model },
+        { text: count(m.tokens.runs) },
+        { text: m.tokens.output_tps_p50 === null ? '-' : m.tokens.output_tps_p50.toFixed(1) },
+        { text: m.tokens.prompt_tokens_p95 === null ? '-' : count(m.tokens.prompt_tokens_p95) },
+        { text: count(m.tokens.prompt_tokens) },
+        { text: count(m.tokens.output_tokens) },
+        { text: count(m.tokens.cold_loads) },
+        { text: count(m.tokens.may_be_truncated), style: m.tokens.may_be_truncated > 0 ? 'red' : undefined },
+      ]),
     );
     say(
       'out tok/s: median output tokens per second; prompt p95: prompt tokens; cold load: load_ms over 1 s (the model was loaded first); truncated?: runs warned prompt_may_be_truncated (raise num_ctx).',
