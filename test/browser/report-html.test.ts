@@ -82,6 +82,19 @@ async function report(
   return { code, out, err };
 }
 
+/** Headless Chromium with a fresh profile in `profileDir`, offline (a page that fetches anything fails). */
+async function launchOffline(profileDir: string, viewport: { width: number; height: number }): Promise<BrowserContext> {
+  const browser = await chooseChromium();
+  return chromium.launchPersistentContext(profileDir, {
+    executablePath: browser.executablePath,
+    headless: true,
+    args: [...browser.args],
+    env: { ...process.env, ...browser.env },
+    viewport,
+    offline: true,
+  });
+}
+
 async function load(file: string, viewport?: { width: number; height: number }): Promise<LoadedPage> {
   const page = await context!.newPage();
   if (viewport !== undefined) await page.setViewportSize(viewport);
@@ -144,18 +157,10 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
   let summary: RunsSummary;
 
   beforeAll(async () => {
-    const browser = await chooseChromium();
     await mkdir(ARTIFACTS, { recursive: true });
     work = await mkdtemp(join(tmpdir(), 'report-html-'));
     profile = join(work, 'profile'); // a fresh --user-data-dir
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: browser.executablePath,
-      headless: true,
-      args: [...browser.args],
-      env: { ...process.env, ...browser.env },
-      viewport: { width: 1280, height: 900 },
-      offline: true,
-    });
+    context = await launchOffline(profile, { width: 1280, height: 900 });
 
     const file = join(work, 'report.html');
     const result = await report(['--html', file]);
@@ -312,18 +317,10 @@ describe.skipIf(SKIP)('report --html of a realistic day, at 1400 px, in headless
   let dayDir: string;
 
   beforeAll(async () => {
-    const browser = await chooseChromium();
     dayDir = await mkdtemp(join(tmpdir(), 'report-day-'));
     writeRealisticDay(join(dayDir, 'logs'));
     profile = join(dayDir, 'profile');
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: browser.executablePath,
-      headless: true,
-      args: [...browser.args],
-      env: { ...process.env, ...browser.env },
-      viewport: { width: 1400, height: 900 },
-      offline: true,
-    });
+    context = await launchOffline(profile, { width: 1400, height: 900 });
     const file = join(dayDir, 'day.html');
     const result = await report(['--html', file], join(dayDir, 'logs'), DAY_NOW);
     expect(result.code).toBe(0);
