@@ -4,6 +4,7 @@ import type { App } from './mcp/server.js';
 import { SERVER_NAME, SERVER_VERSION } from './mcp/server-identity.js';
 import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './config/telemetry-dir.js';
 import { DEFAULT_HTTP_PORT } from './config/ranges.js';
+import { isStateStoreError } from './store/state-store-error.js';
 
 // `report`, `doctor`, `--http` and the server itself are imported when asked for (await import): a
 // stdio start, which an MCP client waits on, loads only what stdio serving needs, and `report` none
@@ -98,7 +99,7 @@ async function main(argv: readonly string[]): Promise<number> {
       warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
       return 2;
     }
-    const cannotStart = await stateStoreProblem(error);
+    const cannotStart = stateStoreProblem(error);
     if (cannotStart !== null) {
       warn(cannotStart);
       return 1;
@@ -124,9 +125,7 @@ function parseHttpArgs(args: readonly string[]): { host: string; port: number } 
 }
 
 /** `cannot start: ...` when the state cannot be used (StateStoreError), else null. */
-async function stateStoreProblem(error: unknown): Promise<string | null> {
-  // Loaded on this error path only: the store is not part of a stdio start.
-  const { isStateStoreError } = await import('./store/state-store.js');
+function stateStoreProblem(error: unknown): string | null {
   return isStateStoreError(error) ? `cannot start: ${error.message}` : null;
 }
 
@@ -139,10 +138,8 @@ function startServicesOnce(app: App): () => Promise<void> {
   return () =>
     (starting ??= app.services().then(
       (services) => services.hygiene.start(), // ends the model processes of servers that were killed
-      async (error: unknown) => {
-        warn(
-          (await stateStoreProblem(error)) ?? `fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-        );
+      (error: unknown) => {
+        warn(stateStoreProblem(error) ?? `fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
         process.exit(1);
       },
     ));

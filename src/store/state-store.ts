@@ -7,6 +7,7 @@ import { DirLock, sleepSync } from './dir-lock.js';
 import { ensureDirSync } from './durable-fs.js';
 import { CONTENDED, nextLockAttempt } from './lock-policy.js';
 import { ShardText } from './shard-text.js';
+import { isStateStoreError, StateStoreError } from './state-store-error.js';
 import {
   dict,
   parseMainFile,
@@ -24,23 +25,7 @@ export interface StateStoreOptions {
   readonly staleLockMs?: number;
 }
 
-/** Thrown when the state cannot be locked, read or written (`step` says which), or its dir cannot be made. */
-export class StateStoreError extends Error {
-  readonly kind = 'state_store_error';
-  readonly step: 'setup' | 'lock' | 'update';
-  /** errno code of the underlying failure (EROFS, ENOSPC...), when there is one. */
-  readonly code: string | undefined;
-  constructor(message: string, options: { step: StateStoreError['step']; cause?: unknown }) {
-    super(message, { cause: options.cause });
-    this.name = 'StateStoreError';
-    this.step = options.step;
-    this.code = (options.cause as NodeJS.ErrnoException | undefined)?.code;
-  }
-}
-
-export function isStateStoreError(error: unknown): error is StateStoreError {
-  return (error as StateStoreError | null)?.kind === 'state_store_error';
-}
+export { isStateStoreError, StateStoreError };
 
 /** The last transaction that could not be saved, while no later one was. */
 export interface StoreWriteFailure {

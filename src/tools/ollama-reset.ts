@@ -5,6 +5,7 @@ import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
 import type { ModelSettings } from '../app/run-service.js';
 import type { StateBackend } from '../store/state-backend.js';
+import { isStateStoreError } from '../store/state-store-error.js';
 import type { ControlLogger } from './control-log.js';
 import { MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
 import { describeTask, taskStatusSchema } from './ollama-task-status.js';
@@ -57,8 +58,6 @@ export function ollamaResetTool(deps: {
       try {
         return await reset(input);
       } catch (error) {
-        // Loaded when needed: the store (loaded by then) is not part of the start-up.
-        const { isStateStoreError } = await import('../store/state-store.js');
         if (!isStateStoreError(error)) throw error;
         // Nothing was cleared: say so as a result, not as an internal error.
         const message = `Nothing was cleared: the retry ledger cannot be written (${error.message}). Fix the telemetry dir (see ollama_health) and call ollama_reset again.`;

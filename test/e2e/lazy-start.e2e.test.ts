@@ -1,9 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv } from './harness.js';
+import { startRawServer } from '../faults/raw-stdio.js';
 
 // An MCP client waits for the server's `initialize` reply before it can do anything: a stdio start
 // must not load the HTTP server, the report, `doctor`, or execa (loaded on the first spawn).
@@ -102,6 +103,18 @@ describe('lazy loading', () => {
       child.stdin.end();
       await exited;
     }
+  });
+
+  it('a state that cannot be used still stops a stdio start: one `cannot start:` line, exit 1, once initialize is answered', async () => {
+    const sandbox = makeSandbox();
+    mkdirSync(sandbox.telemetryDir, { recursive: true });
+    writeFileSync(path.join(sandbox.telemetryDir, 'state.tasks'), 'a file where the task ledger dir goes');
+    const server = startRawServer(serverEnv(sandbox));
+    await server.initialize();
+    expect(await server.exited).toBe(1);
+    const lines = server.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^ollama-runner-mcp: cannot start: cannot use .*state\.tasks as the task ledger's directory/);
   });
 
   it('`report` and `doctor` still load what they need when asked for', () => {
