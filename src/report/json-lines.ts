@@ -51,8 +51,10 @@ export async function forEachJsonLine<R extends object = JsonObject>(
   let windowStart = 0;
   let windowEnd = 0;
   let windowText = '';
+  // The default parser decodes each line as UTF-8 itself: a latin1 window would be made for nothing.
+  const withText = parse !== parseLineBytes;
   const line = (bytes: Buffer, start: number, end: number): void => {
-    if (bytes !== windowBytes || end > windowEnd) {
+    if (withText && (bytes !== windowBytes || end > windowEnd)) {
       // The next window: from this line to the last line that ends within TEXT_WINDOW_BYTES (this one at least).
       const limit = start + TEXT_WINDOW_BYTES;
       const last = limit < bytes.length ? bytes.lastIndexOf(NEWLINE, limit) : bytes.length;
