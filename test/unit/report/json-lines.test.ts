@@ -98,6 +98,23 @@ describe('forEachJsonLine', () => {
     expect(skips).toEqual(['invalid_json']);
   });
 
+  it('a callback that throws ends the read with its error, the next read in flight included', async () => {
+    const file = join(dir, 'runs.jsonl');
+    // 3 MiB: while the first read's lines are handed out, the second one is already reading.
+    await writeFile(file, `{"pad":"${'p'.repeat(1000)}"}\n`.repeat(3 * 1024));
+    let seen = 0;
+    const failing = forEachJsonLine(
+      file,
+      () => {
+        seen += 1;
+        if (seen === 10) throw new Error('reader gave up');
+      },
+      () => {},
+    );
+    await expect(failing).rejects.toThrow('reader gave up');
+    expect(seen).toBe(10);
+  });
+
   it('reads a missing file as empty and rejects on a directory', async () => {
     expect(
       await forEachJsonLine(
