@@ -168,7 +168,9 @@ export class RecentCounts {
       if (length < 0 || from.stamps[i]! < oldest) continue;
       let at = from.hashes[i]! & mask;
       while (to.lengths[at] !== EMPTY) at = (at + 1) & mask;
-      to.chars.set(from.chars.subarray(from.offsets[i]!, from.offsets[i]! + length), charsUsed);
+      // Copied char by char: a subarray per entry to `set` from cost more than the copy (task ids are short).
+      const offset = from.offsets[i]!;
+      for (let k = 0; k < length; k++) to.chars[charsUsed + k] = from.chars[offset + k]!;
       to.offsets[at] = charsUsed;
       charsUsed += length;
       to.lengths[at] = length;
