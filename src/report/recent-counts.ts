@@ -52,7 +52,7 @@ export class RecentCounts {
   increment(key: string): void {
     const h = hash(key);
     // One walk along the key's probe path finds it, or the first slot a new key may take.
-    let t = this.#table;
+    const t = this.#table;
     const oldest = this.#generation - 1;
     let free = -1;
     let at = h & this.#mask;
@@ -78,7 +78,7 @@ export class RecentCounts {
       this.#youngSize = 0;
     }
     this.#youngSize += 1;
-    if (this.#used + 1 > (this.#mask + 1) * MAX_FILL || this.#charsUsed + key.length > this.#table.chars.length) {
+    if (this.#full(key.length)) {
       this.#insert(key, h, count); // rebuilds first; the slots found above moved
       return;
     }
@@ -87,7 +87,6 @@ export class RecentCounts {
       free = at;
       this.#used += 1;
     }
-    t = this.#table;
     this.#put(t, free, key, h, count);
   }
 
@@ -114,8 +113,7 @@ export class RecentCounts {
 
   /** Puts a key known to be absent in the first free slot on its path. */
   #insert(key: string, h: number, count: number): void {
-    if (this.#used + 1 > (this.#mask + 1) * MAX_FILL || this.#charsUsed + key.length > this.#table.chars.length)
-      this.#rebuild(key.length);
+    if (this.#full(key.length)) this.#rebuild(key.length);
     const t = this.#table;
     const oldest = this.#generation - 1;
     for (let at = h & this.#mask; ; at = (at + 1) & this.#mask) {
@@ -126,6 +124,11 @@ export class RecentCounts {
         return;
       }
     }
+  }
+
+  /** Whether one more key of `chars` characters needs a rebuild first: a slot past MAX_FILL, or no room for its characters. */
+  #full(chars: number): boolean {
+    return this.#used + 1 > (this.#mask + 1) * MAX_FILL || this.#charsUsed + chars > this.#table.chars.length;
   }
 
   #put(t: Table, at: number, key: string, h: number, count: number): void {
