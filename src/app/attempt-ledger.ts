@@ -13,7 +13,7 @@ import { blockedError, circuitOpenError } from './attempt-errors.js';
 import type { Settled } from './run-report.js';
 import { taskScope, type RunRequest } from './run-request.js';
 
-/** Time a half-open probe keeps its lease beyond its own timeout and kill grace. */
+/** Time a half-open probe keeps its lease beyond its own limits (start allowance, timeout) and kill grace. */
 const PROBE_LEASE_MARGIN_MS = 5_000;
 /** Prune old task entries at most this often (pruning scans every entry). */
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
@@ -24,7 +24,10 @@ export interface LedgerAttempt {
   readonly modelKey: string;
   readonly request: RunRequest;
   readonly maxRetries: number;
+  /** Limit of the answer, from its first byte. */
   readonly timeoutMs: number;
+  /** Limit of the wait for the answer's first byte. */
+  readonly startTimeoutMs: number;
   readonly breaker: BreakerSettings;
   /** Told what the ledger could not do for this attempt. */
   readonly note: (warning: RunWarning) => void;
@@ -189,7 +192,7 @@ export class AttemptLedger {
   }
 
   #leaseMs(a: LedgerAttempt): number {
-    return a.timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
+    return a.startTimeoutMs + a.timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
   }
 
   #blocked(

@@ -22,8 +22,10 @@ export interface CallStep {
   readonly chainStep: number | null;
   /** 0 for a model's first try in the call, n for its n-th retry after `server_busy`. */
   readonly busyTry: number;
-  /** This try's timeout (a busy retry gets what is left of its model's). */
+  /** This try's limit of the answer, from its first byte. */
   readonly timeoutMs: number;
+  /** This try's limit of the wait for its first byte (a busy retry gets what is left of its model's). */
+  readonly startTimeoutMs: number;
   /** The call's max_retries (the first model's, or the caller's), for every model of the chain. */
   readonly maxRetries: number;
   /** Models tried before this one, in order. */
@@ -75,8 +77,9 @@ type Next = { readonly kind: 'stop' } | { readonly kind: 'busy'; readonly waitMs
  * One `ollama_run` call (or one `ollama_run_many` job): its model, then the models of its fallback
  * chain while the one before cannot serve, each retried after a jittered backoff while Ollama
  * answers `server busy`. Every try is its own attempt with its own runs.jsonl line; the caller gets
- * the last one. Bounds: `timeout_ms` for each model (its busy waits and retries included, counted
- * from its first try), `deadline_ms` (and a batch deadline) for the whole call.
+ * the last one. Bounds: for each model, `start_timeout_ms` until its answer begins (its busy waits and
+ * retries included, counted from its first try) and `timeout_ms` for the answer; `deadline_ms` (and a
+ * batch deadline) for the whole call.
  */
 export async function runCall(deps: CallRunnerDeps, request: RunRequest, context: RunContext): Promise<RunResult> {
   const primary = deps.settingsFor(request.model);
@@ -98,8 +101,11 @@ export async function runCall(deps: CallRunnerDeps, request: RunRequest, context
     const model = models[index]!;
     const hasNext = index + 1 < models.length;
     const stepRequest = index === 0 ? request : { ...request, model };
-    const timeoutMs = request.timeoutMs ?? (index === 0 ? primary : deps.settingsFor(model)).timeoutMs;
-    const budgetEndsAt = Math.min(deps.clock() + timeoutMs, deadlineAt ?? Infinity);
+    const settings = index === 0 ? primary : deps.settingsFor(model);
+    const timeoutMs = request.timeoutMs ?? settings.timeoutMs;
+    const startTimeoutMs = request.startTimeoutMs ?? settings.startTimeoutMs;
+    // Busy retries and their waits happen before any answer: they spend the model's start allowance.
+    const budgetEndsAt = Math.min(deps.clock() + startTimeoutMs, deadlineAt ?? Infinity);
 
     for (let busyTry = 0; ; busyTry += 1) {
       let next: Next | undefined;
@@ -124,7 +130,8 @@ export async function runCall(deps: CallRunnerDeps, request: RunRequest, context
         chainId,
         chainStep: chainId === null ? null : index,
         busyTry,
-        timeoutMs: busyTry === 0 ? timeoutMs : Math.max(1, Math.min(timeoutMs, left)),
+        timeoutMs,
+        startTimeoutMs: busyTry === 0 ? startTimeoutMs : Math.max(1, Math.min(startTimeoutMs, left)),
         maxRetries,
         tried: [...tried],
         busyRetries,

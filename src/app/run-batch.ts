@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import type { RunResult } from './run-result.js';
-import type { RunRequest, RunService } from './run-service.js';
+import type { RunContext, RunRequest, RunService } from './run-service.js';
+import type { RunPhase } from './run-progress.js';
 
 export interface BatchOptions {
-  /** Jobs running at once (already capped by the caller at the server's limit). */
+  /** Jobs running at once (the batch's own limit, within the server's). */
   readonly concurrency: number;
   /** Epoch ms by which the batch must be over. */
   readonly deadlineAt?: number;
@@ -42,10 +43,11 @@ export interface BatchProgress {
 }
 
 /**
- * Run every job through the same service as `ollama_run` (ledger, circuit, log), at most
- * `concurrency` at once, sharing one batch id. At the deadline, running jobs end as timeouts
- * (their timeouts are cut to it) and jobs that never started are reported as `not_started`:
- * the caller always gets one result per job, in input order.
+ * Run every job through the same service as `ollama_run` (ledger, circuit, log, and the one
+ * dispatcher queue, so a batch is ordered by what Ollama has loaded like any other calls), at most
+ * `concurrency` of them at once, sharing one batch id. At the deadline, running jobs end as timeouts
+ * (their limits are cut to it) and jobs still waiting as `not_started`: the caller always gets one
+ * result per job, in input order.
  */
 export async function runBatch(
   service: RunService,
@@ -55,37 +57,33 @@ export async function runBatch(
 ): Promise<BatchResult> {
   const batchId = randomUUID();
   const clock = options.clock ?? Date.now;
-  const results = new Array<RunResult>(jobs.length);
-  let next = 0;
-  const context = {
-    batchId,
-    ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.deadlineAt !== undefined ? { deadlineAt: options.deadlineAt } : {}),
-  };
   const late = () => options.deadlineAt !== undefined && clock() >= options.deadlineAt;
-
-  const worker = async () => {
-    while (next < jobs.length) {
-      const index = next;
-      next += 1;
-      const job = jobs[index]!;
-      if (late()) {
-        results[index] = await service.notStarted(job, context);
-      } else {
-        progress.running += 1;
-        try {
-          results[index] = await service.run(job, context);
-        } finally {
-          progress.running -= 1;
-        }
-      }
-      progress.done += 1;
-      options.onJobDone?.(progress.done);
-    }
+  const running = new Set<number>();
+  const job = async (request: RunRequest, index: number): Promise<RunResult> => {
+    const context: RunContext = {
+      batchId,
+      batchLimit: Math.max(1, options.concurrency),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.deadlineAt !== undefined ? { deadlineAt: options.deadlineAt } : {}),
+      onPhase: (event) => {
+        if (RUNNING_PHASES.has(event.phase)) running.add(index);
+        else running.delete(index);
+        progress.running = running.size;
+      },
+    };
+    const result = late() ? await service.notStarted(request, context) : await service.run(request, context);
+    running.delete(index);
+    progress.running = running.size;
+    progress.done += 1;
+    options.onJobDone?.(progress.done);
+    return result;
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency, jobs.length)) }, worker));
+  const results = await Promise.all(jobs.map(job));
   return { batch_id: batchId, results, summary: summarize(results) };
 }
+
+/** A job in one of these phases has its model process running. */
+const RUNNING_PHASES: ReadonlySet<RunPhase['phase']> = new Set(['starting', 'running']);
 
 export function summarize(results: readonly RunResult[]): BatchSummary {
   const count = (test: (r: RunResult) => boolean) => results.filter(test).length;
@@ -94,7 +92,7 @@ export function summarize(results: readonly RunResult[]): BatchSummary {
     total: results.length,
     ok: count((r) => r.metadata.ok),
     failed: count((r) => !r.metadata.ok),
-    timed_out: count((r) => r.metadata.status === 'timeout'),
+    timed_out: count((r) => r.metadata.status === 'timeout' || r.metadata.status === 'start_timeout'),
     escalated,
     not_started: count((r) => r.metadata.status === 'not_started'),
     cancelled: count((r) => r.metadata.status === 'cancelled'),

@@ -1,9 +1,16 @@
+import type { QueueReason } from './call-slots.js';
+
 /**
- * Where an attempt is, as the run service announces it. `waiting_for_probe`: the model's circuit
- * is half-open and the call waits for the probe run's verdict.
+ * Where an attempt is, as the run service announces it:
+ * - `queued`: waiting in this server's queue; `reason()` says why (null once it leaves it);
+ * - `waiting_for_probe`: the model's circuit is half-open and the call waits for the probe run's verdict;
+ * - `starting`: the CLI runs, and no answer has begun: it waits in Ollama, for the model to load
+ *   (`cold`: it was not loaded as far as this server knew) or for the prompt to be read;
+ * - `running`: the answer has begun.
  */
 export type RunPhase =
-  | { readonly phase: 'queued'; /** 1 = next in line. */ readonly position: () => number }
+  | { readonly phase: 'queued'; readonly reason: () => QueueReason | null }
+  | { readonly phase: 'starting'; readonly cold: boolean }
   | { readonly phase: 'waiting_for_probe' | 'running' | 'finishing' | 'done' }
   /** Ollama answered `server busy`: the call waits `waitMs`, then makes busy retry `retry` of `of`. */
   | { readonly phase: 'busy_backoff'; readonly retry: number; readonly of: number; readonly waitMs: number }
@@ -12,10 +19,14 @@ export type RunPhase =
 
 /** A listener's picture of one attempt, built from the events it emits (for heartbeats). */
 export class LiveRun {
-  phase: RunPhase['phase'] | 'starting' = 'starting';
-  /** 1 = next in line; 0 when not waiting. */
-  queuePosition: () => number = () => 0;
+  phase: RunPhase['phase'] | 'new' = 'new';
+  /** Why it waits in this server's queue; null when it does not. */
+  queueReason: () => QueueReason | null = () => null;
+  /** While starting: was its model cold as far as this server knew? */
+  cold = false;
   /** performance.now() when the model process started. */
+  startingSince: number | null = null;
+  /** performance.now() when the answer began. */
   runningSince: number | null = null;
   /** stdout bytes received so far. */
   outputBytes = 0;
@@ -26,7 +37,11 @@ export class LiveRun {
 
   readonly onPhase = (event: RunPhase): void => {
     this.phase = event.phase;
-    this.queuePosition = event.phase === 'queued' ? event.position : () => 0;
+    this.queueReason = event.phase === 'queued' ? event.reason : () => null;
+    if (event.phase === 'starting') {
+      this.startingSince = performance.now();
+      this.cold = event.cold;
+    }
     if (event.phase === 'running') this.runningSince = performance.now();
     if (event.phase === 'next_model') this.model = event.model;
     this.busy =

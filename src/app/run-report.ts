@@ -12,6 +12,8 @@ import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../telemetry/run-reco
 import type { RunRequest } from './run-request.js';
 
 const ERROR_TEXT_MAX = 500;
+/** A `load duration` this long means the model was loaded for the call (a loaded model reports 0 or a few ms). */
+export const COLD_LOAD_MS = 100;
 
 /** What the ledger and the circuit said of an attempt. */
 export interface Settled {
@@ -26,6 +28,7 @@ export interface Attempt {
   readonly runId: string;
   readonly request: RunRequest;
   readonly timeoutMs: number | null;
+  readonly startTimeoutMs: number | null;
   readonly maxRetries: number;
   readonly status: RunStatus;
   readonly settled: Settled;
@@ -72,7 +75,10 @@ export function toRunMetadata(attempt: Attempt, warnings: RunWarning[]): RunMeta
     truncated: outcome?.truncated ?? false,
     duration_ms: outcome?.durationMs ?? 0,
     queue_ms: attempt.queueMs ?? 0,
+    start_ms: outcome?.startMs ?? null,
     timeout_ms: attempt.timeoutMs,
+    start_timeout_ms: attempt.startTimeoutMs,
+    cold_load: (attempt.usage?.load_ms ?? 0) >= COLD_LOAD_MS,
     prompt_chars: request.prompt.length,
     output_chars: classification.answer.length,
     thinking_chars: classification.thinking.length,
@@ -96,7 +102,9 @@ const FROM_METADATA = [
   'truncated',
   'duration_ms',
   'queue_ms',
+  'start_ms',
   'timeout_ms',
+  'start_timeout_ms',
   'prompt_chars',
   'output_chars',
   'thinking_chars',

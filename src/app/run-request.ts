@@ -8,7 +8,10 @@ export interface RunRequest extends CliRunOptions {
   readonly taskId?: string;
   readonly retryCount?: number;
   readonly maxRetries?: number;
+  /** Limit of the answer, from its first byte. */
   readonly timeoutMs?: number;
+  /** Limit of the wait for the answer's first byte (Ollama's queue, the load, reading the prompt). */
+  readonly startTimeoutMs?: number;
   readonly includeThinking?: boolean;
   /** Let the CLI pull a model that is not installed (skips the preflight check). */
   readonly allowPull?: boolean;
@@ -23,6 +26,8 @@ export interface RunContext {
   readonly signal?: AbortSignal;
   /** Set for the jobs of one `ollama_run_many` call; logged as `batch_id`. */
   readonly batchId?: string;
+  /** The batch's limit on its jobs at once (its `concurrency`), kept by the dispatcher. */
+  readonly batchLimit?: number;
   /** Epoch ms: the run's timeout is cut so it ends by then (a batch deadline); it then ends as a timeout. */
   readonly deadlineAt?: number;
   /** Told each time the attempt moves along, for progress notifications. */

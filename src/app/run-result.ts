@@ -73,8 +73,15 @@ export const runMetadataSchema = z.object({
   timed_out: z.boolean(),
   truncated: z.boolean().describe('the output passed the size cap and was cut'),
   duration_ms: z.number().int().describe('spawn to exit; 0 when nothing was spawned'),
-  queue_ms: z.number().int().describe('time spent waiting for a concurrency slot'),
-  timeout_ms: z.number().int().nullable(),
+  queue_ms: z.number().int().describe("time spent waiting in this server's queue"),
+  start_ms: z
+    .number()
+    .int()
+    .nullable()
+    .describe("spawn to the answer's first byte: Ollama's queue, the load, reading the prompt; null when no answer began"),
+  timeout_ms: z.number().int().nullable().describe('limit of the answer, from its first byte'),
+  start_timeout_ms: z.number().int().nullable().describe('limit of the wait for the first byte'),
+  cold_load: z.boolean().describe('the model was loaded for this call (usage.load_ms)'),
   prompt_chars: z.number().int(),
   output_chars: z.number().int(),
   thinking_chars: z.number().int(),

@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { AttemptLedger } from './attempt-ledger.js';
 import { NOT_STARTED_ERROR, notInstalledError } from './attempt-errors.js';
-import { ModelSlots } from './model-slots.js';
 import { ProbeWaiters } from './probe-waiters.js';
 import { toRunMetadata, toRunRecord, type Attempt, type Settled, type StepFacts } from './run-report.js';
 import { BUSY_WAIT_CANCELLED, runCall, type CallRunnerDeps, type CallStep } from './call-runner.js';
 import { salvageRequest, type PreflightResult, type RunContext, type RunRequest } from './run-request.js';
 import { TurnScheduler, type ScheduledCall } from './turn-scheduler.js';
+import { CallSlots } from './call-slots.js';
+import { Dispatcher } from './dispatcher.js';
+import { Residency } from './residency.js';
 import type { Config } from '../config/config.js';
 import { configSettings, type ModelSettings } from '../config/model-tiers.js';
 import { canonicalModelName, isCloudModel } from '../ollama/model-name.js';
@@ -17,9 +19,9 @@ import { cliEnvironment } from '../ollama/child-env.js';
 import { buildRunArgs } from '../ollama/cli-args.js';
 import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
 import { runModelProcess, type ModelProcessRequest, type ProcessOutcome } from '../ollama/model-process.js';
-import { parseUsage } from '../ollama/verbose-stats.js';
+import { parseGoDuration, parseUsage } from '../ollama/verbose-stats.js';
+import type { LoadedModelsResult } from '../ollama/loaded-models.js';
 import { cliContextCheck, type ContextCheck } from './context-check.js';
-import type { SlotLimiter } from './slot-limiter.js';
 import type { SharedSlots } from '../store/shared-slots.js';
 import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
@@ -27,12 +29,28 @@ import type { CircuitTransition } from '../policy/breaker-state.js';
 
 export type { ModelSettings, PreflightResult, RunContext, RunRequest };
 
+/** This server's queue, for `ollama_health`. */
+export interface QueueView {
+  readonly running: number;
+  readonly waiting: number;
+  /** OLLAMA_MCP_CONCURRENCY. */
+  readonly limit: number;
+  /** Models this server believes Ollama has loaded, least recently used first. */
+  readonly loaded: readonly string[];
+  /** Models Ollama keeps loaded together, as set or learned. */
+  readonly capacity: number;
+}
+
 export interface RunServiceDeps {
   readonly config: Config;
   readonly store: StateBackend;
   readonly log: RunLog;
   /** Epoch ms. Injected so tests and the store agree on time. @default Date.now */
   readonly clock?: () => number;
+  /** ms, monotonic: the dispatcher's waits and keep-alives. @default performance.now */
+  readonly monotonicClock?: () => number;
+  /** `ollama ps`, parsed: which models Ollama has loaded. @default none (only this server's own dispatches count) */
+  readonly readLoaded?: (() => Promise<LoadedModelsResult>) | null;
   /** @default runModelProcess (execa) */
   readonly spawn?: (request: ModelProcessRequest) => Promise<ProcessOutcome>;
   /** Environment handed to the CLI. @default process.env */
@@ -72,7 +90,8 @@ export class RunService {
   readonly #settingsFor: (model: string) => ModelSettings;
   readonly #preflight: ((model: string) => Promise<PreflightResult>) | undefined;
   readonly #ledger: AttemptLedger;
-  readonly #slots: ModelSlots;
+  readonly #dispatcher: Dispatcher;
+  readonly #residency: Residency;
   readonly #probes: ProbeWaiters;
   readonly #scheduler: TurnScheduler;
   readonly #inFlight = new Set<Promise<RunResult>>();
@@ -94,9 +113,24 @@ export class RunService {
     this.#preflight = deps.preflight;
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
     this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
-    this.#slots = new ModelSlots(config.concurrency, deps.sharedSlots ?? null);
+    const monotonic = deps.monotonicClock ?? (() => performance.now());
+    this.#residency = new Residency({
+      capacity: config.maxLoadedModels,
+      keepAliveMs: config.keepAliveMs,
+      clock: monotonic,
+      readLoaded: deps.readLoaded ?? null,
+      warn,
+      onChange: () => this.#dispatcher.look(),
+    });
+    this.#dispatcher = new Dispatcher({
+      concurrency: config.concurrency,
+      switchAfterMs: config.switchAfterMs,
+      residency: this.#residency,
+      clock: monotonic,
+    });
+    const slots = new CallSlots(this.#dispatcher, deps.sharedSlots ?? null);
     this.#probes = new ProbeWaiters((modelKey) => this.#ledger.circuitOf(modelKey), this.#clock);
-    const [ledger, slots, probes, clock] = [this.#ledger, this.#slots, this.#probes, this.#clock];
+    const [ledger, probes, clock] = [this.#ledger, this.#probes, this.#clock];
     this.#scheduler = new TurnScheduler({
       ledger,
       slots,
@@ -116,9 +150,16 @@ export class RunService {
     };
   }
 
-  /** The server-wide concurrency limit (OLLAMA_MCP_CONCURRENCY). */
-  get limiter(): SlotLimiter {
-    return this.#slots.global;
+  /** This server's queue: calls running and waiting, the limit (OLLAMA_MCP_CONCURRENCY), and what it believes Ollama has loaded. */
+  get queue(): QueueView {
+    const { loaded, capacity } = this.#dispatcher.residency();
+    return {
+      running: this.#dispatcher.running,
+      waiting: this.#dispatcher.waiting,
+      limit: this.#dispatcher.limit,
+      loaded,
+      capacity,
+    };
   }
 
   /** Attempts started and not yet logged. */
@@ -161,13 +202,9 @@ export class RunService {
   }
 
   async #run(request: RunRequest, context: RunContext, step?: CallStep): Promise<RunResult> {
-    const call = this.#newCall(request, step);
-    const finish = (rest: Omit<Attempt, 'runId' | 'request' | 'timeoutMs' | 'maxRetries'> & { timeoutMs?: number }) =>
-      this.#finish(
-        { runId: call.runId, request, timeoutMs: call.timeoutMs, maxRetries: call.maxRetries, ...rest },
-        call,
-        context,
-      );
+    const call = this.#newCall(request, context, step);
+    const finish = (rest: Omit<Attempt, 'runId' | 'request' | 'timeoutMs' | 'startTimeoutMs' | 'maxRetries'>) =>
+      this.#finish({ ...this.#limitsOf(call), request, ...rest }, call, context);
 
     // 0. Is the model installed? A missing one fails fast instead of starting a multi-GB pull.
     // (Without a check nothing is awaited here: the call reaches the queue in the same tick.)
@@ -186,27 +223,29 @@ export class RunService {
       return finish({ status, classification: failure(status, error), settled, ...(queueMs !== undefined ? { queueMs } : {}) });
     }
 
-    // 3. The model process, within the timeout (cut short by a batch deadline, if any).
-    const timeoutMs =
-      context.deadlineAt === undefined
-        ? call.timeoutMs
-        : Math.max(1, Math.min(call.timeoutMs, context.deadlineAt - this.#clock()));
-    context.onPhase?.({ phase: 'running' });
+    // 3. The model process: the start allowance until its first byte of answer, then timeout_ms; a
+    //    deadline (deadline_ms, a batch's) bounds both.
+    const deadlineMs = context.deadlineAt === undefined ? undefined : Math.max(1, context.deadlineAt - this.#clock());
+    const { grant } = turn;
+    context.onPhase?.({ phase: 'starting', cold: grant.cold });
     let outcome: ProcessOutcome;
     try {
       outcome = await this.#spawn({
         bin: this.#config.ollamaBin,
-        args: buildRunArgs(request.model, request),
+        args: buildRunArgs(request.model, grant.sendKeepAlive ? request : withoutKeepAlive(request)),
         prompt: request.prompt,
         env: this.#env,
-        timeoutMs,
+        timeoutMs: call.timeoutMs,
+        startTimeoutMs: call.startTimeoutMs,
+        ...(deadlineMs !== undefined ? { deadlineMs } : {}),
         killGraceMs: this.#config.killGraceMs,
         maxOutputBytes: this.#config.maxOutputBytes,
+        onFirstByte: () => context.onPhase?.({ phase: 'running' }),
         ...(context.signal ? { signal: context.signal } : {}),
         ...(context.onOutput ? { onOutput: context.onOutput } : {}),
       });
     } catch (error) {
-      turn.release();
+      grant.release();
       throw error;
     }
 
@@ -218,39 +257,52 @@ export class RunService {
     try {
       settled = await this.#settle(call, classification.status, turn.transition);
     } finally {
-      turn.release();
+      grant.release();
     }
     const usage = parseUsage(outcome.stderrTail);
     const truncation = await this.#contextCheck.warningFor(request.model, usage); // spawns only for a large prompt
     if (truncation !== null) call.warnings.push(truncation);
-    return finish({ timeoutMs, status: classification.status, classification, outcome, queueMs: turn.queueMs, settled, usage });
+    return finish({ status: classification.status, classification, outcome, queueMs: turn.queueMs, settled, usage });
   }
 
   /** A call cancelled while it waited to retry a busy server: settled and logged, nothing spawned. */
   async #cancelledWaiting(request: RunRequest, context: RunContext, step: CallStep): Promise<RunResult> {
-    const call = this.#newCall(request, step);
+    const call = this.#newCall(request, context, step);
     const settled = await this.#settle(call, 'cancelled', null);
-    const { runId, timeoutMs, maxRetries } = call;
     const classification = failure('cancelled', BUSY_WAIT_CANCELLED);
-    return this.#finish({ runId, request, timeoutMs, maxRetries, status: 'cancelled', classification, settled }, call, context);
+    return this.#finish({ ...this.#limitsOf(call), request, status: 'cancelled', classification, settled }, call, context);
   }
 
-  #newCall(request: RunRequest, step?: CallStep): Call {
+  #newCall(request: RunRequest, context: RunContext, step?: CallStep): Call {
     const settings = this.#settingsFor(request.model);
     const warnings: RunWarning[] = [];
+    const modelKey = canonicalModelName(request.model);
+    const keepAliveMs = keepAliveMsOf(request.keepalive);
     return {
       runId: randomUUID(),
-      modelKey: canonicalModelName(request.model),
+      modelKey,
       request,
-      modelLimit: settings.concurrency,
+      dispatch: {
+        modelKey,
+        parallel: settings.parallel,
+        ...(context.batchId !== undefined && context.batchLimit !== undefined
+          ? { batch: { id: context.batchId, limit: context.batchLimit } }
+          : {}),
+        ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
+      },
       breaker: { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs },
       timeoutMs: step?.timeoutMs ?? request.timeoutMs ?? settings.timeoutMs,
+      startTimeoutMs: step?.startTimeoutMs ?? request.startTimeoutMs ?? settings.startTimeoutMs,
       maxRetries: step?.maxRetries ?? request.maxRetries ?? settings.maxRetries,
       warnings,
       ...(step ? { step, goesOn: step.goesOn } : {}),
       // The circuit is checked twice (admission, leaving the queue): say each thing once.
       note: (warning) => void (warnings.some((w) => w.kind === warning.kind) || warnings.push(warning)),
     };
+  }
+
+  #limitsOf(call: Call): Pick<Attempt, 'runId' | 'timeoutMs' | 'startTimeoutMs' | 'maxRetries'> {
+    return { runId: call.runId, timeoutMs: call.timeoutMs, startTimeoutMs: call.startTimeoutMs, maxRetries: call.maxRetries };
   }
 
   async #settle(call: ScheduledCall, status: RunStatus, transition: CircuitTransition): Promise<Settled> {
@@ -277,6 +329,7 @@ export class RunService {
       runId: randomUUID(),
       request,
       timeoutMs: null,
+      startTimeoutMs: null,
       maxRetries,
       status,
       classification: failure(status, message),
@@ -322,6 +375,20 @@ export class RunService {
 }
 
 function noop(): void {}
+
+/** A call's request without its keep-alive (Ollama then keeps whatever the loaded model has). */
+function withoutKeepAlive(request: RunRequest): RunRequest {
+  const { keepalive: _dropped, ...rest } = request;
+  return rest;
+}
+
+/** A `keepalive` argument in ms (negative: forever); undefined when the call gives none. */
+function keepAliveMsOf(keepalive: string | undefined): number | undefined {
+  if (keepalive === undefined) return undefined;
+  const ns = parseGoDuration(keepalive);
+  if (ns === null) return undefined;
+  return ns < 0 ? Infinity : ns / 1e6;
+}
 
 /**
  * A signal that aborts when either does (with that one's reason), and `unlink` to drop its

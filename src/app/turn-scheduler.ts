@@ -1,21 +1,21 @@
 import type { RunStatus } from '../policy/run-status.js';
-import type { ReleaseSlot } from './slot-limiter.js';
 import type { CircuitTransition } from '../policy/breaker-state.js';
 import { probeFailedError, probeWaitTimedOutError, stoppedWaitingError } from './attempt-errors.js';
 import type { Admission, AttemptLedger, LedgerAttempt } from './attempt-ledger.js';
-import type { ModelSlots } from './model-slots.js';
+import type { CallSlots } from './call-slots.js';
+import type { DispatchRequest, Grant } from './dispatcher.js';
 import type { ProbeWaiters } from './probe-waiters.js';
 import type { Settled } from './run-report.js';
 import type { RunContext } from './run-request.js';
 
-/** A call waiting for its turn: what the ledger needs, and the model's own concurrency limit. */
+/** A call waiting for its turn: what the ledger needs, and what the dispatcher needs. */
 export interface ScheduledCall extends LedgerAttempt {
-  readonly modelLimit: number | null;
+  readonly dispatch: DispatchRequest;
 }
 
-/** A granted slot to spawn in, or why the call ends without running. */
+/** A granted turn to spawn in, or why the call ends without running. */
 export type Turn =
-  | { readonly go: true; readonly release: ReleaseSlot; readonly transition: CircuitTransition; readonly queueMs: number }
+  | { readonly go: true; readonly grant: Grant; readonly transition: CircuitTransition; readonly queueMs: number }
   | {
       readonly go: false;
       readonly status: RunStatus;
@@ -26,7 +26,7 @@ export type Turn =
 
 export interface TurnSchedulerDeps {
   readonly ledger: AttemptLedger;
-  readonly slots: ModelSlots;
+  readonly slots: CallSlots;
   readonly probes: ProbeWaiters;
   readonly clock: () => number;
   /** Record a verdict (and wake the model's probe waiters). */
@@ -34,8 +34,8 @@ export interface TurnSchedulerDeps {
 }
 
 /**
- * Circuit admission, a place in the concurrency queues, and the circuit checked again once the
- * slot is granted, until the call may spawn or must end. A call that meets another call's
+ * Circuit admission, a place in the dispatcher's queue, and the circuit checked again once the
+ * turn is granted, until the call may spawn or must end. A call that meets another call's
  * half-open probe waits for the probe's verdict, holding no slot, then goes through admission
  * again: it runs if the probe closed the circuit and is refused if it reopened it. No call is
  * refused merely because a probe is in flight.
@@ -81,7 +81,7 @@ export class TurnScheduler {
       const turn = this.#admissions.then(async () => {
         const admission = await ledger.admit(call);
         if (!admission.admitted) return admission;
-        return { ...admission, slots: slots.request(call.modelKey, call.modelLimit, waitSignal) };
+        return { ...admission, slots: slots.request(call.dispatch, waitSignal) };
       });
       this.#admissions = turn.then(noop, noop);
       const admission = await turn;
@@ -90,17 +90,17 @@ export class TurnScheduler {
       else {
         waited = true;
         transition = admission.transition ?? transition;
-        context.onPhase?.({ phase: 'queued', position: admission.slots.position });
-        let release: ReleaseSlot;
+        context.onPhase?.({ phase: 'queued', reason: admission.slots.reason });
+        let grant: Grant;
         try {
-          release = await admission.slots.granted;
+          grant = await admission.slots.granted;
         } catch {
-          return stopped('a concurrency slot');
+          return stopped('its turn to run');
         }
         // The circuit may have opened while this call stood in line: check it again before spawning.
         const recheck = await ledger.admit(call);
-        if (recheck.admitted) return { go: true, release, transition: recheck.transition ?? transition, queueMs: waitedMs() };
-        release(); // not spawning now: the slot goes to the next in line, perhaps another model's call
+        if (recheck.admitted) return { go: true, grant, transition: recheck.transition ?? transition, queueMs: waitedMs() };
+        grant.release(); // not spawning now: the turn goes to the next in line, perhaps another model's call
         verdict = recheck;
       }
       if (verdict.probeInFlight) {

@@ -38,7 +38,7 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
     const report = await collectHealth({
       config,
       store,
-      runs: { inFlight: 0, limiter: { running: 0, waiting: 0, limit: config.concurrency } },
+      runs: { inFlight: 0, queue: { running: 0, waiting: 0, limit: config.concurrency, loaded: [], capacity: 1 } },
       installedModels,
       processes: async () => {
         const identity = selfIdentity();

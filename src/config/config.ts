@@ -5,8 +5,11 @@ import {
   resolveTelemetryDir,
   type TelemetryDirContext,
 } from './telemetry-dir.js';
+import { ollamaDurationMs, ollamaUint } from './ollama-settings.js';
 import {
   BUSY_RETRIES_RANGE,
+  CONCURRENCY_RANGE,
+  MAX_LOADED_MODELS_RANGE,
   DEFAULT_STATE_PREFIX,
   HTTP_TOKEN_MIN_CHARS,
   HTTP_TOKEN_TOO_SHORT,
@@ -14,6 +17,7 @@ import {
   SHARED_CONCURRENCY_RANGE,
   STATE_PREFIX_PATTERN,
   STATE_PREFIX_RULE,
+  SWITCH_AFTER_RANGE,
 } from './ranges.js';
 import { isRedisUrlError, parseRedisUrl } from '../store/redis-url.js';
 
@@ -37,7 +41,35 @@ export interface Config {
    * telemetry dir (1-256); null (unset, the default): no cap across processes.
    */
   readonly sharedConcurrency: number | null;
-  /** `OLLAMA_MCP_TIMEOUT_MS`: default per-run timeout (100-3600000). @default 120000 */
+  /**
+   * Requests of one model Ollama runs at once (1-32): `OLLAMA_MCP_PARALLEL`, else `OLLAMA_NUM_PARALLEL`
+   * when this server's environment has it, else 1 (Ollama's default). More calls for the model wait here.
+   */
+  readonly parallel: number;
+  /** Where `parallel` came from, for health and doctor. */
+  readonly parallelSource: string;
+  /**
+   * Models Ollama keeps loaded together (1-32): `OLLAMA_MCP_MAX_LOADED_MODELS`, else
+   * `OLLAMA_MAX_LOADED_MODELS` when above 0; null: learned, the most `ollama ps` has shown at once (1
+   * until it shows more).
+   */
+  readonly maxLoadedModels: number | null;
+  /** Where `maxLoadedModels` came from, for health and doctor. */
+  readonly maxLoadedModelsSource: string;
+  /**
+   * `OLLAMA_MCP_START_TIMEOUT_MS`: how long a run may wait for its first byte of answer (Ollama's queue,
+   * the load, reading the prompt) before it is stopped (1000-3600000). @default OLLAMA_LOAD_TIMEOUT when
+   * set, else 300000 (Ollama's own default load timeout)
+   */
+  readonly startTimeoutMs: number;
+  /**
+   * `OLLAMA_MCP_SWITCH_AFTER_MS`: a call for a model that is not loaded waits at most this long behind
+   * calls for the loaded one before the server switches models (0-3600000). @default 30000
+   */
+  readonly switchAfterMs: number;
+  /** How long Ollama keeps an idle model loaded: `OLLAMA_KEEP_ALIVE` as Ollama reads it, else 5 min; Infinity when negative. */
+  readonly keepAliveMs: number;
+  /** `OLLAMA_MCP_TIMEOUT_MS`: default limit of a run's answer, from its first byte (100-3600000). @default 120000 */
   readonly timeoutMs: number;
   /** `OLLAMA_MCP_MAX_RETRIES`: default `max_retries` (0-100, 0 = no limit). @default 3 */
   readonly maxRetries: number;
@@ -170,15 +202,24 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     throw new ConfigError('OLLAMA_MCP_STATE_PREFIX', `OLLAMA_MCP_STATE_PREFIX ${STATE_PREFIX_RULE}, got \`${statePrefix}\``);
   }
   const telemetry = telemetryDirFor({ ...where, env });
+  const parallel = parallelFrom(env, setting);
+  const maxLoaded = maxLoadedModelsFrom(env, int);
   return {
     ollamaBin: text('OLLAMA_BIN', 'ollama'),
     ollamaHost,
     telemetryDir: telemetry.dir,
     telemetryDirReason: telemetry.why,
-    concurrency: setting('OLLAMA_MCP_CONCURRENCY', 3, 'concurrency'),
+    concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, CONCURRENCY_RANGE.min, CONCURRENCY_RANGE.max),
     sharedConcurrency: env.OLLAMA_MCP_SHARED_CONCURRENCY?.trim()
       ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, SHARED_CONCURRENCY_RANGE.min, SHARED_CONCURRENCY_RANGE.max)
       : null,
+    parallel: parallel.value,
+    parallelSource: parallel.source,
+    maxLoadedModels: maxLoaded.value,
+    maxLoadedModelsSource: maxLoaded.source,
+    startTimeoutMs: setting('OLLAMA_MCP_START_TIMEOUT_MS', defaultStartTimeoutMs(env), 'start_timeout_ms'),
+    switchAfterMs: int('OLLAMA_MCP_SWITCH_AFTER_MS', 30_000, SWITCH_AFTER_RANGE.min, SWITCH_AFTER_RANGE.max),
+    keepAliveMs: keepAliveMs(env),
     timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
     maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
     breakerThreshold: setting('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 'breaker_threshold'),
@@ -199,4 +240,47 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     stateUrl,
     statePrefix,
   };
+}
+
+type Setting = (name: string, fallback: number, key: keyof typeof SETTING_RANGES) => number;
+type Int = (name: string, fallback: number, min: number, max: number) => number;
+
+/** OLLAMA_MCP_PARALLEL, else Ollama's OLLAMA_NUM_PARALLEL (0 and invalid mean Ollama's default, 1), capped to the range. */
+function parallelFrom(env: Env, setting: Setting): { value: number; source: string } {
+  if (env.OLLAMA_MCP_PARALLEL?.trim()) {
+    return { value: setting('OLLAMA_MCP_PARALLEL', 1, 'parallel'), source: 'OLLAMA_MCP_PARALLEL' };
+  }
+  const ollama = ollamaUint(env, 'OLLAMA_NUM_PARALLEL');
+  if (ollama !== null && ollama > 0) {
+    return { value: Math.min(ollama, SETTING_RANGES.parallel.max), source: 'OLLAMA_NUM_PARALLEL' };
+  }
+  return { value: 1, source: "Ollama's default" };
+}
+
+/** OLLAMA_MCP_MAX_LOADED_MODELS, else Ollama's OLLAMA_MAX_LOADED_MODELS above 0; else null (learned). */
+function maxLoadedModelsFrom(env: Env, int: Int): { value: number | null; source: string } {
+  const name = 'OLLAMA_MCP_MAX_LOADED_MODELS';
+  if (env[name]?.trim()) {
+    return { value: int(name, 1, MAX_LOADED_MODELS_RANGE.min, MAX_LOADED_MODELS_RANGE.max), source: name };
+  }
+  const ollama = ollamaUint(env, 'OLLAMA_MAX_LOADED_MODELS');
+  if (ollama !== null && ollama > 0) {
+    return { value: Math.min(ollama, MAX_LOADED_MODELS_RANGE.max), source: 'OLLAMA_MAX_LOADED_MODELS' };
+  }
+  return { value: null, source: 'learned from `ollama ps`' };
+}
+
+/** Ollama's own load timeout when this environment has it (within the setting's range), else its default of 5 minutes. */
+function defaultStartTimeoutMs(env: Env): number {
+  const { min, max } = SETTING_RANGES.start_timeout_ms;
+  const ms = ollamaDurationMs(env, 'OLLAMA_LOAD_TIMEOUT');
+  if (ms === null) return 300_000;
+  return ms <= 0 ? max : Math.min(max, Math.max(min, Math.round(ms)));
+}
+
+/** OLLAMA_KEEP_ALIVE as Ollama reads it: 5 minutes by default, forever when negative. */
+function keepAliveMs(env: Env): number {
+  const ms = ollamaDurationMs(env, 'OLLAMA_KEEP_ALIVE');
+  if (ms === null) return 300_000;
+  return ms < 0 ? Infinity : ms;
 }

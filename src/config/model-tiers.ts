@@ -19,13 +19,16 @@ const VARIABLE = 'OLLAMA_MCP_CONFIG';
 
 /** What one run of a model may use, after the tiers file is applied. */
 export interface ModelSettings {
+  /** Limit of the answer, from its first byte. */
   readonly timeoutMs: number;
+  /** Limit of the wait for the first byte (Ollama's queue, the load, reading the prompt). */
+  readonly startTimeoutMs: number;
   /** 0 = no limit. */
   readonly maxRetries: number;
   readonly breakerThreshold: number;
   readonly breakerCooldownMs: number;
-  /** At most this many runs of the model at once in this server (within the global limit); null = only the global limit. */
-  readonly concurrency: number | null;
+  /** Requests of the model Ollama runs at once; more calls for it wait in this server's queue (within the global limit). */
+  readonly parallel: number;
   /** Which rule/tier applied, for metadata and health: e.g. "deepseek-r1* (tier reasoning)"; null when no rule matched. */
   readonly source: string | null;
   /** The rule's default fallback chain: models tried in order when this one cannot serve a call. [] = none. */
@@ -69,10 +72,11 @@ function tiersSchemas() {
   const setting = (key: SettingKey) => z.int().min(SETTING_RANGES[key].min).max(SETTING_RANGES[key].max).optional();
   const settingsShape = {
     timeout_ms: setting('timeout_ms'),
+    start_timeout_ms: setting('start_timeout_ms'),
     max_retries: setting('max_retries'),
     breaker_threshold: setting('breaker_threshold'),
     breaker_cooldown_ms: setting('breaker_cooldown_ms'),
-    concurrency: setting('concurrency'),
+    parallel: setting('parallel'),
   };
   const settings = z.strictObject(settingsShape);
   const rule = z.strictObject({
@@ -111,7 +115,7 @@ export const EXAMPLE_TIERS_JSON = `{
   "tiers": {
     "quick":     { "timeout_ms": 30000,  "max_retries": 2 },
     "standard":  { "timeout_ms": 120000, "max_retries": 3 },
-    "reasoning": { "timeout_ms": 600000, "max_retries": 1, "breaker_threshold": 3, "breaker_cooldown_ms": 300000, "concurrency": 1 }
+    "reasoning": { "timeout_ms": 600000, "start_timeout_ms": 600000, "max_retries": 1, "breaker_threshold": 3, "breaker_cooldown_ms": 300000 }
   },
   "models": [
     { "match": "deepseek-r1*", "tier": "reasoning" },
@@ -273,10 +277,19 @@ const NO_FALLBACK: readonly string[] = Object.freeze([]);
 
 /** The settings of every model when there is no tiers file: the environment's. */
 export function configSettings(
-  config: Pick<Config, 'timeoutMs' | 'maxRetries' | 'breakerThreshold' | 'breakerCooldownMs'>,
+  config: Pick<Config, 'timeoutMs' | 'startTimeoutMs' | 'maxRetries' | 'breakerThreshold' | 'breakerCooldownMs' | 'parallel'>,
 ): ModelSettings {
-  const { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs } = config;
-  return { timeoutMs, maxRetries, breakerThreshold, breakerCooldownMs, concurrency: null, source: null, fallback: NO_FALLBACK };
+  const { timeoutMs, startTimeoutMs, maxRetries, breakerThreshold, breakerCooldownMs, parallel } = config;
+  return {
+    timeoutMs,
+    startTimeoutMs,
+    maxRetries,
+    breakerThreshold,
+    breakerCooldownMs,
+    parallel,
+    source: null,
+    fallback: NO_FALLBACK,
+  };
 }
 
 /**
@@ -331,10 +344,11 @@ function tiersOf(defaults: ModelSettings, rules: { rule: TierRule; matcher: Matc
 
 const CAMEL: Record<SettingKey, keyof ModelSettings> = {
   timeout_ms: 'timeoutMs',
+  start_timeout_ms: 'startTimeoutMs',
   max_retries: 'maxRetries',
   breaker_threshold: 'breakerThreshold',
   breaker_cooldown_ms: 'breakerCooldownMs',
-  concurrency: 'concurrency',
+  parallel: 'parallel',
 };
 
 function overlay(settings: ModelSettings, layer: Settings | undefined): ModelSettings {
@@ -382,6 +396,8 @@ const TIERS_KEYS: KeyHints = {
     const key = path[path.length - 1];
     return typeof key === 'string' && Object.hasOwn(SETTING_RANGES, key) ? SETTING_RANGES[key as SettingKey] : undefined;
   },
+  // `concurrency` (runs of one model at once) is `parallel` now, Ollama's word for the same limit.
+  renamedTo: (key) => (key === 'concurrency' ? 'parallel' : undefined),
 };
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>

@@ -4,11 +4,21 @@
  */
 export const SETTING_RANGES = {
   timeout_ms: { min: 100, max: 3_600_000 },
+  start_timeout_ms: { min: 1_000, max: 3_600_000 },
   max_retries: { min: 0, max: 100 },
   breaker_threshold: { min: 1, max: 1_000 },
   breaker_cooldown_ms: { min: 1_000, max: 86_400_000 },
-  concurrency: { min: 1, max: 32 },
+  parallel: { min: 1, max: 32 },
 } as const;
+
+/** OLLAMA_MCP_CONCURRENCY: model processes at once in one server, whatever the model. */
+export const CONCURRENCY_RANGE = { min: 1, max: 32 } as const;
+
+/** OLLAMA_MCP_MAX_LOADED_MODELS: models Ollama keeps loaded together. */
+export const MAX_LOADED_MODELS_RANGE = { min: 1, max: 32 } as const;
+
+/** OLLAMA_MCP_SWITCH_AFTER_MS: how long a call for a model that is not loaded waits before the server switches models. */
+export const SWITCH_AFTER_RANGE = { min: 0, max: 3_600_000 } as const;
 
 /** OLLAMA_MCP_BUSY_RETRIES: retries inside one call after Ollama answers `server busy` or `429 ... usage limit`. */
 export const BUSY_RETRIES_RANGE = { min: 0, max: 10 } as const;

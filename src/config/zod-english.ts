@@ -6,6 +6,8 @@ export interface KeyHints {
   allowedKeys(path: readonly PropertyKey[]): readonly string[];
   /** The documented range of the number at this path. */
   rangeOf(path: readonly PropertyKey[]): { readonly min: number; readonly max: number } | undefined;
+  /** A key's new name, when an unknown key is one that was renamed. */
+  renamedTo?(key: string): string | undefined;
 }
 
 export /** `models[1].timeout_ms`, `tiers.reasoning`, `tiers["odd name"]`; empty for the top level. */
@@ -32,7 +34,7 @@ export function describeIssue(issue: z.core.$ZodIssue, where: string, root: unkn
       const allowed = known.allowedKeys(issue.path);
       const keys = issue.keys.map((key) => JSON.stringify(key)).join(', ');
       const hints = issue.keys.flatMap((key) => {
-        const near = closest(key, allowed);
+        const near = known.renamedTo?.(key) ?? closest(key, allowed);
         return near === null ? [] : [{ key, near }];
       });
       const hint =

@@ -56,7 +56,14 @@ export interface HealthDeps {
   readonly store: HealthStateSource;
   readonly runs: {
     readonly inFlight: number;
-    readonly limiter: { readonly running: number; readonly waiting: number; readonly limit: number };
+    /** The run service's queue: calls running and waiting, its limit, what it believes Ollama has loaded. */
+    readonly queue: {
+      readonly running: number;
+      readonly waiting: number;
+      readonly limit: number;
+      readonly loaded: readonly string[];
+      readonly capacity: number;
+    };
   };
   readonly installedModels: InstalledModels;
   /** The orphan sweep and the shared slots, read when the check runs. @default none shown */
@@ -209,9 +216,12 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     circuits: circuits.circuits,
     runs: {
       in_flight: deps.runs.inFlight,
-      running: deps.runs.limiter.running,
-      queued: deps.runs.limiter.waiting,
-      concurrency: deps.runs.limiter.limit,
+      running: deps.runs.queue.running,
+      queued: deps.runs.queue.waiting,
+      concurrency: deps.runs.queue.limit,
+      parallel: config.parallel,
+      loaded_models: [...deps.runs.queue.loaded],
+      max_loaded_models: deps.runs.queue.capacity,
     },
     processes,
     telemetry: {

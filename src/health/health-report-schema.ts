@@ -40,6 +40,12 @@ export const healthReportSchema = z.object({
     running: z.number().int(),
     queued: z.number().int(),
     concurrency: z.number().int(),
+    parallel: z
+      .number()
+      .int()
+      .describe('requests of one model sent to Ollama at once (OLLAMA_MCP_PARALLEL / OLLAMA_NUM_PARALLEL)'),
+    loaded_models: z.array(z.string()).describe('models this server believes Ollama has loaded, least recently used first'),
+    max_loaded_models: z.number().int().describe('models Ollama keeps loaded together, as set or learned from `ollama ps`'),
   }),
   processes: z
     .object({

@@ -59,7 +59,7 @@ export function renderHealth(report: HealthReport): string {
     lines.push(`${NOTE} circuits: ${blocked.length} of ${circuits.length} refusing runs: ${listed}`);
   }
   lines.push(
-    `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}`,
+    `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}, ${runs.parallel} per model; loaded: ${runs.loaded_models.join(', ') || 'none known'} (${runs.max_loaded_models} fit together)`,
   );
   lines.push(...renderProcesses(report.processes));
   lines.push(

@@ -75,6 +75,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     { RunLog },
     { cliEnvironment },
     { InstalledModels },
+    { readLoadedModels },
   ] = await Promise.all([
     import('../app/run-service.js'),
     import('../app/process-hygiene.js'),
@@ -83,6 +84,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     import('../telemetry/run-log.js'),
     import('../ollama/child-env.js'),
     import('../ollama/installed-models.js'),
+    import('../ollama/loaded-models.js'),
   ]);
   const store = await openStateBackend(config, warn);
   const log = new RunLog(config.telemetryDir, {
@@ -106,6 +108,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
       : warn,
     spawn: hygiene.trackSpawns(runModelProcess),
     sharedSlots: hygiene.sharedSlots,
+    readLoaded: () => readLoadedModels({ bin: config.ollamaBin, env }),
     settingsFor: (model) => tiers.settingsFor(model),
     ...(config.preflight ? { preflight: (model: string) => installedModels.check(model) } : {}),
   });

@@ -42,7 +42,15 @@ export function classifyOutcome(outcome: ProcessOutcome): Classification {
 
   if (outcome.spawnError) return result('cli_not_found', outcome.spawnError);
   if (outcome.cancelled) return result('cancelled', 'cancelled before the model finished');
-  if (outcome.timedOut) return result('timeout', `no answer within ${outcome.timeoutMs} ms; the model process was killed`);
+  if (outcome.startTimedOut) return result('start_timeout', startTimeoutError(outcome));
+  if (outcome.timedOut) {
+    return result(
+      'timeout',
+      outcome.deadlineReached
+        ? `the deadline (deadline_ms, or the batch's) passed while the model was answering; the model process was killed`
+        : `no answer within ${outcome.timeoutMs} ms; the model process was killed`,
+    );
+  }
   if (outcome.truncated) {
     return result('output_limit', `output passed the ${outcome.maxOutputBytes}-byte cap; the model process was stopped`);
   }
@@ -90,4 +98,11 @@ export function classifyOutcome(outcome: ProcessOutcome): Classification {
   if (MODEL_NOT_FOUND.test(message)) return result('model_not_found', message);
   if (UNSUPPORTED_OPTION.test(message)) return result('unsupported_option', message);
   return result('crashed', message);
+}
+
+function startTimeoutError(outcome: ProcessOutcome): string {
+  const where = 'Ollama was still queueing the request, loading the model or reading the prompt';
+  return outcome.deadlineReached
+    ? `the deadline (deadline_ms, or the batch's) passed before the model began to answer (${where}); the CLI was stopped`
+    : `the model did not begin to answer within ${outcome.startTimeoutMs} ms (start_timeout_ms): ${where}; the CLI was stopped`;
 }

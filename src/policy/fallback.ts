@@ -9,8 +9,8 @@ import type { RunStatus } from './run-status.js';
  *   failed to load, empty answer, runaway output, cannot write text, cannot honour the call's option,
  *   prompt over its context window), or it is a cloud model the account may not use now
  *   (sign-in, subscription, quota, registry unreachable while pulling it).
- * - `if_time_left`: a timeout moves on only when the call has a `deadline_ms` that leaves time:
- *   without one the caller's budget was a model's `timeout_ms`, and it is spent.
+ * - `if_time_left`: a timeout (of the answer, or of its start) moves on only when the call has a
+ *   `deadline_ms` that leaves time: without one the caller's budget was a model's limits, and they are spent.
  * - `never`: the call ends here. Ollama itself cannot be reached or is busy (another model of the same
  *   server cannot help; busy gets its own backoff), the CLI is missing, the caller cancelled, the task
  *   is blocked, a batch deadline passed, the arguments or a file the prompt names are wrong (every model
@@ -21,6 +21,7 @@ export type FallthroughRule = 'always' | 'if_time_left' | 'never';
 export const FALLTHROUGH: Readonly<Record<RunStatus, FallthroughRule>> = {
   ok: 'never',
   timeout: 'if_time_left',
+  start_timeout: 'if_time_left',
   model_not_found: 'always',
   ollama_unreachable: 'never',
   server_busy: 'never',

@@ -24,6 +24,12 @@ const policy = (p: OutcomePolicy): OutcomePolicy => p;
 export const OUTCOME_POLICY: Readonly<Record<RunStatus, OutcomePolicy>> = {
   ok: policy({ ok: true, breaker: 'success', countsAsTaskFailure: false, retryable: false, escalateAtOnce: null }),
   timeout: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
+  // The answer never began: the wait was in Ollama's queue (other clients), the disk, the machine or a
+  // huge prompt, not in the model's own work, so the circuit is left alone. A load that Ollama itself
+  // sees fail or stall is reported by Ollama (`llama-server process has terminated`, its own load
+  // timeout) and counts as `crashed`. It counts for the task, so a task that never starts still ends in
+  // max_retries_exceeded.
+  start_timeout: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
   empty_output: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
   output_limit: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
   // Includes the model failing to load or dying (`llama-server process has terminated`, `model runner has

@@ -5,8 +5,13 @@
 export const RUN_STATUSES = [
   /** The model answered: exit 0 with non-empty output. */
   'ok',
-  /** The run passed its `timeout_ms` and was killed (SIGTERM, then SIGKILL). */
+  /** The answer passed its `timeout_ms` (counted from its first byte) and the run was killed (SIGTERM, then SIGKILL). */
   'timeout',
+  /**
+   * No answer began within `start_timeout_ms` (or before the call's deadline): the CLI was still
+   * waiting in Ollama's queue, for the model to load, or for the prompt to be read. It was stopped.
+   */
+  'start_timeout',
   /** The model is not installed and could not be pulled (`pull model manifest: file does not exist`). */
   'model_not_found',
   /**

@@ -17,6 +17,7 @@ export interface ChartOptions {
 export const STATUS_COLORS: Readonly<Record<RunStatus, string>> = {
   ok: '#2e7d32',
   timeout: '#ef6c00',
+  start_timeout: '#ffa726',
   model_not_found: '#6d4c41',
   ollama_unreachable: '#546e7a',
   server_busy: '#fbc02d',

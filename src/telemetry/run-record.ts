@@ -46,9 +46,14 @@ export interface RunRecord {
   readonly truncated: boolean;
   /** Wall time from spawn to exit (0 when nothing was spawned). */
   readonly duration_ms: number;
-  /** Wall time spent waiting for a concurrency slot. */
+  /** Wall time spent waiting in this server's queue (and for a shared slot). */
   readonly queue_ms: number;
+  /** Spawn to the first byte of answer (Ollama's queue, the load, reading the prompt); null when no answer began. Absent from older lines. */
+  readonly start_ms?: number | null;
+  /** The limit of the answer, from its first byte. */
   readonly timeout_ms: number | null;
+  /** The limit of the wait for the first byte. Absent from older lines. */
+  readonly start_timeout_ms?: number | null;
   readonly prompt_chars: number;
   readonly output_chars: number;
   readonly thinking_chars: number;

@@ -7,6 +7,7 @@ import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { runResultSchema, type RunResult } from '../app/run-result.js';
 import { ESCALATION_REASONS } from '../policy/run-status.js';
 import { LiveRun } from '../app/run-progress.js';
+import type { QueueReason } from '../app/call-slots.js';
 import type { RunRequest, RunService } from '../app/run-service.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 import { usageLine } from './usage-line.js';
@@ -45,7 +46,10 @@ const ollamaRunFields = z.strictObject({
       'Failed attempts allowed before escalation (server default if omitted; 0 = no limit). With 3, the 4th failure escalates.',
     ),
   timeout_ms: timeoutField().describe(
-    'Hard limit for this run in ms (server default if omitted). The model process is killed when it passes.',
+    "Limit of the model's answer in ms, counted from its first byte (server default if omitted); the model process is killed when it passes.",
+  ),
+  start_timeout_ms: timeoutField(SETTING_RANGES.start_timeout_ms).describe(
+    'Limit in ms of the wait before the answer begins (Ollama queueing the request, loading the model, reading the prompt); server default 5 minutes.',
   ),
   format: z
     .union([z.literal('json'), z.record(z.string(), z.unknown())], {
@@ -94,6 +98,7 @@ export function toRunRequest(input: OllamaRunInput): RunRequest {
     ...(input.retry_count !== undefined ? { retryCount: input.retry_count } : {}),
     ...(input.max_retries !== undefined ? { maxRetries: input.max_retries } : {}),
     ...(input.timeout_ms !== undefined ? { timeoutMs: input.timeout_ms } : {}),
+    ...(input.start_timeout_ms !== undefined ? { startTimeoutMs: input.start_timeout_ms } : {}),
     ...(input.format !== undefined ? { format: input.format } : {}),
     ...(input.think !== undefined ? { think: input.think } : {}),
     ...(input.keepalive !== undefined ? { keepalive: input.keepalive } : {}),
@@ -111,7 +116,7 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
     title: 'Run a local Ollama model',
     description: [
       'Hand one self-contained task to a local Ollama model and get its answer.',
-      `Runs are bounded: at most ${config.concurrency} at once (more wait in line), each killed after timeout_ms (default ${config.timeoutMs} ms).`,
+      `Calls wait in this server's queue until Ollama can run them (loaded models first); the answer is killed after timeout_ms from its first byte (default ${config.timeoutMs} ms), the wait for it after start_timeout_ms (default ${config.startTimeoutMs} ms).`,
       'Always pass the same task_id for retries of the same work. Read metadata.escalate on every result:',
       'when it is true, STOP calling ollama_run for that task and hand it upwards (to a human or a stronger model);',
       `escalation_reason says why (${ESCALATION_REASONS.join(', ')}).`,
@@ -140,12 +145,14 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
   };
 }
 
-/** A heartbeat message: model, where the run is, elapsed time, output so far, place in line. */
+/** A heartbeat message: model, where the run is, elapsed time, output so far, why it waits. */
 export function describeLiveRun(model: string, live: LiveRun, elapsedMs: number): string {
   const elapsed = formatElapsed(elapsedMs);
   switch (live.phase) {
-    case 'queued':
-      return `${model}: queued (position ${live.queuePosition()}), ${elapsed} elapsed`;
+    case 'queued': {
+      const reason = live.queueReason();
+      return `${model}: ${reason === null ? 'queued' : describeQueueReason(model, reason)}, ${elapsed} elapsed`;
+    }
     case 'waiting_for_probe':
       return `${model}: waiting for the model's probe run (its circuit is half-open), ${elapsed} elapsed`;
     case 'busy_backoff': {
@@ -155,12 +162,39 @@ export function describeLiveRun(model: string, live: LiveRun, elapsedMs: number)
     }
     case 'next_model':
       return `${model}: trying the next model of the fallback chain, ${elapsed} elapsed`;
+    case 'starting': {
+      const waiting = live.startingSince === null ? elapsed : formatElapsed(performance.now() - live.startingSince);
+      const what = live.cold ? `waiting for ${model} to load` : 'waiting for Ollama to begin the answer (reading the prompt)';
+      return `${model}: ${what} for ${waiting} (not counted in timeout_ms), ${elapsed} elapsed`;
+    }
     case 'running': {
       const running = live.runningSince === null ? elapsed : formatElapsed(performance.now() - live.runningSince);
       return `${model}: running for ${running}, ${live.outputBytes} bytes of output so far`;
     }
     default:
       return `${model}: ${live.phase}, ${elapsed} elapsed`;
+  }
+}
+
+/** Why a call waits in this server's queue, in words. */
+export function describeQueueReason(model: string, reason: QueueReason): string {
+  const calls = (n: number) => `${n} call${n === 1 ? '' : 's'}`;
+  switch (reason.kind) {
+    case 'concurrency':
+      return `queued: this server runs as many calls as it may at once (OLLAMA_MCP_CONCURRENCY), ${calls(reason.ahead)} ahead`;
+    case 'parallel':
+      return `queued behind ${calls(reason.running + reason.ahead)} for ${model} (Ollama runs ${reason.running} of them at once)`;
+    case 'batch':
+      return 'queued: its batch runs as many jobs at once as its concurrency allows';
+    case 'load': {
+      const busy = reason.loaded.length > 0 ? reason.loaded.join(', ') : 'the loaded models';
+      const when = reason.switchInMs > 0 ? `; the server switches in ${Math.ceil(reason.switchInMs / 1000)} s at the latest` : '';
+      return `queued: waiting for ${busy} to finish, so Ollama can load ${model} in its place${when}`;
+    }
+    case 'unloading':
+      return `queued: ${model} finishes its running calls and gives way to ${reason.for}, which waited longer`;
+    case 'shared_cap':
+      return `queued for a slot shared by every server process (OLLAMA_MCP_SHARED_CONCURRENCY), ${calls(reason.ahead)} ahead`;
   }
 }
 

@@ -56,9 +56,11 @@ export const TASK_ID_FIELD = z
  * The prompts of one `ollama_run_many` call together: at 6 bytes a character (the worst JSON
  * encoding), 100 jobs with the largest `format` still fit in one message (MAX_MESSAGE_BYTES).
  */
-/** A duration in ms within the settings' timeout range (a run's timeout, a batch's deadline). */
-export function timeoutField(): z.ZodOptional<z.ZodNumber> {
-  const { min, max } = SETTING_RANGES.timeout_ms;
+/** A duration in ms within a setting's range: the timeout's (a run's timeout, a batch's deadline) unless told. */
+export function timeoutField(
+  range: { readonly min: number; readonly max: number } = SETTING_RANGES.timeout_ms,
+): z.ZodOptional<z.ZodNumber> {
+  const { min, max } = range;
   return z
     .number()
     .int('must be a whole number')

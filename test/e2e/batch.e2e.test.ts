@@ -67,8 +67,8 @@ describe('ollama_run_many', () => {
       deadline_ms: 1200,
       jobs: [
         { model: 'llama3.2', prompt: 'quick' },
-        { model: 'llama3.2', prompt: 'slow @fake:hang' },
-        { model: 'llama3.2', prompt: 'slow too @fake:hang' },
+        { model: 'llama3.2', prompt: 'answers slowly @fake:sleep_ms=1600' },
+        { model: 'llama3.2', prompt: 'never begins @fake:hang' },
         { model: 'llama3.2', prompt: 'never reached' },
         { model: 'llama3.2', prompt: 'never reached either' },
       ],
@@ -76,7 +76,13 @@ describe('ollama_run_many', () => {
     expect(Date.now() - started).toBeLessThan(1200 + 3000);
     expect(batch.results).toHaveLength(5);
     expect(batch.results[0]!.metadata.status).toBe('ok');
+    // Its answer had begun (at 0.8 s): the deadline stopped the answer.
     expect(batch.results[1]!.metadata).toMatchObject({ status: 'timeout', timed_out: true });
+    // Its answer never began: the deadline stopped the wait for it.
+    expect(batch.results[2]!.metadata).toMatchObject({ status: 'start_timeout' });
+    expect(batch.results[2]!.metadata.error?.message).toContain(
+      "the deadline (deadline_ms, or the batch's) passed before the model began to answer",
+    );
     expect(batch.results.slice(3).map((r) => r.metadata.status)).toEqual(['not_started', 'not_started']);
     expect(batch.summary).toMatchObject({ total: 5, ok: 1, not_started: 2 });
     expect(batch.summary.timed_out + batch.summary.not_started).toBe(4);

@@ -101,23 +101,24 @@ describe('fallback chains', () => {
     expect(lines.map((l) => l.escalate)).toEqual([false, true]);
   });
 
-  it('a timeout ends the chain without deadline_ms; with one, the chain goes on within it', async () => {
-    const slow = { model: 'slow:1b', fallback_models: ['slow2:1b'], prompt: 'x @fake:sleep_ms=20000', timeout_ms: 1_500 };
+  it('a model that never begins ends the chain without deadline_ms; with one, the chain goes on within it', async () => {
+    // The fake's spinner turns 10 s before an answer would begin: each model passes its start allowance.
+    const slow = { model: 'slow:1b', fallback_models: ['slow2:1b'], prompt: 'x @fake:sleep_ms=20000', start_timeout_ms: 1_500 };
     const alone = await server.run(slow);
-    expect(alone.metadata).toMatchObject({ status: 'timeout', model: 'slow:1b', fallback: [] });
+    expect(alone.metadata).toMatchObject({ status: 'start_timeout', model: 'slow:1b', fallback: [] });
     expect(linesOf(alone.metadata.chain_id!)).toHaveLength(1);
 
     const deadlineMs = 3_000;
     const startedAt = Date.now();
     const within = await server.run({ ...slow, deadline_ms: deadlineMs });
     const elapsed = Date.now() - startedAt;
-    expect(within.metadata).toMatchObject({ status: 'timeout', model: 'slow2:1b' });
-    expect(within.metadata.fallback.map((f) => f.status)).toEqual(['timeout']);
-    // The first model got its timeout_ms, the second only what the deadline left of it.
-    const timeouts = linesOf(within.metadata.chain_id!).map((l) => l.timeout_ms as number);
-    expect(timeouts[0]).toBe(1_500);
-    expect(timeouts[1]).toBeLessThan(1_500);
-    expect(timeouts[0]! + timeouts[1]!).toBeLessThanOrEqual(deadlineMs);
+    expect(within.metadata).toMatchObject({ status: 'start_timeout', model: 'slow2:1b' });
+    expect(within.metadata.fallback.map((f) => f.status)).toEqual(['start_timeout']);
+    // The first model waited its start allowance, the second only what the deadline left.
+    const lines = linesOf(within.metadata.chain_id!);
+    expect(lines[0]!.duration_ms as number).toBeGreaterThanOrEqual(1_500);
+    expect(lines[0]!.error).toContain('did not begin to answer within 1500 ms');
+    expect(lines[1]!.error).toContain('the deadline (deadline_ms');
     expect(elapsed).toBeLessThan(deadlineMs + 3_000); // the kill grace and process start-ups, on a busy machine
   });
 

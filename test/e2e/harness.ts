@@ -29,12 +29,20 @@ export function makeSandbox(): Sandbox {
   return sandbox;
 }
 
-/** The environment a test server runs with: the fake CLI, the sandbox, short timings. */
+/**
+ * The environment a test server runs with: the fake CLI, the sandbox, short timings. The fake in its
+ * per-process mode runs every `ollama run` at once and alone, like an Ollama that runs 8 requests of a
+ * model at once and keeps 8 models loaded: the server is told so (OLLAMA_NUM_PARALLEL,
+ * OLLAMA_MAX_LOADED_MODELS), as it would read them from a real server's environment. Tests of the
+ * dispatcher use the fake's shared server instead (test/helpers/fake-serve.ts).
+ */
 export function serverEnv(sandbox: Sandbox, extra: Record<string, string> = {}): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
     OLLAMA_BIN: FAKE_OLLAMA,
+    OLLAMA_NUM_PARALLEL: '8',
+    OLLAMA_MAX_LOADED_MODELS: '8',
     OLLAMA_MCP_TELEMETRY_DIR: sandbox.telemetryDir,
     OLLAMA_MCP_KILL_GRACE_MS: '500',
     FAKE_OLLAMA_TRACE_DIR: sandbox.traceDir,

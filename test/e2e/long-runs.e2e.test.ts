@@ -47,16 +47,28 @@ describe('progress heartbeats', () => {
     ).rejects.toThrow(/timed out/i);
   });
 
-  it('says where a queued call waits', async () => {
-    const busy = await startServer(makeSandbox(), { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200', OLLAMA_MCP_CONCURRENCY: '1' });
+  it.each([
+    [
+      'the server runs its limit of calls',
+      { OLLAMA_MCP_CONCURRENCY: '1' },
+      'queued: this server runs as many calls as it may at once (OLLAMA_MCP_CONCURRENCY), 0 calls ahead',
+    ],
+    [
+      'Ollama runs one request of the model at a time',
+      { OLLAMA_NUM_PARALLEL: '1' },
+      'llama3.2: queued behind 1 call for llama3.2 (Ollama runs 1 of them at once)',
+    ],
+  ])('says why a queued call waits: %s', async (_why, env, expected) => {
+    const busy = await startServer(makeSandbox(), { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200', ...env });
     try {
       const first = busy.run({ model: 'llama3.2', prompt: 'hold the slot @fake:sleep_ms=1500' });
+      await new Promise((resolve) => setTimeout(resolve, 300));
       const messages: string[] = [];
       await busy.client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'wait' } }, undefined, {
         onprogress: (p) => messages.push(p.message ?? ''),
       });
       await first;
-      expect(messages.some((m) => m.includes('queued (position 1)'))).toBe(true);
+      expect(messages.some((m) => m.includes(expected))).toBe(true);
     } finally {
       await busy.close();
     }

@@ -12,7 +12,7 @@ function crashingServer(pidFile: string): string {
     const { runModelProcess } = await import(${JSON.stringify(path.join(ROOT, 'dist/ollama/model-process.js'))});
     void runModelProcess({
       bin: '/bin/sh', args: ['-c', 'echo $$ > ${pidFile}; cat > /dev/null; exec sleep 30'], prompt: 'a prompt',
-      env: process.env, timeoutMs: 60_000, killGraceMs: 5_000, maxOutputBytes: 1 << 20,
+      env: process.env, timeoutMs: 60_000, startTimeoutMs: 60_000, killGraceMs: 5_000, maxOutputBytes: 1 << 20,
     });
     process.stdin.once('data', () => { throw new Error('simulated crash'); });
   `;

@@ -15,7 +15,7 @@ describe('reviewing runs: report command and ollama_runs_summary', () => {
     try {
       await server.run({ model: 'llama3.2', prompt: 'ok' });
       await server.run({ model: 'llama3.2', prompt: 'ok again' });
-      await server.run({ model: 'llama3.2', prompt: 'slow @fake:hang', timeout_ms: 300 });
+      await server.run({ model: 'llama3.2', prompt: 'slow @fake:sleep_ms=2000', timeout_ms: 300 });
       for (let i = 0; i < 2; i += 1)
         await server.run({ model: 'qwen2.5-coder:7b', prompt: 'broken @fake:exit=1', task_id: 'bad', max_retries: 1 });
       await server.client.callTool({ name: 'ollama_task_status', arguments: { task_id: 'bad' } }); // a control line, not a run

@@ -7,8 +7,8 @@ import { makeSandbox, maxConcurrent, readRunTrace, SERVER_ENTRY, serverEnv, star
 const TIERS = {
   defaults: { timeout_ms: 60_000, max_retries: 3 },
   tiers: {
-    quick: { timeout_ms: 700, max_retries: 1 },
-    reasoning: { timeout_ms: 600_000, max_retries: 0, concurrency: 1 },
+    quick: { timeout_ms: 700, start_timeout_ms: 20_000, max_retries: 1 },
+    reasoning: { timeout_ms: 600_000, max_retries: 0, parallel: 1 },
   },
   models: [
     { match: 'deepseek-r1*', tier: 'reasoning' },
@@ -24,13 +24,13 @@ describe('per-model tiers (OLLAMA_MCP_CONFIG)', () => {
     const server = await startServer(sandbox, { OLLAMA_MCP_CONFIG: file });
     try {
       const quick = await server.run({ model: 'llama3.2:latest', prompt: 'slow @fake:sleep_ms=3000' });
-      expect(quick.metadata).toMatchObject({ status: 'timeout', timeout_ms: 700, max_retries: 1 });
+      expect(quick.metadata).toMatchObject({ status: 'timeout', timeout_ms: 700, start_timeout_ms: 20_000, max_retries: 1 });
       const overridden = await server.run({ model: 'llama3.2', prompt: 'hi', timeout_ms: 5_000, max_retries: 7 });
       expect(overridden.metadata).toMatchObject({ status: 'ok', timeout_ms: 5_000, max_retries: 7 });
       const other = await server.run({ model: 'qwen2.5-coder:7b', prompt: 'hi' });
       expect(other.metadata).toMatchObject({ timeout_ms: 60_000, max_retries: 3 });
 
-      // The reasoning tier allows one run of a model at a time, whatever the server limit.
+      // The reasoning tier sends Ollama one request of a model at a time, whatever the server's other settings.
       await Promise.all([0, 1, 2].map((i) => server.run({ model: 'deepseek-r1:7b', prompt: `think ${i} @fake:sleep_ms=300` })));
       const trace = readRunTrace(sandbox);
       const pids = new Set(trace.filter((e) => e.event === 'start' && e.argv?.includes('deepseek-r1:7b')).map((e) => e.pid));

@@ -60,8 +60,11 @@ describe('token usage from ollama run --verbose, through the built server', () =
     }
   });
 
-  it('usage is all null when the CLI reported nothing: timeout, error, refusal', async () => {
-    const timedOut = await server.run({ model: 'llama3.2', prompt: 'wait @fake:hang', timeout_ms: 1000 });
+  it('usage is all null when the CLI reported nothing: timeouts, error, refusal', async () => {
+    const neverBegan = await server.run({ model: 'llama3.2', prompt: 'wait @fake:hang', start_timeout_ms: 1000 });
+    expect(neverBegan.metadata.status).toBe('start_timeout');
+    expect(neverBegan.metadata.usage).toEqual(NULL_USAGE);
+    const timedOut = await server.run({ model: 'llama3.2', prompt: 'long answer @fake:sleep_ms=3000', timeout_ms: 300 });
     expect(timedOut.metadata.status).toBe('timeout');
     expect(timedOut.metadata.usage).toEqual(NULL_USAGE);
 

@@ -28,6 +28,7 @@ function ledger(env: Record<string, string> = {}) {
       request: { model: 'm', prompt: 'x', ...(taskId ? { taskId } : {}) },
       maxRetries: 2,
       timeoutMs: 1_000,
+      startTimeoutMs: 2_000,
       breaker: { threshold: 10, cooldownMs: 60_000 },
       note: (w) => notes.push(w),
       ...extra,

@@ -7,10 +7,11 @@ import type { RunStatus } from '../../../src/policy/run-status.js';
 
 const SETTINGS: ModelSettings = {
   timeoutMs: 10_000,
+  startTimeoutMs: 300_000,
   maxRetries: 3,
   breakerThreshold: 5,
   breakerCooldownMs: 60_000,
-  concurrency: null,
+  parallel: 1,
   source: null,
   fallback: [],
 };
@@ -165,15 +166,16 @@ describe('runCall: busy backoff', () => {
     expect(h.seen.at(-1)!.willRetry).toBe(false);
   });
 
-  it("a retry's timeout is what is left of its model's timeout_ms", async () => {
+  it("a retry's start allowance is what is left of its model's start_timeout_ms; its answer keeps the whole timeout_ms", async () => {
     const h = harness(['server_busy', 'ok'], { tryMs: 3_000 });
-    await runCall(h.deps, request({ timeoutMs: 10_000 }), h.context);
-    expect(h.seen.map((s) => s.step.timeoutMs)).toEqual([10_000, 10_000 - 3_000 - 125]);
+    await runCall(h.deps, request({ timeoutMs: 10_000, startTimeoutMs: 20_000 }), h.context);
+    expect(h.seen.map((s) => s.step.startTimeoutMs)).toEqual([20_000, 20_000 - 3_000 - 125]);
+    expect(h.seen.map((s) => s.step.timeoutMs)).toEqual([10_000, 10_000]);
   });
 
-  it('waits no longer than the budget allows', async () => {
+  it('waits no longer than the start allowance allows', async () => {
     const h = harness(['server_busy'], { tryMs: 9_850 });
-    const r = await runCall(h.deps, request({ timeoutMs: 10_000 }), h.context);
+    const r = await runCall(h.deps, request({ startTimeoutMs: 10_000 }), h.context);
     expect(r.metadata.status).toBe('server_busy');
     expect(h.sleeps).toEqual([]);
   });

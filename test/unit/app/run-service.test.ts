@@ -291,7 +291,7 @@ describe('RunService: the circuit is checked again when a call leaves the queue'
 });
 
 describe('RunService: the ways a call ends without running', () => {
-  it('a call cancelled while queued for a slot ends as cancelled, spawning nothing', async () => {
+  it('a call cancelled while queued ends as cancelled, spawning nothing', async () => {
     const s = service({ OLLAMA_MCP_CONCURRENCY: '1' });
     s.hold(true);
     const first = s.runs.run({ model: 'm', prompt: 'first' });
@@ -300,12 +300,12 @@ describe('RunService: the ways a call ends without running', () => {
     const live = new LiveRun();
     const queued = s.runs.run({ model: 'm', prompt: 'second', taskId: 'q' }, { ...live.listeners, signal: cancel.signal });
     await vi.waitFor(() => expect(live.phase).toBe('queued'));
-    expect(live.queuePosition()).toBe(1);
+    expect(live.queueReason()).toEqual({ kind: 'parallel', running: 1, ahead: 0 });
     cancel.abort();
     expect((await queued).metadata).toMatchObject({
       status: 'cancelled',
       escalate: false,
-      error: { message: 'cancelled while waiting for a concurrency slot' },
+      error: { message: 'cancelled while waiting for its turn to run' },
     });
     s.held[0]!({});
     expect((await first).metadata.status).toBe('ok');
@@ -321,7 +321,7 @@ describe('RunService: the ways a call ends without running', () => {
     s.advance(50); // the clock passes the deadline as the real timer fires
     expect((await queued).metadata).toMatchObject({
       status: 'not_started',
-      error: { message: 'the batch deadline passed while this job waited for a concurrency slot' },
+      error: { message: 'the batch deadline passed while this job waited for its turn to run' },
     });
     const late = await s.runs.notStarted({ model: 'm', prompt: 'y' }, { batchId: 'b' });
     expect(late.metadata).toMatchObject({ status: 'not_started', duration_ms: 0, timeout_ms: null });
@@ -339,7 +339,7 @@ describe('RunService: the ways a call ends without running', () => {
     s.advance(50);
     expect((await queued).metadata).toMatchObject({
       status: 'not_started',
-      error: { message: "the call's deadline_ms passed while it waited for a concurrency slot" },
+      error: { message: "the call's deadline_ms passed while it waited for its turn to run" },
     });
     s.held[0]!({});
     await first;

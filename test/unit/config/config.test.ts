@@ -44,6 +44,42 @@ describe('loadConfig', () => {
     });
   });
 
+  it("sends one request of a model at a time unless told otherwise, reading Ollama's own setting as Ollama does", () => {
+    expect(loadConfig({})).toMatchObject({ parallel: 1, parallelSource: "Ollama's default" });
+    expect(loadConfig({ OLLAMA_NUM_PARALLEL: '4' })).toMatchObject({ parallel: 4, parallelSource: 'OLLAMA_NUM_PARALLEL' });
+    // Ollama treats 0 and a value it cannot read as its default: so does this server, without refusing to start.
+    expect(loadConfig({ OLLAMA_NUM_PARALLEL: '0' }).parallel).toBe(1);
+    expect(loadConfig({ OLLAMA_NUM_PARALLEL: 'lots' }).parallel).toBe(1);
+    expect(loadConfig({ OLLAMA_NUM_PARALLEL: '64' }).parallel).toBe(32);
+    expect(loadConfig({ OLLAMA_NUM_PARALLEL: '4', OLLAMA_MCP_PARALLEL: '2' })).toMatchObject({
+      parallel: 2,
+      parallelSource: 'OLLAMA_MCP_PARALLEL',
+    });
+  });
+
+  it('learns how many models fit together unless told', () => {
+    expect(loadConfig({}).maxLoadedModels).toBeNull();
+    expect(loadConfig({ OLLAMA_MAX_LOADED_MODELS: '0' }).maxLoadedModels).toBeNull(); // Ollama's automatic choice
+    expect(loadConfig({ OLLAMA_MAX_LOADED_MODELS: '2' }).maxLoadedModels).toBe(2);
+    expect(loadConfig({ OLLAMA_MAX_LOADED_MODELS: '2', OLLAMA_MCP_MAX_LOADED_MODELS: '3' }).maxLoadedModels).toBe(3);
+  });
+
+  it("gives the start of an answer Ollama's own load timeout, 5 minutes unless it is set", () => {
+    expect(loadConfig({}).startTimeoutMs).toBe(300_000);
+    expect(loadConfig({ OLLAMA_LOAD_TIMEOUT: '15m' }).startTimeoutMs).toBe(900_000);
+    expect(loadConfig({ OLLAMA_LOAD_TIMEOUT: '600' }).startTimeoutMs).toBe(600_000); // whole seconds, as Ollama reads it
+    expect(loadConfig({ OLLAMA_LOAD_TIMEOUT: 'soon' }).startTimeoutMs).toBe(300_000);
+    expect(loadConfig({ OLLAMA_LOAD_TIMEOUT: '0' }).startTimeoutMs).toBe(3_600_000); // Ollama: no limit; here the longest allowed
+    expect(loadConfig({ OLLAMA_LOAD_TIMEOUT: '15m', OLLAMA_MCP_START_TIMEOUT_MS: '60000' }).startTimeoutMs).toBe(60_000);
+  });
+
+  it("reads Ollama's keep-alive as Ollama does, for how long an idle model stays loaded", () => {
+    expect(loadConfig({}).keepAliveMs).toBe(300_000);
+    expect(loadConfig({ OLLAMA_KEEP_ALIVE: '1h' }).keepAliveMs).toBe(3_600_000);
+    expect(loadConfig({ OLLAMA_KEEP_ALIVE: '-1' }).keepAliveMs).toBe(Infinity);
+    expect(loadConfig({}).switchAfterMs).toBe(30_000);
+  });
+
   it('OLLAMA_MCP_SHARED_CONCURRENCY: off unless set, then 1-256', () => {
     expect(loadConfig({}).sharedConcurrency).toBeNull();
     expect(loadConfig({ OLLAMA_MCP_SHARED_CONCURRENCY: ' ' }).sharedConcurrency).toBeNull();
@@ -65,6 +101,11 @@ describe('loadConfig', () => {
     ['OLLAMA_MCP_BREAKER_THRESHOLD', '0'],
     ['OLLAMA_MCP_BREAKER_COOLDOWN_MS', '10'],
     ['OLLAMA_MCP_LOG_CONTENT', 'maybe'],
+    ['OLLAMA_MCP_PARALLEL', '0'],
+    ['OLLAMA_MCP_PARALLEL', '33'],
+    ['OLLAMA_MCP_MAX_LOADED_MODELS', '0'],
+    ['OLLAMA_MCP_START_TIMEOUT_MS', '999'],
+    ['OLLAMA_MCP_SWITCH_AFTER_MS', '-1'],
     ['OLLAMA_BIN', ''],
   ])('%s=%j stops start-up with a message naming the variable', (variable, value) => {
     const attempt = () => loadConfig({ [variable]: value });

@@ -28,10 +28,11 @@ const config: Config = loadConfig({
 
 const FROM_CONFIG: ModelSettings = {
   timeoutMs: 1111,
+  startTimeoutMs: 300_000,
   maxRetries: 7,
   breakerThreshold: 9,
   breakerCooldownMs: 2222,
-  concurrency: null,
+  parallel: 1,
   source: null,
   fallback: [],
 };
@@ -40,7 +41,7 @@ const example = (): TiersFile => tiersFileSchema().parse(JSON.parse(EXAMPLE_TIER
 const tiersFrom = (file: unknown) => buildModelTiers(config, file as TiersFile, '/etc/tiers.json');
 
 describe('without a tiers file', () => {
-  it('gives every model the Config values, no per-model concurrency and no source', () => {
+  it('gives every model the Config values and no source', () => {
     const tiers = buildModelTiers(config, null, null);
     expect(tiers.settingsFor('deepseek-r1:70b')).toEqual(FROM_CONFIG);
     expect(tiers.defaults).toEqual(FROM_CONFIG);
@@ -69,7 +70,8 @@ describe('resolution order', () => {
       maxRetries: 1, // tier over defaults
       breakerThreshold: 6, // defaults over Config
       breakerCooldownMs: 2222, // Config: nothing sets it
-      concurrency: null, // nothing sets it
+      startTimeoutMs: 300_000, // Config's default: nothing sets it
+      parallel: 1, // Config's default: nothing sets it
       source: 'big-model* (tier big)',
       fallback: [], // the rule gives none
     });
@@ -95,17 +97,30 @@ describe('resolution order', () => {
     expect(tiers.settingsFor('deepseek-r1:7b').timeoutMs).toBe(600000);
   });
 
-  it('concurrency comes from the tier, the rule or the defaults, else null', () => {
+  it("parallel comes from the tier, the rule or the defaults, else the environment's (1 by default)", () => {
     const tiers = tiersFrom({
       defaults: {},
-      tiers: { one: { concurrency: 1 } },
-      models: [{ match: 'a', tier: 'one' }, { match: 'b', tier: 'one', concurrency: 2 }, { match: 'c' }],
+      tiers: { two: { parallel: 2 } },
+      models: [{ match: 'a', tier: 'two' }, { match: 'b', tier: 'two', parallel: 3 }, { match: 'c' }],
     });
-    expect(tiers.settingsFor('a').concurrency).toBe(1);
-    expect(tiers.settingsFor('b').concurrency).toBe(2);
-    expect(tiers.settingsFor('c').concurrency).toBeNull();
-    expect(tiers.settingsFor('d').concurrency).toBeNull();
-    expect(tiersFrom({ defaults: { concurrency: 4 } }).settingsFor('d').concurrency).toBe(4);
+    expect(tiers.settingsFor('a').parallel).toBe(2);
+    expect(tiers.settingsFor('b').parallel).toBe(3);
+    expect(tiers.settingsFor('c').parallel).toBe(1);
+    expect(tiersFrom({ defaults: { parallel: 4 } }).settingsFor('d').parallel).toBe(4);
+    const fromOllama = loadConfig({ OLLAMA_NUM_PARALLEL: '2' });
+    expect(buildModelTiers(fromOllama, { models: [{ match: 'x' }] }, null).settingsFor('x').parallel).toBe(2);
+  });
+
+  it('start_timeout_ms comes from the tier, the rule or the defaults like every setting', () => {
+    const tiers = tiersFrom({ tiers: { slow: { start_timeout_ms: 900_000 } }, models: [{ match: 'big*', tier: 'slow' }] });
+    expect(tiers.settingsFor('big:70b').startTimeoutMs).toBe(900_000);
+    expect(tiers.settingsFor('small').startTimeoutMs).toBe(300_000);
+  });
+
+  it('names the new key when a file still says `concurrency`', () => {
+    expect(() => tiersFrom({ defaults: { concurrency: 2 } })).toThrow(
+      'defaults: unknown key "concurrency" (did you mean "parallel"?)',
+    );
   });
 
   it('the first matching rule wins, even when a later one matches more exactly', () => {
@@ -146,12 +161,16 @@ describe('the example file', () => {
         maxRetries: 1,
         breakerThreshold: 3,
         breakerCooldownMs: 300000,
-        concurrency: 1,
+        startTimeoutMs: 600000,
+        parallel: 1,
         source: 'deepseek-r1* (tier reasoning)',
       },
     ],
-    ['deepseek-r1:70b', { timeoutMs: 600000, maxRetries: 1, concurrency: 1, source: 'deepseek-r1* (tier reasoning)' }], // first match wins over *:70b
-    ['llama3.1:70b', { timeoutMs: 900000, maxRetries: 1, breakerThreshold: 3, concurrency: 1, source: '*:70b (tier reasoning)' }],
+    ['deepseek-r1:70b', { timeoutMs: 600000, maxRetries: 1, startTimeoutMs: 600000, source: 'deepseek-r1* (tier reasoning)' }], // first match wins over *:70b
+    [
+      'llama3.1:70b',
+      { timeoutMs: 900000, maxRetries: 1, breakerThreshold: 3, startTimeoutMs: 600000, source: '*:70b (tier reasoning)' },
+    ],
     [
       'qwen2.5-coder:1.5b',
       {
@@ -159,13 +178,13 @@ describe('the example file', () => {
         maxRetries: 2,
         breakerThreshold: 9,
         breakerCooldownMs: 2222,
-        concurrency: null,
+        startTimeoutMs: 300000,
         source: 'qwen2.5-coder:1.5b (tier quick)',
       },
     ],
     [
       'llama3.1:7b',
-      { timeoutMs: 120000, maxRetries: 3, breakerThreshold: 9, breakerCooldownMs: 2222, concurrency: null, source: null },
+      { timeoutMs: 120000, maxRetries: 3, breakerThreshold: 9, breakerCooldownMs: 2222, parallel: 1, source: null },
     ],
   ])('%s', (model, expected) => {
     expect(tiers.settingsFor(model)).toMatchObject(expected);
@@ -281,7 +300,7 @@ describe('validation', () => {
       { models: [{ match: 'a' }, { match: 'b', timeout_ms: 99999999 }] },
       'models[1].timeout_ms must be at most 3600000, got 99999999',
     ],
-    ['a setting below its range', { defaults: { concurrency: 0 } }, 'defaults.concurrency must be at least 1, got 0'],
+    ['a setting below its range', { defaults: { parallel: 0 } }, 'defaults.parallel must be at least 1, got 0'],
     [
       'a huge number',
       { tiers: { q: { breaker_cooldown_ms: 1e20 } } },
@@ -304,16 +323,12 @@ describe('validation', () => {
       { models: [{ match: 'a', timout_ms: 5 }] },
       'models[0]: unknown key "timout_ms" (did you mean "timeout_ms"?)',
     ],
-    [
-      'an unknown key in defaults',
-      { defaults: { concurrancy: 2 } },
-      'defaults: unknown key "concurrancy" (did you mean "concurrency"?)',
-    ],
+    ['an unknown key in defaults', { defaults: { paralel: 2 } }, 'defaults: unknown key "paralel" (did you mean "parallel"?)'],
     ['an unknown top-level key', { model: [] }, 'unknown key "model" (did you mean "models"?)'],
     [
       'unknown keys without a near miss',
       { defaults: { colour: 1, size: 2 } },
-      'defaults: unknown keys "colour", "size" (allowed: timeout_ms, max_retries, breaker_threshold, breaker_cooldown_ms, concurrency)',
+      'defaults: unknown keys "colour", "size" (allowed: timeout_ms, start_timeout_ms, max_retries, breaker_threshold, breaker_cooldown_ms, parallel)',
     ],
     [
       'a missing tier',
@@ -385,8 +400,8 @@ describe('validation', () => {
     ['a top level that is null', null, 'the file must be a JSON object, got null'],
     [
       'several problems at once',
-      { defaults: { timeout_ms: 1.5, concurrency: 99 } },
-      'defaults.timeout_ms must be a whole number, got 1.5; defaults.concurrency must be at most 32, got 99',
+      { defaults: { timeout_ms: 1.5, parallel: 99 } },
+      'defaults.timeout_ms must be a whole number, got 1.5; defaults.parallel must be at most 32, got 99',
     ],
   ])('%s', (_name, file, message) => {
     let thrown: unknown;
@@ -435,7 +450,8 @@ describe('validation', () => {
       max_retries: 'OLLAMA_MCP_MAX_RETRIES',
       breaker_threshold: 'OLLAMA_MCP_BREAKER_THRESHOLD',
       breaker_cooldown_ms: 'OLLAMA_MCP_BREAKER_COOLDOWN_MS',
-      concurrency: 'OLLAMA_MCP_CONCURRENCY',
+      start_timeout_ms: 'OLLAMA_MCP_START_TIMEOUT_MS',
+      parallel: 'OLLAMA_MCP_PARALLEL',
     }[key]!;
     for (const [value, ok] of [
       [range.min, true],
@@ -532,7 +548,7 @@ describe('loadModelTiers', () => {
     expect(tiers.rules).toHaveLength(3);
     expect(tiers.settingsFor('deepseek-r1:7b')).toMatchObject({
       timeoutMs: 600000,
-      concurrency: 1,
+      startTimeoutMs: 600000,
       source: 'deepseek-r1* (tier reasoning)',
     });
     expect(tiers.settingsFor('mistral')).toMatchObject({ timeoutMs: 120000, maxRetries: 3, breakerThreshold: 9, source: null });

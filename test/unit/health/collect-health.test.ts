@@ -31,7 +31,7 @@ describe('collectHealth', () => {
     return {
       config,
       store,
-      runs: { inFlight: 2, limiter: { running: 1, waiting: 1, limit: config.concurrency } },
+      runs: { inFlight: 2, queue: { running: 1, waiting: 1, limit: config.concurrency, loaded: [], capacity: 1 } },
       installedModels: new InstalledModels({ bin: config.ollamaBin, env, ttlMs: 30_000, clock: () => NOW }),
       clock: () => NOW,
     };

@@ -10,6 +10,7 @@ function request(extra: Partial<ModelProcessRequest>): ModelProcessRequest {
     prompt: '',
     env: { PATH: process.env.PATH },
     timeoutMs: 60_000,
+    startTimeoutMs: 60_000,
     killGraceMs: 500,
     maxOutputBytes: 1024,
     ...extra,

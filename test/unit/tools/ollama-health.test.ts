@@ -28,7 +28,7 @@ describe('ollama_health over MCP (in memory)', () => {
       ollamaHealthTool(async () => ({
         config,
         store: new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} }),
-        runs: { inFlight: 0, limiter: { running: 0, waiting: 0, limit: config.concurrency } },
+        runs: { inFlight: 0, queue: { running: 0, waiting: 0, limit: config.concurrency, loaded: [], capacity: 1 } },
         installedModels: new InstalledModels({
           bin: config.ollamaBin,
           env: { PATH: process.env.PATH, HOME: process.env.HOME, ...fakeEnv },

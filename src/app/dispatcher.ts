@@ -1,0 +1,209 @@
+import {
+  afterStart,
+  callsToStart,
+  nextSwitchInMs,
+  whyWaiting,
+  type DispatchView,
+  type QueuedCall,
+  type WaitReason,
+} from '../policy/dispatch.js';
+import type { Residency } from './residency.js';
+
+/** A call's place in line: the grant arrives through `granted`; `reason()` says why it still waits (null once granted). */
+export interface Ticket {
+  readonly granted: Promise<Grant>;
+  reason(): WaitReason | null;
+}
+
+/** A call sent on to Ollama. */
+export interface Grant {
+  /** Frees the call's slots once its verdict is recorded. Calling it twice is harmless. */
+  readonly release: () => void;
+  /** Its model was not loaded as far as this server knew: the call will wait for a load. */
+  readonly cold: boolean;
+  /**
+   * Send the keep-alive the call asked for. False while calls for other models wait here: Ollama
+   * copies a request's keep-alive onto its loaded model, so a long one would keep a model loaded that
+   * a waiting call needs to replace, and that call would wait the whole keep-alive inside Ollama.
+   */
+  readonly sendKeepAlive: boolean;
+}
+
+export interface DispatchRequest {
+  readonly modelKey: string;
+  /** Requests of the model Ollama runs at once. */
+  readonly parallel: number;
+  /** The batch the call belongs to, and the batch's limit on its jobs at once. */
+  readonly batch?: { readonly id: string; readonly limit: number };
+  /** The keep-alive the call asks Ollama for, in ms (undefined: Ollama's default). */
+  readonly keepAliveMs?: number;
+}
+
+/** Thrown (as `granted`'s rejection) when a waiting call is aborted before it was sent on. */
+export class DispatchAbortedError extends Error {
+  readonly kind = 'dispatch_aborted';
+  constructor() {
+    super('aborted while waiting for its turn');
+    this.name = 'DispatchAbortedError';
+  }
+}
+
+export interface DispatcherOptions {
+  /** This server's calls in flight at most (OLLAMA_MCP_CONCURRENCY). */
+  readonly concurrency: number;
+  /** How long a call for a model that is not loaded waits before the server switches models. */
+  readonly switchAfterMs: number;
+  readonly residency: Residency;
+  /** ms, monotonic. */
+  readonly clock: () => number;
+}
+
+interface Waiter extends QueuedCall {
+  readonly keepAliveMs: number | undefined;
+  readonly grant: (grant: Grant) => void;
+}
+
+/**
+ * The one queue every call of this server waits in, `ollama_run` and `ollama_run_many` alike: a call
+ * is sent on only when Ollama will run it at once (policy/dispatch.ts says which), so the waiting
+ * happens here, visible, cancellable and untimed, and not inside Ollama. No I/O of its own: the
+ * residency view asks `ollama ps` when the order depends on it.
+ */
+export class Dispatcher {
+  readonly #options: DispatcherOptions;
+  readonly #waiting: Waiter[] = [];
+  readonly #running = new Map<string, number>();
+  readonly #batchRunning = new Map<string, number>();
+  readonly #lastStarted = new Map<string, number>();
+  #nextId = 1;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: DispatcherOptions) {
+    this.#options = options;
+  }
+
+  /** Calls sent on and not yet released. */
+  get running(): number {
+    let total = 0;
+    for (const n of this.#running.values()) total += n;
+    return total;
+  }
+
+  /** Calls waiting for their turn. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** OLLAMA_MCP_CONCURRENCY. */
+  get limit(): number {
+    return this.#options.concurrency;
+  }
+
+  /** The models this server believes loaded, and how many fit together (for health). */
+  residency(): { loaded: string[]; capacity: number } {
+    return { loaded: this.#options.residency.loaded(this.#busy()), capacity: this.#options.residency.capacity };
+  }
+
+  /** Look at the queue again: what Ollama has loaded may have changed. */
+  look(): void {
+    this.#dispatch();
+  }
+
+  request(request: DispatchRequest, signal: AbortSignal | undefined): Ticket {
+    if (signal?.aborted) return { granted: Promise.reject(new DispatchAbortedError()), reason: () => null };
+    let waiter!: Waiter;
+    let granted = false;
+    const promise = new Promise<Grant>((resolve, reject) => {
+      const onAbort = () => {
+        const index = this.#waiting.indexOf(waiter);
+        if (index === -1) return;
+        this.#waiting.splice(index, 1);
+        reject(new DispatchAbortedError());
+        this.#dispatch();
+      };
+      waiter = {
+        id: this.#nextId++,
+        modelKey: request.modelKey,
+        parallel: request.parallel,
+        since: this.#options.clock(),
+        batch: request.batch ?? null,
+        keepAliveMs: request.keepAliveMs,
+        grant: (grant) => {
+          granted = true;
+          signal?.removeEventListener('abort', onAbort);
+          resolve(grant);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    this.#waiting.push(waiter);
+    this.#dispatch();
+    return {
+      granted: promise,
+      reason: () => (granted || !this.#waiting.includes(waiter) ? null : whyWaiting(this.#view(), waiter)),
+    };
+  }
+
+  #busy(): Set<string> {
+    return new Set([...this.#running].filter(([, n]) => n > 0).map(([model]) => model));
+  }
+
+  #view(): DispatchView {
+    const residency = this.#options.residency;
+    return {
+      now: this.#options.clock(),
+      waiting: [...this.#waiting],
+      running: this.#running,
+      batchRunning: this.#batchRunning,
+      loaded: residency.loaded(this.#busy()),
+      lastStarted: this.#lastStarted,
+      capacity: residency.capacity,
+      concurrency: this.#options.concurrency,
+      switchAfterMs: this.#options.switchAfterMs,
+    };
+  }
+
+  /** Send on every call that may start now, and look again when a waiting call becomes overdue. */
+  #dispatch(): void {
+    clearTimeout(this.#timer);
+    let view = this.#view();
+    for (const call of callsToStart(view)) {
+      const next = afterStart(view, call);
+      this.#start(call as Waiter, view, next);
+      view = next;
+    }
+    if (this.#waiting.length === 0) return;
+    // Calls wait, and which goes next depends on what is loaded: have `ollama ps` say it again if stale.
+    this.#options.residency.refreshIfStale();
+    const switchIn = nextSwitchInMs(view);
+    if (switchIn !== null) {
+      this.#timer = setTimeout(() => this.#dispatch(), Math.ceil(switchIn));
+      this.#timer.unref();
+    }
+  }
+
+  #start(call: Waiter, before: DispatchView, after: DispatchView): void {
+    this.#waiting.splice(this.#waiting.indexOf(call), 1);
+    this.#running.set(call.modelKey, (this.#running.get(call.modelKey) ?? 0) + 1);
+    if (call.batch !== null) this.#batchRunning.set(call.batch.id, (this.#batchRunning.get(call.batch.id) ?? 0) + 1);
+    this.#lastStarted.set(call.modelKey, before.now);
+    const evicted = before.loaded.find((model) => model !== call.modelKey && !after.loaded.includes(model));
+    const sendKeepAlive = !this.#waiting.some((waiting) => waiting.modelKey !== call.modelKey);
+    this.#options.residency.started(call.modelKey, sendKeepAlive ? call.keepAliveMs : undefined, evicted);
+    call.grant({ release: this.#releaser(call), cold: !before.loaded.includes(call.modelKey), sendKeepAlive });
+  }
+
+  #releaser(call: Waiter): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#running.set(call.modelKey, (this.#running.get(call.modelKey) ?? 1) - 1);
+      if (call.batch !== null) this.#batchRunning.set(call.batch.id, (this.#batchRunning.get(call.batch.id) ?? 1) - 1);
+      if (this.#running.get(call.modelKey) === 0) this.#running.delete(call.modelKey);
+      if (call.batch !== null && this.#batchRunning.get(call.batch.id) === 0) this.#batchRunning.delete(call.batch.id);
+      this.#options.residency.finished(call.modelKey);
+      this.#dispatch();
+    };
+  }
+}

@@ -1,0 +1,29 @@
+import { parseGoDuration } from '../ollama/verbose-stats.js';
+
+/**
+ * Ollama's own server settings, read the way `ollama serve` reads them (envconfig/config.go), for
+ * when this server's environment has them too: an invalid value means Ollama's default, as it does
+ * for Ollama, so a setting that Ollama accepts never stops this server from starting.
+ */
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** A whole number ≥ 0 (Go's ParseUint), or null when unset or invalid. */
+export function ollamaUint(env: Env, name: string): number | null {
+  const raw = env[name]?.trim();
+  if (raw === undefined || !/^\d+$/.test(raw)) return null;
+  const value = Number(raw);
+  return Number.isSafeInteger(value) ? value : null;
+}
+
+/**
+ * A duration the way Ollama reads OLLAMA_KEEP_ALIVE and OLLAMA_LOAD_TIMEOUT: a Go duration (`5m`,
+ * `1h30m`) or whole seconds; null when unset or invalid. In ms; may be negative.
+ */
+export function ollamaDurationMs(env: Env, name: string): number | null {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return null;
+  const ns = parseGoDuration(raw);
+  if (ns !== null) return ns / 1e6;
+  return /^[-+]?\d+$/.test(raw) ? Number(raw) * 1000 : null;
+}

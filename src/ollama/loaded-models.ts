@@ -1,0 +1,55 @@
+import { describeCliFailure, runCliCommand, type CliCommandRequest, type CliCommandResult } from './cli-command.js';
+import { canonicalModelName, MODEL_NAME_PATTERN } from './model-name.js';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** An `ollama ps` that takes longer than this is given up: the dispatcher goes on with what it knows. */
+export const PS_TIMEOUT_MS = 3_000;
+
+/**
+ * The models of an `ollama ps` table (`NAME  ID  SIZE  PROCESSOR  CONTEXT  UNTIL`, header first, an
+ * empty server prints the header only), canonical names in the table's order; null when the output
+ * is not that table.
+ */
+export function parseLoadedModels(stdout: string): string[] | null {
+  const lines = stdout.split(/\r?\n/);
+  if (!/^NAME\s+ID\s/.test(lines[0] ?? '')) return null;
+  const models: string[] = [];
+  for (const row of lines.slice(1)) {
+    const name = row.trim().split(/\s+/, 1)[0] ?? '';
+    if (name === '') continue;
+    if (!MODEL_NAME_PATTERN.test(name)) return null;
+    const key = canonicalModelName(name);
+    if (!models.includes(key)) models.push(key);
+  }
+  return models;
+}
+
+/** What `ollama ps` said: the loaded models, or why it could not say. */
+export type LoadedModelsResult =
+  { readonly ok: true; readonly models: readonly string[] } | { readonly ok: false; readonly reason: string };
+
+export interface LoadedModelsRequest {
+  readonly bin: string;
+  readonly env: Env;
+  /** @default PS_TIMEOUT_MS */
+  readonly timeoutMs?: number;
+}
+
+/** Ask `ollama ps` which models Ollama has loaded. Never rejects. */
+export async function readLoadedModels(
+  request: LoadedModelsRequest,
+  run: (request: CliCommandRequest) => Promise<CliCommandResult> = runCliCommand,
+): Promise<LoadedModelsResult> {
+  const timeoutMs = request.timeoutMs ?? PS_TIMEOUT_MS;
+  const result = await run({ bin: request.bin, args: ['ps'], env: request.env, timeoutMs });
+  if (result.exitCode !== 0 || result.spawnError !== null || result.timedOut) {
+    return { ok: false, reason: describeCliFailure(request.bin, ['ps'], result, timeoutMs).reason };
+  }
+  const models = parseLoadedModels(result.stdout);
+  if (models === null) {
+    const first = result.stdout.split('\n', 1)[0]?.slice(0, 80) ?? '';
+    return { ok: false, reason: `\`${request.bin} ps\` printed something other than its table (${JSON.stringify(first)})` };
+  }
+  return { ok: true, models };
+}

@@ -1,0 +1,183 @@
+/**
+ * Which waiting call to send to Ollama next. Pure: the dispatcher (app/dispatcher.ts) feeds it what
+ * it knows and starts what it picks.
+ *
+ * Ollama runs `parallel` requests of a loaded model at once and keeps `capacity` models loaded; a
+ * request beyond either waits inside Ollama, where it is invisible, cannot be cancelled without
+ * aborting a load, and (worse) is timed by its caller. So a call is sent only when Ollama will run it
+ * now: its model is loaded and has a free parallel slot, or it can be loaded beside the others or in
+ * place of an idle one. Among the calls that can start, those for a loaded model go first (a load
+ * costs seconds to a minute); the oldest first within each kind. A call for a model that is not
+ * loaded waits behind the loaded models' calls until their queues are empty, or until it has waited
+ * `switchAfterMs` since its model was last served: then the loaded model with the fewest calls in
+ * flight gets no new ones, and once it is idle the waiting model takes its place. A busy model can
+ * therefore hold another off for at most `switchAfterMs` plus the calls already running on it.
+ */
+
+/** A call waiting for its turn. */
+export interface QueuedCall {
+  readonly id: number;
+  readonly modelKey: string;
+  /** Requests of its model Ollama runs at once. */
+  readonly parallel: number;
+  /** When it joined the queue (ms, monotonic). */
+  readonly since: number;
+  /** The batch (`ollama_run_many`) it belongs to, and that batch's limit on its jobs at once. */
+  readonly batch: { readonly id: string; readonly limit: number } | null;
+}
+
+/** What the dispatcher knows when it chooses. */
+export interface DispatchView {
+  /** ms, monotonic. */
+  readonly now: number;
+  /** Calls waiting, in the order they arrived. */
+  readonly waiting: readonly QueuedCall[];
+  /** This server's calls in flight, per model. */
+  readonly running: ReadonlyMap<string, number>;
+  /** This server's calls in flight, per batch. */
+  readonly batchRunning: ReadonlyMap<string, number>;
+  /** Models believed loaded in Ollama, least recently used first. */
+  readonly loaded: readonly string[];
+  /** When a call of each model was last started (ms, monotonic); absent: never. */
+  readonly lastStarted: ReadonlyMap<string, number>;
+  /** Models Ollama keeps loaded together. */
+  readonly capacity: number;
+  /** This server's calls in flight at most (OLLAMA_MCP_CONCURRENCY). */
+  readonly concurrency: number;
+  /** How long a call for a model that is not loaded waits before the server switches models. */
+  readonly switchAfterMs: number;
+}
+
+/** Why a call is still waiting, for progress messages. */
+export type WaitReason =
+  /** The server runs `concurrency` calls already. */
+  | { readonly kind: 'concurrency'; readonly ahead: number }
+  /** Its model runs `parallel` calls already; `ahead` more of its calls wait before it. */
+  | { readonly kind: 'parallel'; readonly running: number; readonly ahead: number }
+  /** Its batch runs as many jobs as it may. */
+  | { readonly kind: 'batch' }
+  /**
+   * Its model must be loaded in place of a busy one: it waits for `loaded` to finish their calls, or
+   * for the switch in `switchInMs` (0: the switch is under way, the busy model takes no new calls).
+   */
+  | { readonly kind: 'load'; readonly loaded: readonly string[]; readonly switchInMs: number }
+  /** Its model is the one being unloaded for a call that waited longer. */
+  | { readonly kind: 'unloading'; readonly for: string };
+
+const count = (map: ReadonlyMap<string, number>, key: string): number => map.get(key) ?? 0;
+
+function totalRunning(view: DispatchView): number {
+  let total = 0;
+  for (const n of view.running.values()) total += n;
+  return total;
+}
+
+/** Can `call` take a slot of its model and of its batch? */
+function hasSlot(view: DispatchView, call: QueuedCall): boolean {
+  if (count(view.running, call.modelKey) >= call.parallel) return false;
+  return call.batch === null || count(view.batchRunning, call.batch.id) < call.batch.limit;
+}
+
+/** Can `model` be loaded now without Ollama waiting for a busy model: a free place, or an idle model to replace? */
+function canLoad(view: DispatchView, model: string): boolean {
+  if (view.loaded.includes(model)) return true;
+  if (view.loaded.length < view.capacity) return true;
+  return view.loaded.some((loaded) => count(view.running, loaded) === 0);
+}
+
+/** How long `call` has waited for its model to be served: since it arrived, or since its model last started a call. */
+function waitedForModel(view: DispatchView, call: QueuedCall): number {
+  return view.now - Math.max(call.since, view.lastStarted.get(call.modelKey) ?? -Infinity);
+}
+
+/** The oldest call for a model that is not loaded that has waited past the switch bound, if any. */
+function overdueCall(view: DispatchView): QueuedCall | undefined {
+  return view.waiting.find(
+    (call) => !view.loaded.includes(call.modelKey) && hasSlot(view, call) && waitedForModel(view, call) >= view.switchAfterMs,
+  );
+}
+
+/** The loaded model to unload for an overdue call: the one with the fewest calls in flight, least recently used on a tie. */
+function modelToUnload(view: DispatchView): string | undefined {
+  let best: string | undefined;
+  for (const model of view.loaded) {
+    if (best === undefined || count(view.running, model) < count(view.running, best)) best = model;
+  }
+  return best;
+}
+
+/** The call to start now, or null when none should. */
+export function nextCall(view: DispatchView): QueuedCall | null {
+  if (totalRunning(view) >= view.concurrency) return null;
+  const overdue = overdueCall(view);
+  let unloading: string | undefined;
+  if (overdue !== undefined) {
+    if (canLoad(view, overdue.modelKey)) return overdue;
+    unloading = modelToUnload(view);
+  }
+  const loaded = view.waiting.find(
+    (call) => call.modelKey !== unloading && view.loaded.includes(call.modelKey) && hasSlot(view, call),
+  );
+  if (loaded !== undefined) return loaded;
+  if (unloading !== undefined) return null; // the overdue call goes first once the model it replaces is idle
+  return view.waiting.find((call) => hasSlot(view, call) && canLoad(view, call.modelKey)) ?? null;
+}
+
+/** The view once `call` has started: its slots taken, its model loaded (an idle model given up when over capacity). */
+export function afterStart(view: DispatchView, call: QueuedCall): DispatchView {
+  const running = new Map(view.running).set(call.modelKey, count(view.running, call.modelKey) + 1);
+  const batchRunning = call.batch === null ? view.batchRunning : new Map(view.batchRunning);
+  if (call.batch !== null) (batchRunning as Map<string, number>).set(call.batch.id, count(view.batchRunning, call.batch.id) + 1);
+  let loaded = [...view.loaded.filter((model) => model !== call.modelKey), call.modelKey];
+  if (loaded.length > view.capacity) {
+    const idle = loaded.find((model) => count(running, model) === 0);
+    if (idle !== undefined) loaded = loaded.filter((model) => model !== idle);
+  }
+  return {
+    ...view,
+    waiting: view.waiting.filter((waiting) => waiting !== call),
+    running,
+    batchRunning,
+    loaded,
+    lastStarted: new Map(view.lastStarted).set(call.modelKey, view.now),
+  };
+}
+
+/** Every call to start now, in order. */
+export function callsToStart(view: DispatchView): QueuedCall[] {
+  const started: QueuedCall[] = [];
+  for (let next = nextCall(view); next !== null; next = nextCall(view)) {
+    started.push(next);
+    view = afterStart(view, next);
+  }
+  return started;
+}
+
+/** Why `call` (still waiting after {@link callsToStart}) waits. */
+export function whyWaiting(view: DispatchView, call: QueuedCall): WaitReason {
+  const ahead = Math.max(0, view.waiting.indexOf(call));
+  const overdue = overdueCall(view);
+  const unloading = overdue !== undefined && !canLoad(view, overdue.modelKey) ? modelToUnload(view) : undefined;
+  if (unloading === call.modelKey && overdue !== undefined) return { kind: 'unloading', for: overdue.modelKey };
+  const running = count(view.running, call.modelKey);
+  if (running >= call.parallel) {
+    const before = view.waiting.slice(0, ahead).filter((other) => other.modelKey === call.modelKey).length;
+    return { kind: 'parallel', running, ahead: before };
+  }
+  if (totalRunning(view) >= view.concurrency) return { kind: 'concurrency', ahead };
+  if (!hasSlot(view, call)) return { kind: 'batch' };
+  const others = view.loaded.filter((model) => model !== call.modelKey);
+  const switchInMs = overdue === call ? 0 : Math.max(0, view.switchAfterMs - waitedForModel(view, call));
+  return { kind: 'load', loaded: others, switchInMs };
+}
+
+/** When a waiting call becomes overdue and the order may change, in ms from `view.now`; null when none will. */
+export function nextSwitchInMs(view: DispatchView): number | null {
+  let soonest: number | null = null;
+  for (const call of view.waiting) {
+    if (view.loaded.includes(call.modelKey)) continue;
+    const left = view.switchAfterMs - waitedForModel(view, call);
+    if (left > 0 && (soonest === null || left < soonest)) soonest = left;
+  }
+  return soonest;
+}
