@@ -191,6 +191,62 @@ describe('the pending queue', () => {
   });
 });
 
+describe('which model is evicted (findRunnerToUnload)', () => {
+  const TWO_FIT = { FAKE_OLLAMA_LOAD_MS: '50', FAKE_OLLAMA_VRAM_GB: '10', OLLAMA_MAX_LOADED_MODELS: '2' };
+
+  it('among idle models, the one with the shortest keep-alive', async () => {
+    for (const [short, long] of [
+      ['llama3.2:latest', 'qwen2.5-coder:7b'],
+      ['qwen2.5-coder:7b', 'llama3.2:latest'],
+    ] as const) {
+      const serve = await useServe(TWO_FIT);
+      await run(serve, short, 'hi', ['--keepalive', '1m']);
+      await run(serve, long, 'hi', ['--keepalive', '10m']);
+      await run(serve, 'qwen3:8b', 'hi');
+      expect(
+        serve
+          .events()
+          .filter((e) => e.event === 'unload')
+          .map((e) => e.model),
+      ).toEqual([short]);
+    }
+  });
+
+  it('an idle model before a busy one, whatever their keep-alive', async () => {
+    const serve = await useServe(TWO_FIT);
+    const busy = run(serve, 'llama3.2', 'x @fake:hang', ['--keepalive', '1m']);
+    await waitForEvent(serve, (e) => e.event === 'request_start', 'the busy model');
+    await run(serve, 'qwen2.5-coder:7b', 'hi', ['--keepalive', '10m']);
+    await run(serve, 'qwen3:8b', 'hi');
+    expect(
+      serve
+        .events()
+        .filter((e) => e.event === 'unload')
+        .map((e) => e.model),
+    ).toEqual(['qwen2.5-coder:7b']);
+    busy.kill('SIGKILL');
+    await busy;
+  });
+
+  it('a request that reaches the victim with a --keepalive resets it: the waiting load waits that keep-alive out', async () => {
+    const serve = await useServe({ FAKE_OLLAMA_LOAD_MS: '50' });
+    const first = run(serve, 'llama3.2', 'a1 @fake:hang');
+    await waitForEvent(serve, (e) => e.event === 'request_start', 'the first generation');
+    const waiting = run(serve, 'qwen2.5-coder:7b', 'b');
+    await waitForEvent(serve, (e) => e.event === 'evict', 'the eviction');
+    const late = run(serve, 'llama3.2', 'a2', ['--keepalive', '600ms']);
+    const lateId = await requestOf(serve, late.pid);
+    await waitForEvent(serve, (e) => e.event === 'attached' && e.id === lateId, 'the late request');
+    first.kill('SIGINT');
+    await Promise.all([first, late, waiting]);
+    const events = serve.events();
+    const unload = events[at(events, 'unload')]!;
+    expect(unload.reason).toBe('expired');
+    expect(unload.t - events[at(events, 'request_done', { id: lateId })]!.t).toBeGreaterThanOrEqual(550);
+    expect(at(events, 'load_start', { model: 'qwen2.5-coder:7b' })).toBeGreaterThan(at(events, 'unload'));
+  });
+});
+
 describe('keep-alive', () => {
   it("OLLAMA_KEEP_ALIVE unloads an idle model when it runs out; a request's --keepalive replaces it; 0 unloads at once", async () => {
     const serve = await useServe({ FAKE_OLLAMA_LOAD_MS: '50', OLLAMA_KEEP_ALIVE: '300ms' });
