@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parsePsContext, parseShowContext } from '../src/ollama/context-window.js';
-import { parseUsage } from '../src/ollama/verbose-stats.js';
+import { parsePsContext, parseShowContext } from '../../src/ollama/context-window.js';
+import { parseUsage } from '../../src/ollama/verbose-stats.js';
 
-const FAKE = path.resolve(__dirname, 'fixtures/fake-ollama.mjs');
+const FAKE = path.resolve(__dirname, '../fixtures/fake-ollama.mjs');
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
 
