@@ -21,6 +21,8 @@ import { HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT } from '../../config/ranges.
 import type { App } from '../../mcp/server.js';
 import { interpretMessage } from '../json-rpc-intake.js';
 import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
+import { AUTH_VARIABLE, TOKEN_VARIABLE, type HttpAuth } from './access.js';
+import { HttpServerError } from './errors.js';
 import {
   bearerToken,
   formatHost,
@@ -36,6 +38,8 @@ import { discardRestOfBody, isInitialization, readBody, sendError } from './requ
 import { SessionTable, type Session } from './sessions.js';
 
 export { isLoopbackHost };
+export { HttpServerError, isHttpServerError } from './errors.js';
+export type { HttpAuth } from './access.js';
 
 export { DEFAULT_HTTP_PORT } from '../../config/ranges.js';
 /** The only path served. */
@@ -55,8 +59,11 @@ export interface HttpServerOptions {
   readonly host?: string;
   /** Port to bind; 0 picks a free one. @default 0 */
   readonly port?: number;
-  /** When set, every request needs `Authorization: Bearer <token>`. Required for a non-loopback host. */
-  readonly token?: string | undefined;
+  /**
+   * `bearer`: every request needs `Authorization: Bearer <token>` (the 401 tells where the token is).
+   * `none`: no check, refused on a non-loopback host. The CLI picks it (resolveHttpAccess).
+   */
+  readonly auth: HttpAuth;
   /** Extra host names accepted in `Host`/`Origin` (e.g. a DNS name pointing at this machine). */
   readonly allowedHosts?: readonly string[];
   /** @default DEFAULT_MAX_BODY_BYTES */
@@ -79,22 +86,10 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
-/** Why the HTTP server could not start: a bad option (`http_config_error`) or the listen call failed. */
-export class HttpServerError extends Error {
-  constructor(
-    readonly kind: 'http_config_error' | 'listen_error',
-    message: string,
-    readonly variable?: string,
-  ) {
-    super(message);
-    this.name = 'HttpServerError';
-  }
-}
-
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const host = options.host?.trim() || '127.0.0.1';
   const requestedPort = options.port ?? 0;
-  const token = options.token;
+  const auth = options.auth;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const sessionIdleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
@@ -103,18 +98,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65_535) {
     throw new HttpServerError('http_config_error', `the HTTP port must be a whole number from 0 to 65535, got ${requestedPort}`);
   }
-  if (token !== undefined && token.length < HTTP_TOKEN_MIN_CHARS) {
-    throw new HttpServerError('http_config_error', HTTP_TOKEN_TOO_SHORT, 'OLLAMA_MCP_HTTP_TOKEN');
+  if (auth.kind === 'bearer' && auth.token.length < HTTP_TOKEN_MIN_CHARS) {
+    throw new HttpServerError('http_config_error', HTTP_TOKEN_TOO_SHORT, TOKEN_VARIABLE);
   }
-  const loopback = isLoopbackHost(host);
-  if (!loopback && token === undefined) {
+  if (auth.kind === 'none' && !isLoopbackHost(host)) {
     throw new HttpServerError(
       'http_config_error',
-      `refusing to listen on ${host} without OLLAMA_MCP_HTTP_TOKEN: anyone on the network could run models`,
-      'OLLAMA_MCP_HTTP_TOKEN',
+      `refusing to listen on ${host} without authentication (${AUTH_VARIABLE}=none): anyone on the network could run models; unset ${AUTH_VARIABLE} to require a bearer token`,
+      AUTH_VARIABLE,
     );
   }
-  const tokenDigest = token === undefined ? undefined : sha256(token);
+  const tokenDigest = auth.kind === 'bearer' ? sha256(auth.token) : undefined;
+  const unauthorized = auth.kind === 'bearer' ? `Unauthorized: send the header Authorization: Bearer <token>. ${auth.hint}` : '';
 
   const sessions = new SessionTable(maxSessions, log);
   let closing: Promise<void> | null = null;
@@ -139,9 +134,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       if (presented === undefined || !tokenMatches(presented, tokenDigest)) {
         log(`refused a request ${presented === undefined ? 'without a bearer token' : 'with a wrong bearer token'} (401)`);
         const challenge = presented === undefined ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"';
-        return sendError(res, 401, -32000, 'Unauthorized: send Authorization: Bearer <OLLAMA_MCP_HTTP_TOKEN>', {
-          'WWW-Authenticate': challenge,
-        });
+        return sendError(res, 401, -32000, unauthorized, { 'WWW-Authenticate': challenge });
       }
     }
     // 3. Route and method.
@@ -280,7 +273,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   reaper.unref();
 
   const url = `http://${formatHost(host)}:${port}${MCP_PATH}`;
-  log(`listening on ${url}${token === undefined ? '' : ' (bearer token required)'}`);
+  log(`listening on ${url}${auth.kind === 'bearer' ? ' (bearer token required)' : ' (no authentication)'}`);
 
   return {
     url,
