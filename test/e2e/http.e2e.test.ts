@@ -402,21 +402,33 @@ describe('startHttpServer in process', () => {
     });
   });
 
-  it('caps the live sessions with a 503, and frees a slot on DELETE', async () => {
+  it('with every session idle, a new one makes room at once: the idle session used longest ago gives way (404 after)', async () => {
+    const http = await start({ maxSessions: 2 });
+    const first = await rawInitialize(http.url);
+    const second = await rawInitialize(http.url);
+    const third = await rawInitialize(http.url);
+    expect([first.status, second.status, third.status]).toEqual([200, 200, 200]);
+    expect(http.sessionCount()).toBe(2);
+    const ping = (response: RawResponse) =>
+      raw(http.url, {
+        headers: initHeaders(http.url, { 'Mcp-Session-Id': String(response.headers['mcp-session-id']) }),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
+      });
+    expect((await ping(first)).status).toBe(404);
+    expect((await ping(second)).status).toBe(200);
+    expect(logs.some((line) => line.includes(`session ${String(first.headers['mcp-session-id'])} closed (evicted:`))).toBe(true);
+  });
+
+  it('frees a slot on DELETE', async () => {
     const http = await start({ maxSessions: 2 });
     const first = await rawInitialize(http.url);
     expect((await rawInitialize(http.url)).status).toBe(200);
-    const full = await rawInitialize(http.url);
-    expect(full.status).toBe(503);
-    expect(full.headers['retry-after']).toBeTruthy();
-    expect(jsonRpcError(full.body).message).toMatch(/2 MCP sessions are already open/);
     const deleted = await raw(http.url, {
       method: 'DELETE',
       headers: { Host: new URL(http.url).host, 'Mcp-Session-Id': String(first.headers['mcp-session-id']) },
     });
     expect(deleted.status).toBe(200);
     expect(http.sessionCount()).toBe(1);
-    expect((await rawInitialize(http.url)).status).toBe(200);
   });
 
   it('refuses a streamed (chunked) body past the limit with 413', async () => {
@@ -472,4 +484,63 @@ describe('startHttpServer in process', () => {
     // The listener is gone.
     await expect(rawInitialize(http.url)).rejects.toThrow(/ECONNREFUSED/);
   });
+
+  it('never closes a session with a call in flight for room: the idle one goes, and with all busy a new one gets 503', async () => {
+    const startsBefore = readTrace(sandbox).filter((e) => e.event === 'start').length;
+    const modelStarts = () => readTrace(sandbox).filter((e) => e.event === 'start').length - startsBefore;
+    const longCall = (client: Client) => {
+      const call = client.callTool(
+        { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'busy @fake:sleep_ms=20000' } },
+        undefined,
+        { timeout: 25_000 },
+      );
+      call.catch(() => {});
+    };
+
+    const http = await start({ maxSessions: 2 });
+    const busy = await connectClient(http.url);
+    try {
+      longCall(busy);
+      await waitFor(() => modelStarts() >= 1, 10_000, "the busy session's model to start");
+      // The other session is used after the busy one and listens on a GET stream, as the busy one
+      // does: only the call in flight keeps the busy one from being the one to go.
+      const idle = await rawInitialize(http.url);
+      const idleId = String(idle.headers['mcp-session-id']);
+      const stream = httpRequest({
+        host: '127.0.0.1',
+        port: http.port,
+        path: '/mcp',
+        method: 'GET',
+        headers: { Host: new URL(http.url).host, Accept: 'text/event-stream', 'Mcp-Session-Id': idleId },
+      });
+      stream.on('error', () => {});
+      stream.on('response', (res) => res.resume());
+      stream.end();
+      await new Promise((resolve) => stream.once('response', resolve));
+
+      expect((await rawInitialize(http.url)).status).toBe(200);
+      expect(logs.some((line) => line.includes(`session ${idleId} closed (evicted:`))).toBe(true);
+      expect((await busy.listTools()).tools.length).toBeGreaterThan(0); // the busy session is still there
+      expect(readTrace(sandbox).filter((e) => e.event === 'exit').length).toBeLessThan(
+        readTrace(sandbox).filter((e) => e.event === 'start').length,
+      ); // and its model still runs
+    } finally {
+      await busy.close();
+    }
+
+    const single = await start({ maxSessions: 1 });
+    const only = await connectClient(single.url);
+    try {
+      longCall(only);
+      await waitFor(() => modelStarts() >= 2, 10_000, "the only session's model to start");
+      const refused = await rawInitialize(single.url);
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBeTruthy();
+      expect(jsonRpcError(refused.body).message).toBe(
+        'Service unavailable: all 1 MCP sessions (the limit) have a call in flight. Retry when one ends.',
+      );
+    } finally {
+      await only.close();
+    }
+  }, 40_000);
 });

@@ -22,6 +22,7 @@ import type { App } from '../../mcp/server.js';
 import { interpretMessage } from '../json-rpc-intake.js';
 import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
 import { AUTH_VARIABLE, TOKEN_VARIABLE, type HttpAuth } from './access.js';
+import { cancelWhenAbandoned, requestIdsOf } from './abandoned-requests.js';
 import { HttpServerError } from './errors.js';
 import {
   bearerToken,
@@ -46,7 +47,7 @@ export { DEFAULT_HTTP_PORT } from '../../config/ranges.js';
 export const MCP_PATH = '/mcp';
 /** Request bodies above this are refused with 413: the same limit as a stdio message, so every valid call fits. */
 export const DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BYTES;
-/** Live sessions at most; one more `initialize` gets a 503. */
+/** Live sessions at most; one more `initialize` closes the idle one used longest ago, or gets a 503 when all are busy. */
 export const DEFAULT_MAX_SESSIONS = 64;
 /** A session with no open request or stream for this long is closed. */
 export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
@@ -181,7 +182,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
       if (!session) return sendError(res, 404, -32001, 'Session not found: start a new session with initialize');
-      sessions.track(session, res);
+      sessions.track(session, res, req.method === 'GET' ? 'stream' : 'request');
+      cancelWhenAbandoned(session.transport, res, requestIdsOf(body), (id) =>
+        log(`session ${session.id}: the client went away before the reply to request ${JSON.stringify(id)}; cancelling it`),
+      );
       await session.transport.handleRequest(req, res, body);
       return;
     }
@@ -190,28 +194,28 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (req.method !== 'POST' || !isInitialization(body)) {
       return sendError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; send initialize first to open a session');
     }
-    if (!(await sessions.makeRoom())) {
-      log(`refused a new session: ${sessions.size} sessions open (the limit) (503)`);
+    const release = await sessions.reserve();
+    if (!release) {
+      log(`refused a new session: all ${sessions.size} sessions have a call in flight (the limit) (503)`);
       return sendError(
         res,
         503,
         -32000,
-        `Service unavailable: ${maxSessions} MCP sessions are already open (the limit). Close one (DELETE ${MCP_PATH}) or retry later.`,
+        `Service unavailable: all ${maxSessions} MCP sessions (the limit) have a call in flight. Retry when one ends.`,
         { 'Retry-After': '30' },
       );
     }
-    await openSession(req, res, body);
+    await openSession(req, res, body, release);
   };
 
-  const openSession = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
-    const release = sessions.reserve();
+  const openSession = async (req: IncomingMessage, res: ServerResponse, body: unknown, release: () => void): Promise<void> => {
     let session: Session | undefined;
     const server = options.createServer(options.app);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         release();
-        session = { id, transport, server, openResponses: 0, lastActive: Date.now() };
+        session = sessions.newSession(id, transport, server);
         sessions.add(session, res);
       },
     });
