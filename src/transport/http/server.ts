@@ -21,6 +21,7 @@ import { HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT } from '../../config/ranges.
 import type { App } from '../../mcp/server.js';
 import { interpretMessage } from '../json-rpc-intake.js';
 import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
+import { terminalLine } from '../terminal-line.js';
 import { AUTH_VARIABLE, TOKEN_VARIABLE, type HttpAuth } from './access.js';
 import { cancelWhenAbandoned, requestIdsOf } from './abandoned-requests.js';
 import { HttpServerError } from './errors.js';
@@ -73,7 +74,7 @@ export interface HttpServerOptions {
   readonly maxSessions?: number;
   /** @default DEFAULT_SESSION_IDLE_MS */
   readonly sessionIdleMs?: number;
-  /** Diagnostics (one line each); the caller sends them to stderr. @default none */
+  /** Diagnostics (one line each, control characters escaped); the caller sends them to stderr. @default none */
   readonly log?: (message: string) => void;
 }
 
@@ -94,7 +95,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const sessionIdleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
-  const log = options.log ?? (() => {});
+  const sink = options.log ?? (() => {});
+  // Logs quote what clients sent (headers, request ids): keep the terminal safe.
+  const log = (message: string) => sink(terminalLine(message));
 
   if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65_535) {
     throw new HttpServerError('http_config_error', `the HTTP port must be a whole number from 0 to 65535, got ${requestedPort}`);
