@@ -124,7 +124,8 @@ export async function startHttpServerChild(
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitFor(() => /listening on http:\/\/\S+/.test(stderr) || child.exitCode !== null, 10_000, 'the HTTP server to listen');
+  // The command that connects Claude Code is the last line of the start-up.
+  await waitFor(() => /\n {2}claude mcp add .*\n/.test(stderr) || child.exitCode !== null, 10_000, 'the HTTP server to start');
   const url = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
   if (!url) throw new Error(`the HTTP server did not start:\n${stderr}`);
   const token = extraEnv.OLLAMA_MCP_HTTP_TOKEN ?? (extraEnv.OLLAMA_MCP_HTTP_AUTH === 'none' ? undefined : readHttpToken(sandbox));

@@ -101,7 +101,8 @@ describe('a client that goes away mid-call', () => {
     expect(isAlive(pid)).toBe(false);
     await waitFor(() => readRuns(sandbox).some((run) => run.task_id === 'dropped'), 5_000, 'the run to be logged');
     expect(readRuns(sandbox).find((run) => run.task_id === 'dropped')).toMatchObject({ status: 'cancelled' });
-    expect(server.stderr()).toContain(`session ${sessionId}: the client went away before the reply to request 7; cancelling it`);
+    const wentAway = `session ${sessionId}: the client went away before the reply to request 7; cancelling it`;
+    await waitFor(() => server.stderr().includes(wentAway), 5_000, 'the cancellation on stderr');
 
     // The only slot is free again: another client's call runs now, not in 20 s.
     const client = new Client({ name: 'next', version: '1' });
@@ -134,6 +135,7 @@ describe('sessions clients never closed', () => {
     expect(await ping(server, newcomer.sessionId)).toBe(200);
     expect(await ping(server, sessions[0]!)).toBe(404);
     expect(await ping(server, sessions[1]!)).toBe(200);
-    expect(server.stderr()).toContain(`session ${sessions[0]} closed (evicted: the session table is full`);
+    const evicted = `session ${sessions[0]} closed (evicted: the session table is full`;
+    await waitFor(() => server.stderr().includes(evicted), 5_000, 'the eviction on stderr');
   }, 30_000);
 });
