@@ -98,7 +98,7 @@ describe('a client that goes away mid-call', () => {
 
     req.destroy(); // the client goes away: its socket closes, no DELETE, no cancel notification
     await waitFor(() => readRunTrace(sandbox).some((e) => e.event === 'exit' && e.pid === pid), 5_000, 'the fake model to exit');
-    expect(isAlive(pid)).toBe(false);
+    await waitFor(() => !isAlive(pid), 5_000, 'the fake model process to be gone'); // its exit line comes just before it exits
     await waitFor(() => readRuns(sandbox).some((run) => run.task_id === 'dropped'), 5_000, 'the run to be logged');
     expect(readRuns(sandbox).find((run) => run.task_id === 'dropped')).toMatchObject({ status: 'cancelled' });
     const wentAway = `session ${sessionId}: the client went away before the reply to request 7; cancelling it`;
