@@ -15,8 +15,10 @@ const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs 
 Usage:
   ${SERVER_NAME}            start the server on stdin/stdout (an MCP client launches this)
   ${SERVER_NAME} --http [--host H] [--port N]
-                            serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${DEFAULT_HTTP_PORT}); a host other
-                            than loopback needs OLLAMA_MCP_HTTP_TOKEN (clients send Authorization: Bearer <token>)
+                            serve Streamable HTTP at http://H:N/mcp (default 127.0.0.1:${DEFAULT_HTTP_PORT}). Clients send
+                            Authorization: Bearer <token>: OLLAMA_MCP_HTTP_TOKEN, else a token kept in the data dir
+                            (file http-token, 0600; shown at start). OLLAMA_MCP_HTTP_AUTH=none turns the check off
+                            (loopback hosts only: then every local user can run models as you)
   ${SERVER_NAME} doctor     check Ollama, the models, the circuits and the settings; exit 1 if something is wrong
   ${SERVER_NAME} report [--since 24h|7d|ISO] [--model M] [--task T] [--status S] [--json | --html FILE] [--dir DIR]...
                             summarise runs.jsonl: per-model outcomes and latency, escalated tasks
@@ -91,11 +93,7 @@ async function main(argv: readonly string[]): Promise<number> {
     else await serveStdio(config);
     return 0;
   } catch (error) {
-    if (
-      isConfigError(error) ||
-      (httpModule !== null && error instanceof httpModule.HttpServerError) ||
-      isTelemetryDirError(error)
-    ) {
+    if (isConfigError(error) || httpModule?.isHttpServerError(error) || isTelemetryDirError(error)) {
       warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
       return 2;
     }
@@ -165,7 +163,12 @@ type HttpModule = typeof import('./transport/http/server.js');
 
 /** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
 async function serveHttp(config: Config, httpModule: HttpModule, host: string, port: number): Promise<void> {
-  const { createApp, createMcpServer } = await import('./mcp/server.js');
+  const [{ createApp, createMcpServer }, { announceAccess, resolveHttpAccess }, { hostname }] = await Promise.all([
+    import('./mcp/server.js'),
+    import('./transport/http/access.js'),
+    import('node:os'),
+  ]);
+  const access = await resolveHttpAccess({ mode: config.httpAuth, token: config.httpToken, dataDir: config.telemetryDir });
   const app = await createApp(config, warn);
   (await app.services()).hygiene.start(); // ends the model processes of servers that were killed
   const server = await httpModule.startHttpServer({
@@ -173,9 +176,12 @@ async function serveHttp(config: Config, httpModule: HttpModule, host: string, p
     createServer: createMcpServer,
     host,
     port,
-    token: config.httpToken,
+    auth: access.auth,
     log: warn,
   });
+  const { notes, command } = announceAccess(server.url, access, process.stderr.isTTY === true, hostname());
+  for (const note of notes) warn(note);
+  process.stderr.write(`  ${command}\n`); // alone on its line, to be copied
   const shutdown = shutdownOnce(app, () => server.close()); // aborts the in-flight calls of every session
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     process.on(signal, () => void shutdown(signal).finally(() => process.exit(0)));

@@ -100,8 +100,16 @@ export interface Config {
   readonly modelListTtlMs: number;
   /** `OLLAMA_MCP_CONFIG`: optional JSON file with defaults and per-model tiers. */
   readonly configFile: string | undefined;
-  /** `OLLAMA_MCP_HTTP_TOKEN`: bearer token required by the HTTP transport, when set. */
+  /**
+   * `OLLAMA_MCP_HTTP_TOKEN`: the bearer token the HTTP transport requires. Unset: a token generated
+   * once and kept in the telemetry dir (`http-token`), unless `httpAuth` is `none`.
+   */
   readonly httpToken: string | undefined;
+  /**
+   * `OLLAMA_MCP_HTTP_AUTH`: `token` requires a bearer token over HTTP; `none` turns the check off
+   * (refused on a non-loopback host, and together with OLLAMA_MCP_HTTP_TOKEN). @default "token"
+   */
+  readonly httpAuth: 'token' | 'none';
   /**
    * `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with jittered exponential backoff, after Ollama
    * answers `server busy` (0-10). @default 3
@@ -186,6 +194,13 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
   if (httpToken !== undefined && httpToken.length < HTTP_TOKEN_MIN_CHARS) {
     throw new ConfigError('OLLAMA_MCP_HTTP_TOKEN', HTTP_TOKEN_TOO_SHORT);
   }
+  const httpAuth = choice('OLLAMA_MCP_HTTP_AUTH', 'token', ['token', 'none'] as const);
+  if (httpAuth === 'none' && httpToken !== undefined) {
+    throw new ConfigError(
+      'OLLAMA_MCP_HTTP_AUTH',
+      'OLLAMA_MCP_HTTP_AUTH=none contradicts OLLAMA_MCP_HTTP_TOKEN, which is set: unset one of them',
+    );
+  }
   const configFile = optional('OLLAMA_MCP_CONFIG');
 
   const ollamaHost = env.OLLAMA_HOST?.trim() ? env.OLLAMA_HOST.trim() : undefined;
@@ -235,6 +250,7 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, 0, 3_600_000),
     configFile: configFile === undefined ? undefined : path.resolve(configFile),
     httpToken,
+    httpAuth,
     logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, 1_024, 107_374_182_400),
     busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE.min, BUSY_RETRIES_RANGE.max),
     stateUrl,

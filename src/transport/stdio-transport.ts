@@ -13,13 +13,14 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { interpretLine, refuseOversized, type Intake } from './json-rpc-intake.js';
 import { LineFramer } from './line-framer.js';
 import { MAX_MESSAGE_BYTES } from './message-limits.js';
+import { terminalLine } from './terminal-line.js';
 
 export interface LineStdioTransportOptions {
   readonly stdin?: Readable;
   readonly stdout?: Writable;
   /** @default MAX_MESSAGE_BYTES */
   readonly maxMessageBytes?: number;
-  /** One line per refused message (stderr in the CLI). @default none */
+  /** One line per refused message (stderr in the CLI), its control characters escaped. @default none */
   readonly log?: (message: string) => void;
 }
 
@@ -43,7 +44,9 @@ export class LineStdioTransport implements Transport {
     this.#stdin = options.stdin ?? process.stdin;
     this.#stdout = options.stdout ?? process.stdout;
     this.#maxMessageBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
-    this.#log = options.log ?? (() => {});
+    const log = options.log ?? (() => {});
+    // A refused line is quoted in its problem (JSON.parse shows the start of it): keep the terminal safe.
+    this.#log = (message) => log(terminalLine(message));
     this.#framer = new LineFramer(this.#maxMessageBytes);
   }
 

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -95,6 +96,59 @@ export async function startServer(sandbox: Sandbox, extraEnv: Record<string, str
     },
     async close() {
       await client.close();
+    },
+  };
+}
+
+export interface HttpServerChild {
+  /** The MCP endpoint it listens on, as its stderr says. */
+  readonly url: string;
+  readonly port: number;
+  /** The bearer token clients send: OLLAMA_MCP_HTTP_TOKEN if given, else the one it keeps in the telemetry dir; undefined with OLLAMA_MCP_HTTP_AUTH=none. */
+  readonly token: string | undefined;
+  /** `{ Authorization: 'Bearer <token>' }`, or no header without a token. */
+  readonly auth: Readonly<Record<string, string>>;
+  stderr(): string;
+  /** SIGTERM (SIGKILL after 5 s) and wait for the exit. */
+  stop(): Promise<void>;
+}
+
+/** The bearer token an `--http` server started without OLLAMA_MCP_HTTP_TOKEN keeps in the sandbox's telemetry dir. */
+export function readHttpToken(sandbox: Sandbox): string {
+  return readFileSync(path.join(sandbox.telemetryDir, 'http-token'), 'utf8').trim();
+}
+
+/** Start the built server with `--http --port 0` (plus `args`) and wait until it listens. */
+export async function startHttpServerChild(
+  sandbox: Sandbox,
+  extraEnv: Record<string, string> = {},
+  args: readonly string[] = [],
+): Promise<HttpServerChild> {
+  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+  const child = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0', ...args], {
+    env: serverEnv(sandbox, extraEnv),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // The command that connects Claude Code is the last line of the start-up.
+  await waitFor(() => /\n {2}claude mcp add .*\n/.test(stderr) || child.exitCode !== null, 10_000, 'the HTTP server to start');
+  const url = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
+  if (!url) throw new Error(`the HTTP server did not start:\n${stderr}`);
+  const token = extraEnv.OLLAMA_MCP_HTTP_TOKEN ?? (extraEnv.OLLAMA_MCP_HTTP_AUTH === 'none' ? undefined : readHttpToken(sandbox));
+  return {
+    url,
+    port: Number(new URL(url).port),
+    token,
+    auth: token === undefined ? {} : { Authorization: `Bearer ${token}` },
+    stderr: () => stderr,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import path from 'node:path';
@@ -10,49 +10,23 @@ import { loadConfig } from '../../src/config/config.js';
 import { HttpServerError, isLoopbackHost, startHttpServer, type RunningHttpServer } from '../../src/transport/http/server.js';
 import { createApp, createMcpServer, type App } from '../../src/mcp/server.js';
 import type { RunResult } from '../../src/app/run-result.js';
-import { makeSandbox, readTrace, ROOT, SERVER_ENTRY, serverEnv, waitFor, type Sandbox } from './harness.js';
+import {
+  makeSandbox,
+  readTrace,
+  ROOT,
+  serverEnv,
+  startHttpServerChild,
+  waitFor,
+  type HttpServerChild,
+  type Sandbox,
+} from './harness.js';
 
 const CONFORMANCE_BIN = path.join(ROOT, 'node_modules/.bin/conformance');
 const TOKEN = 'test-token-0123456789abcdef';
 const execFileAsync = promisify(execFile);
 
 // ---------------------------------------------------------------------------------------------
-// Helpers: the fixture entry as a child process, raw HTTP requests (any Host header), an SDK client.
-
-interface ChildServer {
-  readonly url: string;
-  readonly port: number;
-  stderr(): string;
-  stop(): Promise<void>;
-}
-
-async function startChild(sandbox: Sandbox, extraEnv: Record<string, string> = {}): Promise<ChildServer> {
-  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
-  const child: ChildProcess = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0'], {
-    env: serverEnv(sandbox, extraEnv),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitFor(() => /listening on http:\/\/\S+/.test(stderr) || child.exitCode !== null, 10_000, 'the HTTP server to listen');
-  const url = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
-  if (!url) throw new Error(`the HTTP server did not start:\n${stderr}`);
-  return {
-    url,
-    port: Number(new URL(url).port),
-    stderr: () => stderr,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
+// Helpers: raw HTTP requests (any Host header), an SDK client.
 
 interface RawResponse {
   readonly status: number;
@@ -121,12 +95,10 @@ function jsonRpcError(body: string): { code: number; message: string } {
 
 // ---------------------------------------------------------------------------------------------
 
-describe('Streamable HTTP transport (the built server as a child process)', () => {
-  let sandbox: Sandbox;
-  let server: ChildServer;
+describe('Streamable HTTP transport (the built server as a child process, with its default bearer token)', () => {
+  let server: HttpServerChild;
   beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startChild(sandbox, { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200' });
+    server = await startHttpServerChild(makeSandbox(), { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200' });
   });
   afterAll(async () => server?.stop());
 
@@ -135,7 +107,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
   });
 
   it('lists the tools and runs ollama_run through the SDK client', async () => {
-    const client = await connectClient(server.url);
+    const client = await connectClient(server.url, server.auth);
     try {
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name)).toContain('ollama_run');
@@ -150,7 +122,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
   });
 
   it('streams progress notifications over the session (SSE, never plain JSON responses)', async () => {
-    const client = await connectClient(server.url);
+    const client = await connectClient(server.url, server.auth);
     try {
       const notes: { progress: number; message?: string }[] = [];
       const result = await client.callTool(
@@ -167,7 +139,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
   });
 
   it('ends a session on DELETE; the session id is then unknown (404)', async () => {
-    const transport = new StreamableHTTPClientTransport(new URL(server.url));
+    const transport = new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.auth } });
     const client = new Client({ name: 'http-e2e', version: '1.0.0' });
     await client.connect(transport);
     const sessionId = transport.sessionId!;
@@ -175,7 +147,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
     await transport.terminateSession();
     await client.close();
     const after = await raw(server.url, {
-      headers: initHeaders(server.url, { 'Mcp-Session-Id': sessionId }),
+      headers: initHeaders(server.url, { ...server.auth, 'Mcp-Session-Id': sessionId }),
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
     });
     expect(after.status).toBe(404);
@@ -184,14 +156,14 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
 
   describe('DNS rebinding protection', () => {
     it('refuses a Host header that is not this server (403, JSON-RPC error body)', async () => {
-      const response = await rawInitialize(server.url, { Host: 'evil.example.com' });
+      const response = await rawInitialize(server.url, { ...server.auth, Host: 'evil.example.com' });
       expect(response.status).toBe(403);
       expect(response.headers['content-type']).toMatch(/application\/json/);
       expect(jsonRpcError(response.body)).toMatchObject({ code: -32000, message: expect.stringMatching(/Host/) });
     });
 
     it('refuses the right host name on another port', async () => {
-      const response = await rawInitialize(server.url, { Host: `127.0.0.1:${server.port + 1}` });
+      const response = await rawInitialize(server.url, { ...server.auth, Host: `127.0.0.1:${server.port + 1}` });
       expect(response.status).toBe(403);
     });
 
@@ -202,7 +174,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
         'null',
         `https://localhost:${server.port}`,
       ]) {
-        const response = await rawInitialize(server.url, { Origin: origin });
+        const response = await rawInitialize(server.url, { ...server.auth, Origin: origin });
         expect(response.status, origin).toBe(403);
         expect(jsonRpcError(response.body).message).toMatch(/Origin/);
       }
@@ -211,6 +183,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
     it('accepts the loopback names for Host and Origin', async () => {
       for (const name of ['localhost', '127.0.0.1', '[::1]']) {
         const response = await rawInitialize(server.url, {
+          ...server.auth,
           Host: `${name}:${server.port}`,
           Origin: `http://${name}:${server.port}`,
         });
@@ -223,18 +196,18 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
 
   describe('HTTP-level errors', () => {
     it('answers 404 off the /mcp path, 405 for other methods, 400 for a request without a session', async () => {
-      const host = { Host: new URL(server.url).host };
+      const host = { ...server.auth, Host: new URL(server.url).host };
       expect((await raw(server.url.replace(/\/mcp$/, '/other'), { method: 'GET', headers: host })).status).toBe(404);
       const put = await raw(server.url, { method: 'PUT', headers: host });
       expect(put.status).toBe(405);
       expect(put.headers.allow).toBe('GET, POST, DELETE');
       expect((await raw(server.url, { method: 'GET', headers: { ...host, Accept: 'text/event-stream' } })).status).toBe(400);
       const notInit = await raw(server.url, {
-        headers: initHeaders(server.url),
+        headers: initHeaders(server.url, server.auth),
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
       });
       expect(notInit.status).toBe(400);
-      const badJson = await raw(server.url, { headers: initHeaders(server.url), body: '{not json' });
+      const badJson = await raw(server.url, { headers: initHeaders(server.url, server.auth), body: '{not json' });
       expect(badJson.status).toBe(400);
       expect(jsonRpcError(badJson.body).code).toBe(-32700);
     });
@@ -247,7 +220,7 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
           port: target.port,
           path: target.pathname,
           method: 'POST',
-          headers: initHeaders(server.url, { 'Content-Length': String(33 * 1024 * 1024) }),
+          headers: initHeaders(server.url, { ...server.auth, 'Content-Length': String(33 * 1024 * 1024) }),
         });
         req.on('response', (res) => {
           resolve(res.statusCode ?? 0);
@@ -258,6 +231,22 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
       });
       expect(status).toBe(413);
     });
+  });
+});
+
+// The conformance suite cannot send a bearer token: it runs against a server with the check off, on loopback.
+describe('Streamable HTTP transport with OLLAMA_MCP_HTTP_AUTH=none', () => {
+  let server: HttpServerChild;
+  beforeAll(async () => {
+    server = await startHttpServerChild(makeSandbox(), { OLLAMA_MCP_HTTP_AUTH: 'none' });
+  });
+  afterAll(async () => server?.stop());
+
+  it('serves without a token and says so on stderr, with the command to connect', async () => {
+    expect((await rawInitialize(server.url)).status).toBe(200);
+    expect(server.stderr()).toContain(`listening on ${server.url} (no authentication)`);
+    expect(server.stderr()).toMatch(/no authentication \(OLLAMA_MCP_HTTP_AUTH=none\): every local user/);
+    expect(server.stderr()).toContain(`\n  claude mcp add --transport http ollama-runner ${server.url}\n`);
   });
 
   describe('conformance suite (@modelcontextprotocol/conformance, offline from node_modules)', () => {
@@ -288,10 +277,12 @@ describe('Streamable HTTP transport (the built server as a child process)', () =
   });
 });
 
-describe('Streamable HTTP transport with a bearer token', () => {
-  let server: ChildServer;
+describe('Streamable HTTP transport with OLLAMA_MCP_HTTP_TOKEN', () => {
+  let sandbox: Sandbox;
+  let server: HttpServerChild;
   beforeAll(async () => {
-    server = await startChild(makeSandbox(), { OLLAMA_MCP_HTTP_TOKEN: TOKEN });
+    sandbox = makeSandbox();
+    server = await startHttpServerChild(sandbox, { OLLAMA_MCP_HTTP_TOKEN: TOKEN });
   });
   afterAll(async () => server?.stop());
 
@@ -322,6 +313,18 @@ describe('Streamable HTTP transport with a bearer token', () => {
     const response = await rawInitialize(server.url, { Host: 'evil.example.com', Authorization: `Bearer ${TOKEN}` });
     expect(response.status).toBe(403);
   });
+
+  it('names the variable in a 401, never its value; keeps no token file; shows the command with the variable', async () => {
+    const refused = jsonRpcError((await rawInitialize(server.url)).body).message;
+    expect(refused).toBe(
+      'Unauthorized: send the header Authorization: Bearer <token>. The token is the value of OLLAMA_MCP_HTTP_TOKEN the server was started with.',
+    );
+    expect(existsSync(path.join(sandbox.telemetryDir, 'http-token'))).toBe(false);
+    expect(server.stderr()).toContain(
+      `\n  claude mcp add --transport http ollama-runner ${server.url} --header "Authorization: Bearer $OLLAMA_MCP_HTTP_TOKEN"\n`,
+    );
+    expect(server.stderr()).not.toContain(TOKEN);
+  });
 });
 
 describe('startHttpServer in process', () => {
@@ -330,7 +333,13 @@ describe('startHttpServer in process', () => {
   const started: RunningHttpServer[] = [];
   const logs: string[] = [];
   const start = async (options: Partial<Parameters<typeof startHttpServer>[0]> = {}) => {
-    const http = await startHttpServer({ app, createServer: createMcpServer, log: (m) => logs.push(m), ...options });
+    const http = await startHttpServer({
+      app,
+      createServer: createMcpServer,
+      auth: { kind: 'none' },
+      log: (m) => logs.push(m),
+      ...options,
+    });
     started.push(http);
     return http;
   };
@@ -363,17 +372,19 @@ describe('startHttpServer in process', () => {
     for (const host of ['0.0.0.0', '::', '192.168.1.10', 'example.com']) expect(isLoopbackHost(host), host).toBe(false);
   });
 
-  it('refuses to listen on a non-loopback host without a token', async () => {
-    const attempt = startHttpServer({ app, createServer: createMcpServer, host: '0.0.0.0' });
+  it('refuses to listen on a non-loopback host without authentication', async () => {
+    const attempt = startHttpServer({ app, createServer: createMcpServer, host: '0.0.0.0', auth: { kind: 'none' } });
     await expect(attempt).rejects.toBeInstanceOf(HttpServerError);
     await expect(attempt).rejects.toMatchObject({
       kind: 'http_config_error',
-      message: 'refusing to listen on 0.0.0.0 without OLLAMA_MCP_HTTP_TOKEN: anyone on the network could run models',
+      variable: 'OLLAMA_MCP_HTTP_AUTH',
+      message:
+        'refusing to listen on 0.0.0.0 without authentication (OLLAMA_MCP_HTTP_AUTH=none): anyone on the network could run models; unset OLLAMA_MCP_HTTP_AUTH to require a bearer token',
     });
   });
 
-  it('listens on 0.0.0.0 when a token is set, and still checks Host', async () => {
-    const http = await start({ host: '0.0.0.0', token: TOKEN });
+  it('listens on 0.0.0.0 with a token, and still checks Host', async () => {
+    const http = await start({ host: '0.0.0.0', auth: { kind: 'bearer', token: TOKEN, hint: 'Ask the owner.' } });
     const url = `http://127.0.0.1:${http.port}/mcp`;
     expect((await rawInitialize(url, { Authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     expect((await rawInitialize(url)).status).toBe(401);
@@ -384,27 +395,40 @@ describe('startHttpServer in process', () => {
 
   it('reports a port in use as a listen_error', async () => {
     const first = await start();
-    await expect(startHttpServer({ app, createServer: createMcpServer, port: first.port })).rejects.toMatchObject({
+    const second = startHttpServer({ app, createServer: createMcpServer, port: first.port, auth: { kind: 'none' } });
+    await expect(second).rejects.toMatchObject({
       kind: 'listen_error',
       message: expect.stringMatching(/already in use/),
     });
   });
 
-  it('caps the live sessions with a 503, and frees a slot on DELETE', async () => {
+  it('with every session idle, a new one makes room at once: the idle session used longest ago gives way (404 after)', async () => {
+    const http = await start({ maxSessions: 2 });
+    const first = await rawInitialize(http.url);
+    const second = await rawInitialize(http.url);
+    const third = await rawInitialize(http.url);
+    expect([first.status, second.status, third.status]).toEqual([200, 200, 200]);
+    expect(http.sessionCount()).toBe(2);
+    const ping = (response: RawResponse) =>
+      raw(http.url, {
+        headers: initHeaders(http.url, { 'Mcp-Session-Id': String(response.headers['mcp-session-id']) }),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
+      });
+    expect((await ping(first)).status).toBe(404);
+    expect((await ping(second)).status).toBe(200);
+    expect(logs.some((line) => line.includes(`session ${String(first.headers['mcp-session-id'])} closed (evicted:`))).toBe(true);
+  });
+
+  it('frees a slot on DELETE', async () => {
     const http = await start({ maxSessions: 2 });
     const first = await rawInitialize(http.url);
     expect((await rawInitialize(http.url)).status).toBe(200);
-    const full = await rawInitialize(http.url);
-    expect(full.status).toBe(503);
-    expect(full.headers['retry-after']).toBeTruthy();
-    expect(jsonRpcError(full.body).message).toMatch(/2 MCP sessions are already open/);
     const deleted = await raw(http.url, {
       method: 'DELETE',
       headers: { Host: new URL(http.url).host, 'Mcp-Session-Id': String(first.headers['mcp-session-id']) },
     });
     expect(deleted.status).toBe(200);
     expect(http.sessionCount()).toBe(1);
-    expect((await rawInitialize(http.url)).status).toBe(200);
   });
 
   it('refuses a streamed (chunked) body past the limit with 413', async () => {
@@ -460,4 +484,63 @@ describe('startHttpServer in process', () => {
     // The listener is gone.
     await expect(rawInitialize(http.url)).rejects.toThrow(/ECONNREFUSED/);
   });
+
+  it('never closes a session with a call in flight for room: the idle one goes, and with all busy a new one gets 503', async () => {
+    const startsBefore = readTrace(sandbox).filter((e) => e.event === 'start').length;
+    const modelStarts = () => readTrace(sandbox).filter((e) => e.event === 'start').length - startsBefore;
+    const longCall = (client: Client) => {
+      const call = client.callTool(
+        { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'busy @fake:sleep_ms=20000' } },
+        undefined,
+        { timeout: 25_000 },
+      );
+      call.catch(() => {});
+    };
+
+    const http = await start({ maxSessions: 2 });
+    const busy = await connectClient(http.url);
+    try {
+      longCall(busy);
+      await waitFor(() => modelStarts() >= 1, 10_000, "the busy session's model to start");
+      // The other session is used after the busy one and listens on a GET stream, as the busy one
+      // does: only the call in flight keeps the busy one from being the one to go.
+      const idle = await rawInitialize(http.url);
+      const idleId = String(idle.headers['mcp-session-id']);
+      const stream = httpRequest({
+        host: '127.0.0.1',
+        port: http.port,
+        path: '/mcp',
+        method: 'GET',
+        headers: { Host: new URL(http.url).host, Accept: 'text/event-stream', 'Mcp-Session-Id': idleId },
+      });
+      stream.on('error', () => {});
+      stream.on('response', (res) => res.resume());
+      stream.end();
+      await new Promise((resolve) => stream.once('response', resolve));
+
+      expect((await rawInitialize(http.url)).status).toBe(200);
+      expect(logs.some((line) => line.includes(`session ${idleId} closed (evicted:`))).toBe(true);
+      expect((await busy.listTools()).tools.length).toBeGreaterThan(0); // the busy session is still there
+      expect(readTrace(sandbox).filter((e) => e.event === 'exit').length).toBeLessThan(
+        readTrace(sandbox).filter((e) => e.event === 'start').length,
+      ); // and its model still runs
+    } finally {
+      await busy.close();
+    }
+
+    const single = await start({ maxSessions: 1 });
+    const only = await connectClient(single.url);
+    try {
+      longCall(only);
+      await waitFor(() => modelStarts() >= 2, 10_000, "the only session's model to start");
+      const refused = await rawInitialize(single.url);
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBeTruthy();
+      expect(jsonRpcError(refused.body).message).toBe(
+        'Service unavailable: all 1 MCP sessions (the limit) have a call in flight. Retry when one ends.',
+      );
+    } finally {
+      await only.close();
+    }
+  }, 40_000);
 });

@@ -1,10 +1,18 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '../../src/app/run-result.js';
-import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, waitFor, type Sandbox } from './harness.js';
+import {
+  makeSandbox,
+  ROOT,
+  SERVER_ENTRY,
+  serverEnv,
+  startHttpServerChild,
+  type HttpServerChild,
+  type Sandbox,
+} from './harness.js';
 
 // Smoke tests with a real MCP client: the MCP Inspector's CLI mode (@modelcontextprotocol/inspector-cli 1.0.3).
 /** `tools/call ollama_run` with model llama3.2 and prompt "hi", as Inspector CLI arguments. */
@@ -109,29 +117,19 @@ describe('MCP Inspector CLI over stdio (node dist/cli.js)', () => {
 });
 
 describe('MCP Inspector CLI over Streamable HTTP (dist/cli.js --http)', () => {
-  let child: ChildProcess;
-  let url = '';
+  let server: HttpServerChild;
+  let target: string[] = [];
   beforeAll(async () => {
-    child = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0'], {
-      env: serverEnv(makeSandbox()),
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    await waitFor(() => /listening on http:\/\/\S+/.test(stderr) || child.exitCode !== null, 10_000, 'the HTTP server to listen');
-    url = /listening on (http:\/\/\S+)/.exec(stderr)?.[1] ?? '';
-    if (!url) throw new Error(`the HTTP entry did not start:\n${stderr}`);
+    server = await startHttpServerChild(makeSandbox());
+    target = [server.url, '--header', `Authorization: Bearer ${server.token}`];
   });
-  afterAll(async () => {
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  });
+  afterAll(async () => server?.stop());
 
-  it('tools/list and tools/call work against the /mcp URL', async () => {
-    expect(parse<ToolsList>(await inspector([url, '--method', 'tools/list'])).tools.map((t) => t.name)).toContain('ollama_run');
-    const result = parse<ToolCall>(await inspector([url, ...CALL_OLLAMA_RUN_HI]));
+  it('tools/list and tools/call work against the /mcp URL, with the bearer token the server keeps', async () => {
+    expect(parse<ToolsList>(await inspector([...target, '--method', 'tools/list'])).tools.map((t) => t.name)).toContain(
+      'ollama_run',
+    );
+    const result = parse<ToolCall>(await inspector([...target, ...CALL_OLLAMA_RUN_HI]));
     expect((result.structuredContent as RunResult).output).toBe('fake answer from llama3.2: hi');
   });
 });

@@ -4,9 +4,16 @@
  * `__proto__` argument to ollama_run was silently dropped and the run went ahead. Both must be a
  * plain invalid_input, over stdio and over HTTP.
  */
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, SERVER_ENTRY, serverEnv, spawnCount, waitFor, type Sandbox } from '../e2e/harness.js';
+import {
+  makeSandbox,
+  readRuns,
+  serverEnv,
+  spawnCount,
+  startHttpServerChild,
+  type HttpServerChild,
+  type Sandbox,
+} from '../e2e/harness.js';
 import { startRawServer, toolCall, type JsonRpcLine, type RawStdioServer } from './raw-stdio.js';
 
 const DEPTH = 100_000;
@@ -125,24 +132,13 @@ describe('hostile arguments over stdio', () => {
 
 describe('hostile arguments over HTTP', () => {
   let sandbox: Sandbox;
+  let server: HttpServerChild;
   let url: string;
   let sessionId: string;
-  let stop: () => Promise<void>;
   beforeAll(async () => {
     sandbox = makeSandbox();
-    const child = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0'], {
-      env: serverEnv(sandbox),
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    stop = async () => {
-      child.kill('SIGTERM');
-      await exited;
-    };
-    await waitFor(() => /listening on http:\/\/\S+/.test(stderr), 10_000, 'the HTTP server to listen');
-    url = /listening on (http:\/\/\S+)/.exec(stderr)![1]!;
+    server = await startHttpServerChild(sandbox);
+    url = server.url;
     const init = await post(
       JSON.stringify({
         jsonrpc: '2.0',
@@ -154,12 +150,13 @@ describe('hostile arguments over HTTP', () => {
     sessionId = init.headers.get('mcp-session-id')!;
     await post('{"jsonrpc":"2.0","method":"notifications/initialized"}');
   });
-  afterAll(async () => stop?.());
+  afterAll(async () => server?.stop());
 
   async function post(body: string): Promise<Response> {
     return fetch(url, {
       method: 'POST',
       headers: {
+        ...server.auth,
         'Content-Type': 'application/json',
         Accept: 'application/json, text/event-stream',
         ...(sessionId ? { 'Mcp-Session-Id': sessionId, 'Mcp-Protocol-Version': '2025-06-18' } : {}),

@@ -3,7 +3,6 @@
  * limit run at once, and runs.jsonl gets 500 intact lines; a 50 MB body is refused with 413 at
  * once, and the server keeps serving.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -14,9 +13,8 @@ import {
   maxConcurrent,
   readRuns,
   readRunTrace,
-  SERVER_ENTRY,
-  serverEnv,
-  waitFor,
+  startHttpServerChild,
+  type HttpServerChild,
   type Sandbox,
 } from '../e2e/harness.js';
 import { writeQuickOllama } from './quick-ollama.js';
@@ -26,30 +24,23 @@ const CALLS = 500;
 
 describe('the HTTP server under load', () => {
   let sandbox: Sandbox;
-  let child: ChildProcess;
+  let server: HttpServerChild;
   let url: string;
-  let exited: Promise<void>;
   beforeAll(async () => {
     sandbox = makeSandbox();
     const bin = writeQuickOllama(sandbox.fakeStateDir, 0, 20);
-    child = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0'], {
-      env: serverEnv(sandbox, { OLLAMA_BIN: bin, OLLAMA_MCP_PREFLIGHT: '0', OLLAMA_MCP_CONCURRENCY: String(CONCURRENCY) }),
-      stdio: ['ignore', 'ignore', 'pipe'],
+    server = await startHttpServerChild(sandbox, {
+      OLLAMA_BIN: bin,
+      OLLAMA_MCP_PREFLIGHT: '0',
+      OLLAMA_MCP_CONCURRENCY: String(CONCURRENCY),
     });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    await waitFor(() => /listening on http:\/\/\S+/.test(stderr), 10_000, 'the HTTP server to listen');
-    url = /listening on (http:\/\/\S+)/.exec(stderr)![1]!;
+    url = server.url;
   });
-  afterAll(async () => {
-    child?.kill('SIGTERM');
-    await exited;
-  });
+  afterAll(async () => server?.stop());
 
   it(`${CALLS} concurrent calls: all ok, at most ${CONCURRENCY} running at once, ${CALLS} intact runs.jsonl lines`, async () => {
     const client = new Client({ name: 'load', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: server.auth } }));
     try {
       const results = await Promise.all(
         Array.from({ length: CALLS }, (_, i) =>
@@ -90,7 +81,12 @@ describe('the HTTP server under load', () => {
         port: target.port,
         path: target.pathname,
         method: 'POST',
-        headers: { Host: target.host, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+        headers: {
+          ...server.auth,
+          Host: target.host,
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+        },
       });
       req.on('response', (res) => {
         sentAtResponse = sent;
@@ -123,7 +119,7 @@ describe('the HTTP server under load', () => {
         port: target.port,
         path: target.pathname,
         method: 'POST',
-        headers: { Host: target.host, 'Content-Type': 'application/json', 'Content-Length': String(total) },
+        headers: { ...server.auth, Host: target.host, 'Content-Type': 'application/json', 'Content-Length': String(total) },
       });
       req.on('response', (res) => {
         resolve(res.statusCode ?? 0);
@@ -135,7 +131,7 @@ describe('the HTTP server under load', () => {
     expect(declared).toBe(413);
 
     const client = new Client({ name: 'after', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: server.auth } }));
     const result = await client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'after' } });
     expect((result.structuredContent as unknown as RunResult).metadata.status).toBe('ok');
     await client.close();

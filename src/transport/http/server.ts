@@ -21,6 +21,10 @@ import { HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT } from '../../config/ranges.
 import type { App } from '../../mcp/server.js';
 import { interpretMessage } from '../json-rpc-intake.js';
 import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
+import { terminalLine } from '../terminal-line.js';
+import { AUTH_VARIABLE, TOKEN_VARIABLE, type HttpAuth } from './access.js';
+import { cancelWhenAbandoned, requestIdsOf } from './abandoned-requests.js';
+import { HttpServerError } from './errors.js';
 import {
   bearerToken,
   formatHost,
@@ -36,13 +40,15 @@ import { discardRestOfBody, isInitialization, readBody, sendError } from './requ
 import { SessionTable, type Session } from './sessions.js';
 
 export { isLoopbackHost };
+export { HttpServerError, isHttpServerError } from './errors.js';
+export type { HttpAuth } from './access.js';
 
 export { DEFAULT_HTTP_PORT } from '../../config/ranges.js';
 /** The only path served. */
 export const MCP_PATH = '/mcp';
 /** Request bodies above this are refused with 413: the same limit as a stdio message, so every valid call fits. */
 export const DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BYTES;
-/** Live sessions at most; one more `initialize` gets a 503. */
+/** Live sessions at most; one more `initialize` closes the idle one used longest ago, or gets a 503 when all are busy. */
 export const DEFAULT_MAX_SESSIONS = 64;
 /** A session with no open request or stream for this long is closed. */
 export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
@@ -55,8 +61,11 @@ export interface HttpServerOptions {
   readonly host?: string;
   /** Port to bind; 0 picks a free one. @default 0 */
   readonly port?: number;
-  /** When set, every request needs `Authorization: Bearer <token>`. Required for a non-loopback host. */
-  readonly token?: string | undefined;
+  /**
+   * `bearer`: every request needs `Authorization: Bearer <token>` (the 401 tells where the token is).
+   * `none`: no check, refused on a non-loopback host. The CLI picks it (resolveHttpAccess).
+   */
+  readonly auth: HttpAuth;
   /** Extra host names accepted in `Host`/`Origin` (e.g. a DNS name pointing at this machine). */
   readonly allowedHosts?: readonly string[];
   /** @default DEFAULT_MAX_BODY_BYTES */
@@ -65,7 +74,7 @@ export interface HttpServerOptions {
   readonly maxSessions?: number;
   /** @default DEFAULT_SESSION_IDLE_MS */
   readonly sessionIdleMs?: number;
-  /** Diagnostics (one line each); the caller sends them to stderr. @default none */
+  /** Diagnostics (one line each, control characters escaped); the caller sends them to stderr. @default none */
   readonly log?: (message: string) => void;
 }
 
@@ -79,42 +88,32 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
-/** Why the HTTP server could not start: a bad option (`http_config_error`) or the listen call failed. */
-export class HttpServerError extends Error {
-  constructor(
-    readonly kind: 'http_config_error' | 'listen_error',
-    message: string,
-    readonly variable?: string,
-  ) {
-    super(message);
-    this.name = 'HttpServerError';
-  }
-}
-
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const host = options.host?.trim() || '127.0.0.1';
   const requestedPort = options.port ?? 0;
-  const token = options.token;
+  const auth = options.auth;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const sessionIdleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
-  const log = options.log ?? (() => {});
+  const sink = options.log ?? (() => {});
+  // Logs quote what clients sent (headers, request ids): keep the terminal safe.
+  const log = (message: string) => sink(terminalLine(message));
 
   if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65_535) {
     throw new HttpServerError('http_config_error', `the HTTP port must be a whole number from 0 to 65535, got ${requestedPort}`);
   }
-  if (token !== undefined && token.length < HTTP_TOKEN_MIN_CHARS) {
-    throw new HttpServerError('http_config_error', HTTP_TOKEN_TOO_SHORT, 'OLLAMA_MCP_HTTP_TOKEN');
+  if (auth.kind === 'bearer' && auth.token.length < HTTP_TOKEN_MIN_CHARS) {
+    throw new HttpServerError('http_config_error', HTTP_TOKEN_TOO_SHORT, TOKEN_VARIABLE);
   }
-  const loopback = isLoopbackHost(host);
-  if (!loopback && token === undefined) {
+  if (auth.kind === 'none' && !isLoopbackHost(host)) {
     throw new HttpServerError(
       'http_config_error',
-      `refusing to listen on ${host} without OLLAMA_MCP_HTTP_TOKEN: anyone on the network could run models`,
-      'OLLAMA_MCP_HTTP_TOKEN',
+      `refusing to listen on ${host} without authentication (${AUTH_VARIABLE}=none): anyone on the network could run models; unset ${AUTH_VARIABLE} to require a bearer token`,
+      AUTH_VARIABLE,
     );
   }
-  const tokenDigest = token === undefined ? undefined : sha256(token);
+  const tokenDigest = auth.kind === 'bearer' ? sha256(auth.token) : undefined;
+  const unauthorized = auth.kind === 'bearer' ? `Unauthorized: send the header Authorization: Bearer <token>. ${auth.hint}` : '';
 
   const sessions = new SessionTable(maxSessions, log);
   let closing: Promise<void> | null = null;
@@ -139,9 +138,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       if (presented === undefined || !tokenMatches(presented, tokenDigest)) {
         log(`refused a request ${presented === undefined ? 'without a bearer token' : 'with a wrong bearer token'} (401)`);
         const challenge = presented === undefined ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"';
-        return sendError(res, 401, -32000, 'Unauthorized: send Authorization: Bearer <OLLAMA_MCP_HTTP_TOKEN>', {
-          'WWW-Authenticate': challenge,
-        });
+        return sendError(res, 401, -32000, unauthorized, { 'WWW-Authenticate': challenge });
       }
     }
     // 3. Route and method.
@@ -188,7 +185,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
       if (!session) return sendError(res, 404, -32001, 'Session not found: start a new session with initialize');
-      sessions.track(session, res);
+      sessions.track(session, res, req.method === 'GET' ? 'stream' : 'request');
+      cancelWhenAbandoned(session.transport, res, requestIdsOf(body), (id) =>
+        log(`session ${session.id}: the client went away before the reply to request ${JSON.stringify(id)}; cancelling it`),
+      );
       await session.transport.handleRequest(req, res, body);
       return;
     }
@@ -197,28 +197,28 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (req.method !== 'POST' || !isInitialization(body)) {
       return sendError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; send initialize first to open a session');
     }
-    if (!(await sessions.makeRoom())) {
-      log(`refused a new session: ${sessions.size} sessions open (the limit) (503)`);
+    const release = await sessions.reserve();
+    if (!release) {
+      log(`refused a new session: all ${sessions.size} sessions have a call in flight (the limit) (503)`);
       return sendError(
         res,
         503,
         -32000,
-        `Service unavailable: ${maxSessions} MCP sessions are already open (the limit). Close one (DELETE ${MCP_PATH}) or retry later.`,
+        `Service unavailable: all ${maxSessions} MCP sessions (the limit) have a call in flight. Retry when one ends.`,
         { 'Retry-After': '30' },
       );
     }
-    await openSession(req, res, body);
+    await openSession(req, res, body, release);
   };
 
-  const openSession = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
-    const release = sessions.reserve();
+  const openSession = async (req: IncomingMessage, res: ServerResponse, body: unknown, release: () => void): Promise<void> => {
     let session: Session | undefined;
     const server = options.createServer(options.app);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         release();
-        session = { id, transport, server, openResponses: 0, lastActive: Date.now() };
+        session = sessions.newSession(id, transport, server);
         sessions.add(session, res);
       },
     });
@@ -280,7 +280,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   reaper.unref();
 
   const url = `http://${formatHost(host)}:${port}${MCP_PATH}`;
-  log(`listening on ${url}${token === undefined ? '' : ' (bearer token required)'}`);
+  log(`listening on ${url}${auth.kind === 'bearer' ? ' (bearer token required)' : ' (no authentication)'}`);
 
   return {
     url,

@@ -2,31 +2,39 @@ import type { ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 
-/** When the table is full, a session idle at least this long is closed to make room. */
-const EVICTABLE_IDLE_MS = 60_000;
+/** What an open response of a session is: a POST or DELETE awaiting its reply, or the GET stream. */
+export type ResponseKind = 'request' | 'stream';
 
 export interface Session {
   readonly id: string;
   readonly transport: StreamableHTTPServerTransport;
   readonly server: Server;
-  /** HTTP responses still open for this session (in-flight POSTs, the GET stream). */
-  openResponses: number;
+  /** POST/DELETE responses still open: a call in flight. A session with one is busy and never closed for room. */
+  openRequests: number;
+  /** GET streams still open (the client listens for server messages, but asked nothing). */
+  openStreams: number;
+  /** When a response of this session last opened or closed. */
   lastActive: number;
 }
 
 /**
- * The live MCP sessions of the HTTP transport: at most `maxSessions` (sessions being opened
- * count too), busy ones never closed, idle ones reaped or evicted to make room.
+ * The live MCP sessions of the HTTP transport: at most `maxSessions` (sessions being opened count
+ * too). A session is idle when no request of it is in flight. Clients often leave without
+ * DELETE (a crash, a reconnect): when the table is full, the idle session used longest ago makes
+ * room for a new one at once, so abandoned sessions never lock a client out. Busy ones are never
+ * closed; idle ones with no stream either are also reaped after `idleMs`.
  */
 export class SessionTable {
   readonly #sessions = new Map<string, Session>();
   readonly #maxSessions: number;
   readonly #log: (message: string) => void;
+  readonly #now: () => number;
   #opening = 0;
 
-  constructor(maxSessions: number, log: (message: string) => void) {
+  constructor(maxSessions: number, log: (message: string) => void, now: () => number = Date.now) {
     this.#maxSessions = maxSessions;
     this.#log = log;
+    this.#now = now;
   }
 
   get size(): number {
@@ -37,19 +45,14 @@ export class SessionTable {
     return this.#sessions.get(id);
   }
 
-  /** A session is being opened: it counts against the limit until the returned function is called. */
-  reserve(): () => void {
-    this.#opening += 1;
-    let released = false;
-    return () => {
-      if (!released) this.#opening -= 1;
-      released = true;
-    };
+  newSession(id: string, transport: StreamableHTTPServerTransport, server: Server): Session {
+    return { id, transport, server, openRequests: 0, openStreams: 0, lastActive: this.#now() };
   }
 
+  /** Add a session opened by the initialize request whose response is `res`. */
   add(session: Session, res: ServerResponse): void {
     this.#sessions.set(session.id, session);
-    this.track(session, res);
+    this.track(session, res, 'request');
     this.#log(`session ${session.id} opened; ${this.#sessions.size} open`);
   }
 
@@ -71,37 +74,68 @@ export class SessionTable {
     return Promise.all([...this.#sessions.values()].map((session) => this.close(session, why)));
   }
 
-  /** Room for one more session? Closes the longest-idle one when the table is full and it has been idle a while. */
-  async makeRoom(): Promise<boolean> {
-    if (this.#sessions.size + this.#opening < this.#maxSessions) return true;
-    const now = Date.now();
-    let victim: Session | undefined;
-    for (const session of this.#sessions.values()) {
-      if (session.openResponses > 0 || now - session.lastActive < EVICTABLE_IDLE_MS) continue;
-      if (!victim || session.lastActive < victim.lastActive) victim = session;
+  /**
+   * Room for one more session: a reservation that counts against the limit until released (the
+   * session is added or failed to open), or null when every session is busy. When the table is
+   * full, the idle session chosen by `evictionCandidate` is closed to give way.
+   */
+  async reserve(): Promise<(() => void) | null> {
+    if (!this.#hasRoom()) {
+      const victim = this.evictionCandidate();
+      if (!victim) return null;
+      await this.close(victim, 'evicted: the session table is full and it was the idle session used longest ago');
+      if (!this.#hasRoom()) return null;
     }
-    if (!victim) return false;
-    await this.close(victim, 'evicted: session table full');
-    return this.#sessions.size + this.#opening < this.#maxSessions;
+    this.#opening += 1;
+    let released = false;
+    return () => {
+      if (!released) this.#opening -= 1;
+      released = true;
+    };
   }
 
-  /** Count a response as open for the session until it ends, so busy sessions are never reaped. */
-  track(session: Session, res: ServerResponse): void {
-    session.openResponses += 1;
-    session.lastActive = Date.now();
+  /**
+   * The session that gives way to a new one: never one with a call in flight; one without a GET
+   * stream before one with (its client is likely gone); among those, the one used longest ago.
+   */
+  evictionCandidate(): Session | undefined {
+    let victim: Session | undefined;
+    for (const session of this.#sessions.values()) {
+      if (session.openRequests > 0) continue;
+      if (!victim || evictsBefore(session, victim)) victim = session;
+    }
+    return victim;
+  }
+
+  /** Count a response as open for the session until it ends: a busy session is never closed for room or idleness. */
+  track(session: Session, res: ServerResponse, kind: ResponseKind): void {
+    const field = kind === 'request' ? 'openRequests' : 'openStreams';
+    session[field] += 1;
+    session.lastActive = this.#now();
     res.once('close', () => {
-      session.openResponses -= 1;
-      session.lastActive = Date.now();
+      session[field] -= 1;
+      session.lastActive = this.#now();
     });
   }
 
-  /** Close sessions with no open response for `idleMs`. */
+  /** Close sessions with no open response at all for `idleMs`. */
   reapIdle(idleMs: number): void {
-    const now = Date.now();
+    const now = this.#now();
     for (const session of this.#sessions.values()) {
-      if (session.openResponses === 0 && now - session.lastActive >= idleMs) {
+      if (session.openRequests === 0 && session.openStreams === 0 && now - session.lastActive >= idleMs) {
         void this.close(session, `idle for ${Math.round((now - session.lastActive) / 1000)} s`);
       }
     }
   }
+
+  #hasRoom(): boolean {
+    return this.#sessions.size + this.#opening < this.#maxSessions;
+  }
+}
+
+function evictsBefore(a: Session, b: Session): boolean {
+  const aListens = a.openStreams > 0;
+  const bListens = b.openStreams > 0;
+  if (aListens !== bListens) return !aListens;
+  return a.lastActive < b.lastActive;
 }

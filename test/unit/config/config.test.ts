@@ -128,6 +128,7 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
       modelListTtlMs: 30_000,
       configFile: undefined,
       httpToken: undefined,
+      httpAuth: 'token',
       logMaxBytes: 52_428_800,
       busyRetries: 3,
     });
@@ -156,10 +157,19 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
   it.each([
     ['OLLAMA_MCP_ESCALATION', 'stop'],
     ['OLLAMA_MCP_HTTP_TOKEN', 'short'],
+    ['OLLAMA_MCP_HTTP_AUTH', 'off'],
     ['OLLAMA_MCP_PROGRESS_INTERVAL_MS', '5'],
     ['OLLAMA_MCP_BUSY_RETRIES', '11'],
     ['OLLAMA_MCP_BUSY_RETRIES', '-1'],
   ])('%s=%j is refused, naming the variable', (variable, value) => {
     expect(() => loadConfig({ [variable]: value })).toThrow(variable);
+  });
+
+  it('reads OLLAMA_MCP_HTTP_AUTH=none, and refuses it together with OLLAMA_MCP_HTTP_TOKEN', () => {
+    expect(loadConfig({ OLLAMA_MCP_HTTP_AUTH: 'none' })).toMatchObject({ httpAuth: 'none', httpToken: undefined });
+    expect(loadConfig({ OLLAMA_MCP_HTTP_AUTH: 'token' }).httpAuth).toBe('token');
+    const both = () => loadConfig({ OLLAMA_MCP_HTTP_AUTH: 'none', OLLAMA_MCP_HTTP_TOKEN: 'a-long-random-secret-value' });
+    expect(both).toThrow(ConfigError);
+    expect(both).toThrow('OLLAMA_MCP_HTTP_AUTH=none contradicts OLLAMA_MCP_HTTP_TOKEN, which is set: unset one of them');
   });
 });

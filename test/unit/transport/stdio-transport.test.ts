@@ -74,4 +74,16 @@ describe('LineStdioTransport', () => {
     expect(t.transport.closeError).toBeUndefined();
     expect(t.messages).toEqual([]);
   });
+
+  it('logs a refused line with its control characters escaped: nothing a terminal would act on', async () => {
+    const t = await started();
+    t.stdin.write('\u001b]52;c;aGk=\u0007\n\u001b[2J\u009b31m\n');
+    await tick();
+    expect(t.replies()).toHaveLength(2); // both still answered
+    expect(t.logs).toHaveLength(2);
+    expect(t.logs[0]).toContain('\\x1b]52;c;aGk=\\x07');
+    expect(t.logs[1]).toContain('\\x1b[2J\\x9b31m');
+    // eslint-disable-next-line no-control-regex
+    for (const line of t.logs) expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+  });
 });
