@@ -53,6 +53,7 @@ const request = {
   prompt: 'hi',
   env: { PATH: process.env.PATH },
   timeoutMs: 10_000,
+  startTimeoutMs: 10_000,
   killGraceMs: 1000,
   maxOutputBytes: 1 << 20,
 };

@@ -176,7 +176,15 @@ export async function startServer({ bin, telemetryDir, env = {}, nodeArgs = [], 
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [...nodeArgs, entry],
-    env: baseEnv({ OLLAMA_BIN: bin, OLLAMA_MCP_TELEMETRY_DIR: telemetryDir, ...env }),
+    // The bench's fakes run every call at once, alone: tell the server so, as it would read it from the
+    // environment of an Ollama that runs that many requests and models at once (see README, Scheduling).
+    env: baseEnv({
+      OLLAMA_BIN: bin,
+      OLLAMA_MCP_TELEMETRY_DIR: telemetryDir,
+      OLLAMA_NUM_PARALLEL: '32',
+      OLLAMA_MAX_LOADED_MODELS: '32',
+      ...env,
+    }),
     stderr: 'pipe',
     cwd: ROOT,
   });
@@ -310,6 +318,7 @@ export async function runnerDirect(bin, args, input, env) {
     prompt: input,
     env,
     timeoutMs: 120_000,
+    startTimeoutMs: 120_000,
     killGraceMs: 5_000,
     maxOutputBytes: 1024 * 1024,
   });

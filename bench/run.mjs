@@ -30,6 +30,7 @@ import {
 } from './lib.mjs';
 import { measureOverhead } from './overhead.mjs';
 import { measureReportCli } from './report-cli.mjs';
+import { measureScheduling, schedulingRows } from './scheduling.mjs';
 import { measureStartup } from './startup.mjs';
 import { measureState } from './state.mjs';
 import { measureThroughput } from './throughput.mjs';
@@ -148,7 +149,7 @@ async function main() {
 
   // ---------------------------------------------------------------- 1. spawn baselines, added latency
   say(
-    `[1/5] spawn baselines and added latency: ${PLAN.rounds} interleaved rounds after ${PLAN.warmup} warm-up rounds, ${fast.label} ...`,
+    `[1/6] spawn baselines and added latency: ${PLAN.rounds} interleaved rounds after ${PLAN.warmup} warm-up rounds, ${fast.label} ...`,
   );
   const overhead = await withNoise(() =>
     measureOverhead({ fake: fast, floorBin: floorDriver.bin, rounds: PLAN.rounds, warmup: PLAN.warmup, cpuProfDir: CPU_PROF }),
@@ -156,14 +157,14 @@ async function main() {
   printOverhead(overhead);
 
   // ---------------------------------------------------------------- 2. throughput
-  say(`[2/5] throughput: ${PLAN.runs} runs of a 100 ms ${slow.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
+  say(`[2/6] throughput: ${PLAN.runs} runs of a 100 ms ${slow.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
   const throughput = await withNoise(() =>
     measureThroughput({ bin: slow.bin, runs: PLAN.runs, concurrency: 8, modelMs: 100, reps: PLAN.reps }),
   );
   printThroughput(throughput);
 
   // ---------------------------------------------------------------- 3. ledger
-  say(`[3/5] ledger transaction: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
+  say(`[3/6] ledger transaction: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
   const state = await withNoise(() =>
     measureState({ tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup }),
   );
@@ -174,18 +175,26 @@ async function main() {
   (await stateRedisLines(redisPlan, state)).forEach((line) => say(line));
 
   // ---------------------------------------------------------------- 4. start-up
-  say(`[4/5] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);
+  say(`[4/6] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);
   const startup = await withNoise(() => measureStartup({ samples: PLAN.startups, fakeBin: fast.bin }));
   printStartup(startup);
 
   // ---------------------------------------------------------------- 5. report
   say(
-    `[5/5] report --json through the CLI on a generated ${PLAN.reportLines.toLocaleString('en-US')}-line runs.jsonl, next to a bare JSON.parse loop, ${PLAN.reportReps} rep(s) each ...`,
+    `[5/6] report --json through the CLI on a generated ${PLAN.reportLines.toLocaleString('en-US')}-line runs.jsonl, next to a bare JSON.parse loop, ${PLAN.reportReps} rep(s) each ...`,
   );
   const report = await withNoise(() =>
     measureReportCli({ lines: PLAN.reportLines, reps: PLAN.reportReps, withJq: process.env.BENCH_JQ === '1' }),
   );
   printReport(report);
+
+  // ---------------------------------------------------------------- 6. scheduling
+  say('[6/6] scheduling against one shared fake Ollama, next to plain FIFO dispatch in the same run ...');
+  const scheduling = await withNoise(() => measureScheduling());
+  const schedulingTargets = schedulingRows(scheduling);
+  for (const r of schedulingTargets) say(`  ${r.measure}: ${r.value} (FIFO: ${r.baseline})${r.note ? `\n    ${r.note}` : ''}`);
+  say(`  other processes used ${noise(scheduling)} of the CPUs meanwhile`);
+  say();
 
   const totalS = (performance.now() - started) / 1000;
   machine.loadavgEnd = machineInfo().loadavg;
@@ -199,7 +208,14 @@ async function main() {
   } else {
     machine.otherCpu = machine.ownCpu = 'n/a';
   }
-  const rows = targetRows({ overhead, throughput, state, startup, report });
+  const rows = [
+    ...targetRows({ overhead, throughput, state, startup, report }),
+    ...schedulingTargets.map((r) => ({
+      ...r,
+      result: r.pass ? 'PASS' : 'FAIL',
+      why: r.note ?? 'see the scheduling section above',
+    })),
+  ];
   say('Targets (value and baseline from this run)');
   say(renderTable(rows));
   const missed = rows.filter((r) => r.result === 'FAIL');

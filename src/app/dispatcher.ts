@@ -21,6 +21,8 @@ export interface Grant {
   readonly release: () => void;
   /** Its model was not loaded as far as this server knew: the call will wait for a load. */
   readonly cold: boolean;
+  /** Tell the dispatcher the answer has begun: a cold call's model is loaded now, so `ollama ps` is asked again. */
+  readonly answerBegan: () => void;
   /**
    * Send the keep-alive the call asked for. False while calls for other models wait here: Ollama
    * copies a request's keep-alive onto its loaded model, so a long one would keep a model loaded that
@@ -173,8 +175,9 @@ export class Dispatcher {
       view = next;
     }
     if (this.#waiting.length === 0) return;
-    // Calls wait, and which goes next depends on what is loaded: have `ollama ps` say it again if stale.
-    this.#options.residency.refreshIfStale();
+    // A call waits for a model that is not loaded: which goes next depends on what is loaded, so have
+    // `ollama ps` say it again if stale. (A call waiting for its loaded model's slot needs no news.)
+    if (view.waiting.some((call) => !view.loaded.includes(call.modelKey))) this.#options.residency.refreshIfStale();
     const switchIn = nextSwitchInMs(view);
     if (switchIn !== null) {
       this.#timer = setTimeout(() => this.#dispatch(), Math.ceil(switchIn));
@@ -190,7 +193,9 @@ export class Dispatcher {
     const evicted = before.loaded.find((model) => model !== call.modelKey && !after.loaded.includes(model));
     const sendKeepAlive = !this.#waiting.some((waiting) => waiting.modelKey !== call.modelKey);
     this.#options.residency.started(call.modelKey, sendKeepAlive ? call.keepAliveMs : undefined, evicted);
-    call.grant({ release: this.#releaser(call), cold: !before.loaded.includes(call.modelKey), sendKeepAlive });
+    const cold = !before.loaded.includes(call.modelKey);
+    const residency = this.#options.residency;
+    call.grant({ release: this.#releaser(call), cold, sendKeepAlive, answerBegan: () => cold && residency.refresh() });
   }
 
   #releaser(call: Waiter): () => void {

@@ -72,9 +72,17 @@ export class Residency {
 
   /** Ask `ollama ps` unless its last answer is fresh or a question is under way. */
   refreshIfStale(): void {
+    if (this.#options.clock() - this.#askedAt < PS_FRESH_MS) return;
+    this.refresh();
+  }
+
+  /**
+   * Ask `ollama ps` now (unless a question is under way): a model has just been loaded, so what is
+   * loaded, and how many models fit together, may have changed.
+   */
+  refresh(): void {
     const read = this.#options.readLoaded;
     if (read === null || this.#asking !== null) return;
-    if (this.#options.clock() - this.#askedAt < PS_FRESH_MS) return;
     this.#askedAt = this.#options.clock();
     this.#asking = read()
       .then((result) => this.#observe(result))
@@ -99,8 +107,8 @@ export class Residency {
       return;
     }
     this.#failing = false;
+    const before = [this.capacity, ...this.#loaded.keys()].join('\n');
     this.#learnedCapacity = Math.max(this.#learnedCapacity, result.models.length);
-    const before = [...this.#loaded.keys()].join('\n');
     for (const model of [...this.#loaded.keys()]) if (!result.models.includes(model)) this.#loaded.delete(model);
     // Models this server did not load (another client's) count as the least recently used.
     const known = new Map(this.#loaded);
@@ -110,7 +118,7 @@ export class Residency {
       if (!known.has(model)) this.#loaded.set(model, { lastUsed: now, keepAliveMs: this.#options.keepAliveMs });
     }
     for (const [model, entry] of known) this.#loaded.set(model, entry);
-    if ([...this.#loaded.keys()].join('\n') !== before) this.#options.onChange();
+    if ([this.capacity, ...this.#loaded.keys()].join('\n') !== before) this.#options.onChange();
   }
 
   #touch(model: string, keepAliveMs: number): void {

@@ -240,7 +240,10 @@ export class RunService {
         ...(deadlineMs !== undefined ? { deadlineMs } : {}),
         killGraceMs: this.#config.killGraceMs,
         maxOutputBytes: this.#config.maxOutputBytes,
-        onFirstByte: () => context.onPhase?.({ phase: 'running' }),
+        onFirstByte: () => {
+          grant.answerBegan();
+          context.onPhase?.({ phase: 'running' });
+        },
         ...(context.signal ? { signal: context.signal } : {}),
         ...(context.onOutput ? { onOutput: context.onOutput } : {}),
       });

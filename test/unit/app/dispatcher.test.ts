@@ -136,13 +136,16 @@ describe('Dispatcher', () => {
   it('goes on from its own dispatches when `ollama ps` fails, and says so once', async () => {
     const d = setup({ ps: async () => ({ ok: false, reason: '`ollama ps` did not answer within 3000 ms and was killed' }) });
     d.ask('a1', 'a');
-    d.ask('a2', 'a');
+    d.ask('b1', 'b');
+    d.ask('b2', 'b');
     await d.residency.settled();
     d.advance(10_000);
     d.grants.get('a1')!.release();
     await d.settle();
     await d.residency.settled();
-    expect(d.granted).toEqual(['a1', 'a2']);
+    d.grants.get('b1')!.release();
+    await d.settle();
+    expect(d.granted).toEqual(['a1', 'b1', 'b2']);
     expect(d.warnings).toHaveLength(1);
     expect(d.warnings[0]).toContain('cannot read which models Ollama has loaded (`ollama ps` did not answer');
   });
