@@ -131,7 +131,7 @@ export class RunLog {
 
   /**
    * Every file of the log, absolute paths in reading order (`runs.jsonl` first, the active file
-   * last); `[]` before the first record. Read them in this order, e.g. with `readJsonLines`.
+   * last); `[]` before the first record. Read them in this order, e.g. with `forEachJsonLine`.
    */
   files(): Promise<string[]> {
     return listRunLogFiles(this.dir);
