@@ -77,9 +77,9 @@ const MODEL_FAULT = new Set(['timeout', 'crashed', 'empty_output', 'output_limit
  * Writes `lines` realistic records to `file` in 8 MB writes: schema v2 lines in the server's key
  * order, every 50th a v1 line, some busy retries the server absorbed (`will_retry`). Returns
  * { bytes, ms, tasks, runs } (`runs`: the lines the caller saw, what the report counts).
- * One simulated day; about 200 tasks in flight, each retried until ok or escalated (max_retries 3).
+ * One simulated day from `startMs`; about 200 tasks in flight, each retried until ok or escalated (max_retries 3).
  */
-export function generateRunsJsonl(file, lines, seed = 42) {
+export function generateRunsJsonl(file, lines, seed = 42, startMs = Date.UTC(2025, 10, 21, 12, 0, 0)) {
   const started = performance.now();
   const random = prng(seed);
   const normal = () => {
@@ -104,7 +104,7 @@ export function generateRunsJsonl(file, lines, seed = 42) {
   const newTask = () => ({ id: `task-${(nextTask++).toString(36)}`, model: pickModel(), failures: 0 });
   for (let i = 0; i < 200; i++) live.push(newTask());
 
-  const start = Date.UTC(2025, 10, 21, 12, 0, 0);
+  const start = startMs;
   const stepMs = 86_400_000 / lines;
   const fd = openSync(file, 'w');
   // Lines go straight into one reused 8 MB buffer (they are ASCII): no array of strings to join,

@@ -1,4 +1,5 @@
 import type { CliRunOptions } from '../ollama/cli-args.js';
+import { neutralizeControls } from '../ollama/clean-output.js';
 import type { RunPhase } from './run-progress.js';
 
 /** A validated `ollama_run` call. */
@@ -47,13 +48,21 @@ export function taskScope(request: RunRequest): string[] {
   return request.taskId === undefined ? [] : [request.taskId];
 }
 
-/** What can be logged of invalid arguments: the usable strings (cut short) and numbers, nothing else. */
+/**
+ * What can be logged of invalid arguments: the usable strings (cut short) and numbers, nothing else.
+ * The model and task id, which readers print (`jq -r`, the report), carry no control character:
+ * each becomes `?`, so an escape planted by a caller is shown, never obeyed by a terminal.
+ */
 export function salvageRequest(rawArgs: unknown): { request: RunRequest; maxRetries: number | undefined; retryCount: number } {
   const args = (typeof rawArgs === 'object' && rawArgs !== null ? rawArgs : {}) as Record<string, unknown>;
-  const text = (value: unknown, max: number) => (typeof value === 'string' ? value.slice(0, max) : '');
+  const text = (value: unknown, max: number) => (typeof value === 'string' ? neutralizeControls(value.slice(0, max)) : '');
   const taskId = text(args.task_id, 200);
   return {
-    request: { model: text(args.model, 200), prompt: text(args.prompt, 10_000_000), ...(taskId ? { taskId } : {}) },
+    request: {
+      model: text(args.model, 200),
+      prompt: typeof args.prompt === 'string' ? args.prompt.slice(0, 10_000_000) : '',
+      ...(taskId ? { taskId } : {}),
+    },
     maxRetries: typeof args.max_retries === 'number' ? args.max_retries : undefined,
     retryCount: typeof args.retry_count === 'number' ? args.retry_count : 0,
   };

@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
 
 import { loadChartLibrary } from '../report/chart-library.js';
 import { isReportUsageError, parseSince, parseStatusFilter, ReportUsageError, type RunFilters } from '../report/filters.js';
@@ -51,7 +51,8 @@ Options:
 
 The text report fits the width in COLUMNS when it is set (at least 60), else 100 columns.
 
-Exit codes: 0 report printed (or written), 1 the logs could not be read or FILE not written, 2 bad usage.
+Exit codes: 0 report printed (or written), 1 the logs could not be read (a --dir that does not
+exist included) or FILE not written, 2 bad usage.
 `;
 
 interface ParsedArgs {
@@ -90,19 +91,12 @@ export async function runReportCommand(argv: readonly string[], deps: ReportComm
     deps.out.write(REPORT_USAGE);
     return 0;
   }
-  const dirs = args.dirs.length > 0 ? args.dirs : [deps.telemetryDir];
   let summary: RunsSummary;
-  let reading = dirs[0]!;
   try {
-    const files: string[] = [];
-    for (const dir of dirs) {
-      reading = dir;
-      files.push(...(await listRunLogFiles(dir)));
-    }
-    reading = dirs.join(', ');
-    summary = await summarizeRuns(files, args.filters, { now, dirs });
+    summary = await summarize(args, deps.telemetryDir, now);
   } catch (error) {
-    deps.err.write(`report: could not read the run logs in ${reading}: ${(error as Error).message}\n`);
+    if (!isRunLogReadError(error)) throw error;
+    deps.err.write(`report: ${error.message}\n`);
     return 1;
   }
   if (args.html === undefined) {
@@ -125,6 +119,50 @@ export async function runReportCommand(argv: readonly string[], deps: ReportComm
   }
   deps.out.write(`wrote ${file} (${summary.total_runs.toLocaleString('en-US')} run${summary.total_runs === 1 ? '' : 's'})\n`);
   return 0;
+}
+
+/** The run logs asked for could not be read: a `--dir` that does not exist, permissions, a file given as a directory. */
+class RunLogReadError extends Error {
+  readonly kind = 'run_log_read_error';
+}
+
+function isRunLogReadError(error: unknown): error is RunLogReadError {
+  return typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'run_log_read_error';
+}
+
+/**
+ * The summary of the directories asked for (`--dir`, else the telemetry directory). A `--dir` that
+ * does not exist is an error; the telemetry directory may not exist yet (no run so far).
+ * @throws RunLogReadError naming the directory
+ */
+async function summarize(args: ParsedArgs, telemetryDir: string, now: Date): Promise<RunsSummary> {
+  const dirs = args.dirs.length > 0 ? args.dirs : [telemetryDir];
+  const files: string[] = [];
+  for (const dir of dirs) {
+    // A typo must not read as a quiet day.
+    if (args.dirs.length > 0 && !(await exists(dir))) throw new RunLogReadError(`no such directory: ${dir} (given with --dir)`);
+    files.push(...(await withContext(dir, () => listRunLogFiles(dir))));
+  }
+  return withContext(dirs.join(', '), () => summarizeRuns(files, args.filters, { now, dirs }));
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw new RunLogReadError(`could not read the run logs in ${path}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** Runs `read`, its error said as "could not read the run logs in WHERE: ...". */
+async function withContext<T>(where: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    throw new RunLogReadError(`could not read the run logs in ${where}: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 function parseArgs(argv: readonly string[], now: Date): ParsedArgs {

@@ -117,6 +117,10 @@ export interface Config {
   readonly busyRetries: number;
   /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size (1024-107374182400). @default 52428800 */
   readonly logMaxBytes: number;
+  /** `OLLAMA_MCP_LOG_RETENTION_DAYS` in ms: rotated log files whose newest record is older are deleted (0-36500 days; 0 keeps them). @default 90 days */
+  readonly logRetentionMs: number;
+  /** `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`: past this, the oldest rotated log files are deleted (0 = no limit). @default 1073741824 */
+  readonly logMaxTotalBytes: number;
   /**
    * `OLLAMA_MCP_STATE_URL`: `redis://[user:password@]host[:port][/db]` (or `rediss://` for TLS) keeps the
    * task ledger and the circuits in that Redis, shared by every server pointed at it (team mode).
@@ -252,6 +256,8 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     httpToken,
     httpAuth,
     logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, 1_024, 107_374_182_400),
+    logRetentionMs: int('OLLAMA_MCP_LOG_RETENTION_DAYS', 90, 0, 36_500) * 86_400_000,
+    logMaxTotalBytes: int('OLLAMA_MCP_LOG_MAX_TOTAL_BYTES', 1_073_741_824, 0, 1_125_899_906_842_624),
     busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE.min, BUSY_RETRIES_RANGE.max),
     stateUrl,
     statePrefix,

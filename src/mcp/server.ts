@@ -90,6 +90,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
   const log = new RunLog(config.telemetryDir, {
     logContent: config.logContent,
     maxBytes: config.logMaxBytes,
+    retention: { maxAgeMs: config.logRetentionMs, maxTotalBytes: config.logMaxTotalBytes },
     onError: (error, file) => warn(`could not append to ${file}: ${error instanceof Error ? error.message : String(error)}`),
   });
   // The CLI's children get the server's whole environment, plus OLLAMA_HOST when configured.

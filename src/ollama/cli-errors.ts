@@ -1,4 +1,4 @@
-import { stripVTControlCharacters } from 'node:util';
+import { stripTerminalControls } from './clean-output.js';
 import { isVerboseStatsLine } from './verbose-stats.js';
 
 // How the ollama CLI reports failures, read the same way by `ollama run` (classify-outcome.ts)
@@ -31,11 +31,15 @@ export function isUnreachableMessage(text: string): boolean {
 /** Braille spinner frames the CLI draws on stderr. */
 const SPINNER_FRAMES = /[\u2800-\u28ff]/g;
 
-/** stderr's lines without escapes, spinner frames, blanks and the `--verbose` stats (never an error). */
+/**
+ * stderr's lines without escapes (nested ones included) or other control characters, spinner
+ * frames, blanks and the `--verbose` stats (never an error). A lone `\r` (the spinner's redraw)
+ * ends a line.
+ */
 function readableLines(raw: string): string[] {
-  return stripVTControlCharacters(raw)
+  return stripTerminalControls(raw.replace(/\r(?!\n)/g, '\n'))
     .replace(SPINNER_FRAMES, '')
-    .split(/\r?\n|\r/)
+    .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !isVerboseStatsLine(line));
 }

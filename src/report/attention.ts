@@ -1,9 +1,12 @@
+import type { ControlLine, RunLine } from './run-line.js';
 import type { Attention, AttentionTask, OpenCircuit } from './summary-schema.js';
 
 /** Unresolved escalated tasks kept (the most recently escalated); the map is pruned back when it reaches twice this. */
 const MAX_TASKS = 1000;
 /** Resolutions remembered for a task not (yet) seen escalated, when lines are not in time order (several dirs). */
 const MAX_EARLY_RESOLUTIONS = 50_000;
+/** Models whose circuit is followed. */
+const MAX_CIRCUITS = 10_000;
 
 interface CircuitNow {
   state: string;
@@ -41,92 +44,65 @@ export class AttentionTracker {
     this.#early = outOfOrder ? new Map() : null;
   }
 
-  /** A run line (will_retry ones included: they move circuits too). */
-  run(
-    model: string,
-    taskId: string | null,
-    status: string,
-    tsMs: number,
-    escalate: boolean,
-    reason: string | null,
-    circuit: unknown,
-    error: string | null,
-    callerSaw: boolean,
-  ): void {
-    if (typeof circuit === 'object' && circuit !== null) {
-      const c = circuit as Record<string, unknown>;
-      if (typeof c.state === 'string') {
-        const known = this.#circuits.get(model);
-        const t = Number.isFinite(tsMs) ? tsMs : -Infinity;
-        if (known === undefined || t >= known.tsMs) {
-          const opened = c.transition === 'opened' || c.transition === 'reopened';
-          const openedMs = opened ? t : c.state === 'closed' ? NaN : (known?.openedMs ?? NaN);
-          const failures = typeof c.consecutive_failures === 'number' ? c.consecutive_failures : 0;
-          const retryAfterSeconds = typeof c.retry_after_seconds === 'number' ? c.retry_after_seconds : null;
-          // A rejection (circuit_open) says the circuit is open, not why: keep the failure that opened it.
-          const lastError =
-            status === 'ok'
-              ? null
-              : status === 'circuit_open'
-                ? (known?.lastError ?? error)
-                : (error ?? known?.lastError ?? null);
-          if (known !== undefined) {
-            // Updated in place: every run line moves its model's circuit, and a new object per line adds up.
-            known.state = c.state;
-            known.tsMs = t;
-            known.openedMs = openedMs;
-            known.failures = failures;
-            known.retryAfterSeconds = retryAfterSeconds;
-            known.lastError = lastError;
-          } else if (this.#circuits.size < 10_000) {
-            this.#circuits.set(model, { state: c.state, tsMs: t, openedMs, failures, retryAfterSeconds, lastError });
-          }
-        }
-      }
-    }
-    if (taskId === null) return;
-    if (status === 'ok' && callerSaw) {
-      this.#resolve(taskId, tsMs);
-      return;
-    }
-    if (!escalate || !callerSaw) return;
-    const early = this.#early?.get(taskId);
-    if (early !== undefined && early >= tsMs) return; // reset or answered after this escalation
-    const entry = this.#tasks.get(taskId);
-    if (entry === undefined) {
-      this.#tasks.set(taskId, {
-        model,
-        reason,
-        status,
-        tsMs,
-        escalations: status === 'blocked' ? 0 : 1,
-        blocked: status === 'blocked' ? 1 : 0,
-        lastError: error,
-      });
-      if (this.#tasks.size >= 2 * MAX_TASKS) this.#prune();
-      return;
-    }
-    if (status === 'blocked') entry.blocked += 1;
-    else entry.escalations += 1;
-    if (!(tsMs < entry.tsMs)) {
-      if (status !== 'blocked') {
-        entry.model = model;
-        entry.reason = reason;
-        entry.status = status;
-      }
-      entry.tsMs = tsMs;
-      if (error !== null) entry.lastError = error;
-    }
+  /** A run line, whatever the filters of time and status (will_retry ones included: they move circuits too). */
+  run(line: RunLine): void {
+    if (line.circuit !== null && typeof line.circuit.state === 'string')
+      this.#moveCircuit(line, line.circuit, line.circuit.state);
+    if (line.taskId === null) return;
+    if (line.absorbed) return; // the caller never saw it: it neither escalated nor answered the task
+    if (line.status === 'ok') this.#resolve(line.taskId, line.tsMs);
+    else if (line.escalate) this.#escalate(line.taskId, line);
   }
 
   /** A control record: `reset_task` resolves its task, `reset_circuit` closes its model's circuit. */
-  control(action: unknown, taskId: string | null, model: string | null, tsMs: number): void {
+  control(line: ControlLine): void {
+    const { action, taskId, model, tsMs } = line;
     if (action === 'reset_task' && taskId !== null) this.#resolve(taskId, tsMs);
     if (action === 'reset_circuit' && model !== null) {
       const known = this.#circuits.get(model);
       if (known !== undefined && !(tsMs < known.tsMs))
         this.#circuits.set(model, { ...known, state: 'closed', tsMs, openedMs: NaN, failures: 0, retryAfterSeconds: null });
     }
+  }
+
+  /** The circuit as this line left it, unless a line with a later `ts` already spoke of it. */
+  #moveCircuit(line: RunLine, c: Readonly<Record<string, unknown>>, state: string): void {
+    const known = this.#circuits.get(line.model);
+    const t = Number.isFinite(line.tsMs) ? line.tsMs : -Infinity;
+    if (known !== undefined && t < known.tsMs) return;
+    const now: CircuitNow = {
+      state,
+      tsMs: t,
+      openedMs: line.opening !== null ? t : state === 'closed' ? NaN : (known?.openedMs ?? NaN),
+      failures: typeof c.consecutive_failures === 'number' ? c.consecutive_failures : 0,
+      retryAfterSeconds: typeof c.retry_after_seconds === 'number' ? c.retry_after_seconds : null,
+      lastError: lastCircuitError(line, known),
+    };
+    if (known !== undefined || this.#circuits.size < MAX_CIRCUITS) this.#circuits.set(line.model, now);
+  }
+
+  #escalate(taskId: string, line: RunLine): void {
+    const { tsMs, status } = line;
+    const early = this.#early?.get(taskId);
+    if (early !== undefined && early >= tsMs) return; // reset or answered after this escalation
+    const blocked = status === 'blocked';
+    const entry = this.#tasks.get(taskId);
+    if (entry === undefined) {
+      const { model, reason, error: lastError } = line;
+      this.#tasks.set(taskId, { model, reason, status, tsMs, escalations: blocked ? 0 : 1, blocked: blocked ? 1 : 0, lastError });
+      if (this.#tasks.size >= 2 * MAX_TASKS) this.#prune();
+      return;
+    }
+    if (blocked) entry.blocked += 1;
+    else entry.escalations += 1;
+    if (tsMs < entry.tsMs) return;
+    if (!blocked) {
+      entry.model = line.model;
+      entry.reason = line.reason;
+      entry.status = status;
+    }
+    entry.tsMs = tsMs;
+    if (line.error !== null) entry.lastError = line.error;
   }
 
   #resolve(taskId: string, tsMs: number): void {
@@ -187,4 +163,11 @@ export class AttentionTracker {
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
+}
+
+/** A rejection (circuit_open) says the circuit is open, not why: the failure that opened it is kept. */
+function lastCircuitError(line: RunLine, known: CircuitNow | undefined): string | null {
+  if (line.status === 'ok') return null;
+  if (line.status === 'circuit_open') return known?.lastError ?? line.error;
+  return line.error ?? known?.lastError ?? null;
 }

@@ -1,3 +1,4 @@
+import type { RunLine } from './run-line.js';
 import type { Chains } from './summary-schema.js';
 
 /** Chains whose last line has not come yet, kept at most (the oldest are dropped). */
@@ -25,7 +26,9 @@ export class ChainAccumulator {
   #busyRetries = 0;
   #busyGaveUp = 0;
 
-  add(chainId: unknown, model: string, status: string, willRetry: boolean, busyTry: unknown): void {
+  /** A selected run line, absorbed ones included. */
+  add(line: RunLine): void {
+    const { chainId, model, status, absorbed: willRetry, busyTry } = line;
     if (willRetry && BUSY_STATUSES.has(status)) this.#busyRetries += 1;
     if (!willRetry && BUSY_STATUSES.has(status) && typeof busyTry === 'number' && busyTry > 0) this.#busyGaveUp += 1;
     if (typeof chainId !== 'string' || chainId === '') return;
@@ -38,6 +41,11 @@ export class ChainAccumulator {
     if (models[models.length - 1] !== model) models.push(model);
     if (willRetry) return;
     this.#open.delete(chainId);
+    this.#count(models, model, status);
+  }
+
+  /** A chain that ended: its first model's row, and where it fell through to. */
+  #count(models: readonly string[], last: string, status: string): void {
     const first = models[0]!;
     let row = this.#rows.get(first);
     if (row === undefined) {
@@ -47,14 +55,13 @@ export class ChainAccumulator {
     }
     this.#calls += 1;
     row.calls += 1;
-    if (models.length > 1) {
-      this.#fellThrough += 1;
-      row.fellThrough += 1;
-      const to = row.to.get(model) ?? { calls: 0, ok: 0 };
-      to.calls += 1;
-      if (status === 'ok') to.ok += 1;
-      row.to.set(model, to);
-    }
+    if (models.length === 1) return;
+    this.#fellThrough += 1;
+    row.fellThrough += 1;
+    const to = row.to.get(last) ?? { calls: 0, ok: 0 };
+    to.calls += 1;
+    if (status === 'ok') to.ok += 1;
+    row.to.set(last, to);
   }
 
   result(): Chains {

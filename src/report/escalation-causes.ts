@@ -1,3 +1,4 @@
+import type { RunLine } from './run-line.js';
 import type { EscalationCause } from './summary-schema.js';
 
 /** Distinct causes kept; past it `escalation_causes_truncated`. */
@@ -28,7 +29,9 @@ export class EscalationCauses {
   readonly #causes = new Map<string, Cause>();
   #truncated = false;
 
-  add(model: string, reason: string | null, status: string, taskId: string | null, tsMs: number, error: string | null): void {
+  /** A selected escalating run the caller saw. */
+  add(line: RunLine): void {
+    const { model, reason, status, taskId, tsMs, error } = line;
     if (status === 'blocked') return;
     const key = `${model}\u0000${reason ?? ''}\u0000${status}`;
     let cause = this.#causes.get(key);

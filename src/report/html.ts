@@ -54,3 +54,20 @@ export function escapeHtml(text: string): string {
 export function scriptJson(value: unknown): string {
   return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+/** One per line. */
+export function lines(parts: readonly Html[]): Html {
+  return joinHtml(parts, '\n');
+}
+
+/** A small square of a model's or status's colour. */
+export function swatch(color: string): Html {
+  return html`<span class="swatch" style="background:${color}"></span>`;
+}
+
+/** A table in its scrolling wrapper. */
+export function table(id: string, head: readonly Html[], rows: readonly (readonly Html[])[]): Html {
+  return html`<div class="table-wrap"><table id="${id}"><thead><tr>${head}</tr></thead><tbody>
+${lines(rows.map((cells) => html`<tr>${cells}</tr>`))}
+</tbody></table></div>`;
+}

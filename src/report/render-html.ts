@@ -1,18 +1,19 @@
 import { createHash } from 'node:crypto';
-import { html, joinHtml, scriptJson, trustedHtml, type Html } from './html.js';
+import { html, joinHtml, lines, scriptJson, trustedHtml, type Html } from './html.js';
 import { REPORT_CLIENT_SCRIPT } from './html-client.js';
-import { duration } from './render-text.js';
+import { count as num, cutText, duration, time } from './format.js';
 import {
-  buildReportCharts,
-  bucketWords,
-  failureStatuses,
-  modelColors,
-  statusColors,
-  type ChartOptions,
-  type ReportCharts,
-} from './report-charts.js';
+  attentionSection,
+  causesSection,
+  chainsSection,
+  escalatedSection,
+  latencySection,
+  outcomesSection,
+  timelineSection,
+  tokensSection,
+} from './html-sections.js';
+import { buildReportCharts, modelColors, statusColors, type ChartOptions, type ReportCharts } from './report-charts.js';
 import { REPORT_STYLE } from './report-style.js';
-import { ownCount } from './summary.js';
 import type { RunsSummary } from './summary-schema.js';
 
 // The browser tests read the status colours from here.
@@ -39,8 +40,6 @@ const SHORT_ERROR_CHARS = 300;
 const MAX_ATTENTION_CIRCUITS = 100;
 const MAX_ATTENTION_TASKS = 100;
 const MAX_CAUSES = 50;
-/** Unresolved tasks shown before the "more" fold: the causes below say the rest. */
-const ATTENTION_ROWS_OPEN = 10;
 
 /**
  * The report as one self-contained HTML page: a header (time range, files read, runs, skipped
@@ -53,63 +52,12 @@ const ATTENTION_ROWS_OPEN = 10;
  * runs the page says so and draws no chart. Pure: same summary and options, same page.
  */
 export function renderReportHtml(summary: RunsSummary, options: RenderHtmlOptions): string {
-  const maxTasks = options.maxEscalatedTasks ?? 100;
-  const tasks = summary.escalated_tasks
-    .slice(0, maxTasks)
-    .map((t) => ({ ...t, last_error: t.last_error === null ? null : cutText(t.last_error, ERROR_CHARS) }));
-  const tasksOmitted = summary.escalated_tasks.length - tasks.length;
+  const embedded = embeddedSummary(summary, options);
   const charts = buildReportCharts(summary, options);
-  const colorOf = statusColors(summary);
-
-  const attentionTasks = summary.attention.tasks
-    .slice(0, MAX_ATTENTION_TASKS)
-    .map((t) => ({ ...t, last_error: t.last_error === null ? null : cutText(t.last_error, SHORT_ERROR_CHARS) }));
-  const embeddedSummary: RunsSummary = {
-    ...summary,
-    escalated_tasks: tasks,
-    attention: {
-      ...summary.attention,
-      tasks: attentionTasks,
-      circuits_open: summary.attention.circuits_open.slice(0, MAX_ATTENTION_CIRCUITS).map((c) => ({
-        ...c,
-        last_error: c.last_error === null ? null : cutText(c.last_error, SHORT_ERROR_CHARS),
-      })),
-    },
-    escalation_causes: summary.escalation_causes.slice(0, MAX_CAUSES).map((c) => ({
-      ...c,
-      error: c.error === null ? null : cutText(c.error, SHORT_ERROR_CHARS),
-    })),
-    chains: { ...summary.chains, rows: summary.chains.rows.slice(0, options.maxTableModels ?? 100) },
-  };
-  const colorOfModel = modelColors(summary);
   const library = options.chartLibrary.replace(/<\/(script)/gi, '<\\/$1');
   const client = REPORT_CLIENT_SCRIPT;
-  const csp = [
-    "default-src 'none'",
-    `script-src ${[library, client].map((s) => `'sha256-${createHash('sha256').update(s, 'utf8').digest('base64')}'`).join(' ')}`,
-    "style-src 'unsafe-inline'",
-    'img-src data:',
-    "base-uri 'none'",
-    "form-action 'none'",
-  ].join('; ');
-
-  const body: Html[] = [header(summary)];
-  if (summary.total_runs === 0) {
-    body.push(
-      html`<section class="card" id="no-runs"><h2>No runs</h2><p class="empty">${noRunsReason(summary)} There is nothing to chart.</p></section>`,
-    );
-  } else {
-    const tableModels = options.maxTableModels ?? 100;
-    body.push(attentionSection(summary, embeddedSummary.attention, colorOfModel));
-    body.push(causesSection(summary, embeddedSummary.escalation_causes, colorOfModel));
-    body.push(outcomesSection(summary, charts, colorOf, colorOfModel, tableModels));
-    body.push(latencySection(summary, charts, colorOfModel, tableModels));
-    body.push(tokensSection(summary, charts, colorOfModel, tableModels));
-    body.push(chainsSection(summary, colorOfModel, tableModels));
-    body.push(timelineSection(summary, charts));
-    body.push(escalatedSection(summary, tasks, tasksOmitted, colorOf));
-  }
-
+  const csp = contentSecurityPolicy([library, client]);
+  const body = [header(summary), ...sections(summary, embedded, charts, options)];
   const range =
     summary.range.first_ts === null ? 'no runs' : `${summary.total_runs.toLocaleString('en-US')} runs, ${rangeText(summary)}`;
   // scriptJson makes the data safe inside a script element; the two scripts are ours (hashed in the CSP).
@@ -127,7 +75,7 @@ export function renderReportHtml(summary: RunsSummary, options: RenderHtmlOption
 <body>
 ${lines(body)}
 <footer>Made by <code>ollama-runner-mcp report --html</code> at ${time(summary.generated_at)} UTC. Figures are computed over the selected runs; the data is embedded in this file (<code>#report-summary</code>).</footer>
-<script type="application/json" id="report-summary">${trustedHtml(scriptJson(embeddedSummary))}</script>
+<script type="application/json" id="report-summary">${trustedHtml(scriptJson(embedded))}</script>
 <script type="application/json" id="report-charts">${trustedHtml(scriptJson(charts))}</script>
 <script>${trustedHtml(library)}</script>
 <script>${trustedHtml(client)}</script>
@@ -136,7 +84,65 @@ ${lines(body)}
 `.value;
 }
 
-// ---------------------------------------------------------------------------------------- sections
+/** No request of any kind; only the page's own two scripts, allowed by hash. */
+function contentSecurityPolicy(scripts: readonly string[]): string {
+  const hashes = scripts.map((s) => `'sha256-${createHash('sha256').update(s, 'utf8').digest('base64')}'`);
+  return [
+    "default-src 'none'",
+    `script-src ${hashes.join(' ')}`,
+    "style-src 'unsafe-inline'",
+    'img-src data:',
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join('; ');
+}
+
+/** The sections after the header, in the order a reviewer needs them; one card when there are no runs. */
+function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCharts, options: RenderHtmlOptions): Html[] {
+  if (summary.total_runs === 0) {
+    return [
+      html`<section class="card" id="no-runs"><h2>No runs</h2><p class="empty">${noRunsReason(summary)} There is nothing to chart.</p></section>`,
+    ];
+  }
+  const tableModels = options.maxTableModels ?? 100;
+  const colorOfModel = modelColors(summary);
+  const colorOfStatus = statusColors(summary);
+  const tasks = embedded.escalated_tasks;
+  return [
+    attentionSection(summary, embedded.attention, colorOfModel),
+    causesSection(summary, embedded.escalation_causes, colorOfModel),
+    outcomesSection(summary, charts, colorOfStatus, colorOfModel, tableModels),
+    latencySection(summary, charts, colorOfModel, tableModels),
+    tokensSection(summary, charts, colorOfModel, tableModels),
+    chainsSection(summary, colorOfModel, tableModels),
+    timelineSection(summary, charts),
+    escalatedSection(summary, tasks, summary.escalated_tasks.length - tasks.length, colorOfStatus),
+  ];
+}
+
+/** The summary embedded in the page: the lists cut to the rows shown, their errors shortened. */
+function embeddedSummary(summary: RunsSummary, options: RenderHtmlOptions): RunsSummary {
+  const cutError = (text: string | null, max: number): string | null => (text === null ? null : cutText(text, max));
+  return {
+    ...summary,
+    escalated_tasks: summary.escalated_tasks
+      .slice(0, options.maxEscalatedTasks ?? 100)
+      .map((t) => ({ ...t, last_error: cutError(t.last_error, ERROR_CHARS) })),
+    attention: {
+      ...summary.attention,
+      tasks: summary.attention.tasks
+        .slice(0, MAX_ATTENTION_TASKS)
+        .map((t) => ({ ...t, last_error: cutError(t.last_error, SHORT_ERROR_CHARS) })),
+      circuits_open: summary.attention.circuits_open
+        .slice(0, MAX_ATTENTION_CIRCUITS)
+        .map((c) => ({ ...c, last_error: cutError(c.last_error, SHORT_ERROR_CHARS) })),
+    },
+    escalation_causes: summary.escalation_causes
+      .slice(0, MAX_CAUSES)
+      .map((c) => ({ ...c, error: cutError(c.error, SHORT_ERROR_CHARS) })),
+    chains: { ...summary.chains, rows: summary.chains.rows.slice(0, options.maxTableModels ?? 100) },
+  };
+}
 
 function header(s: RunsSummary): Html {
   const facts: [string, Html][] = [];
@@ -157,7 +163,9 @@ function header(s: RunsSummary): Html {
         ', ',
       ),
     ]);
-  facts.push(['Files read', s.files.length === 0 ? html`none (no run log found)` : joinHtml(files, ', ')]);
+  const unread =
+    s.files_skipped > 0 ? html`; ${num(s.files_skipped)} older file(s) not read (every record before the time window)` : '';
+  facts.push(['Files read', s.files.length === 0 ? html`none (no run log found)` : html`${joinHtml(files, ', ')}${unread}`]);
   const skipped = [`${num(s.skipped_lines)} torn or unreadable`];
   if (s.blank_lines > 0) skipped.push(`${num(s.blank_lines)} blank`);
   if (s.unrecognized_records > 0) skipped.push(`${num(s.unrecognized_records)} JSON object(s) that are not runs`);
@@ -177,294 +185,6 @@ ${lines(facts.map(([k, v]) => html`<div><dt>${k}</dt><dd>${v}</dd></div>`))}
 ${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
 </header>`;
 }
-
-function attentionSection(s: RunsSummary, shown: RunsSummary['attention'], colorOfModel: ModelColor): Html {
-  const a = s.attention;
-  const tasks = shown.tasks;
-  const now = Date.parse(s.generated_at);
-  const circuits = shown.circuits_open.map((c) => {
-    const retry =
-      c.retry_at === null
-        ? ''
-        : Date.parse(c.retry_at) <= now
-          ? `; cooldown over at ${time(c.retry_at)} UTC: the next run probes it`
-          : `; retry at ${time(c.retry_at)} UTC`;
-    return html`<li class="bad">${swatch(colorOfModel(c.model))}Circuit <strong>${c.state === 'half_open' ? 'half-open' : 'open'}</strong>: <span class="model">${c.model}</span>${c.since === null ? '' : ` since ${time(c.since)} UTC`}, ${num(c.consecutive_failures)} failure(s) in a row${retry}${c.last_error === null ? '' : html`<br><span class="error">${c.last_error}</span>`}</li>`;
-  });
-  const head = ['task', 'model', 'reason', 'status', 'escalated (UTC)', 'escalations', 'blocked', 'last error'].map((name) =>
-    name === 'escalations' || name === 'blocked' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
-  );
-  const none = html`<span class="zero">-</span>`;
-  const rows = tasks.map((t) => [
-    html`<td class="name">${t.task_id}</td>`,
-    html`<td class="model">${swatch(colorOfModel(t.model))}${t.model}</td>`,
-    html`<td>${t.reason ?? none}</td>`,
-    html`<td class="status">${t.status}</td>`,
-    html`<td class="time">${t.escalated_at === null ? '-' : time(t.escalated_at)}</td>`,
-    html`<td class="n">${num(t.escalations)}</td>`,
-    html`<td class="n${t.blocked > 0 ? ' bad' : ' zero'}">${num(t.blocked)}</td>`,
-    html`<td class="error">${t.last_error ?? none}</td>`,
-  ]);
-  const quiet = a.circuits_open.length === 0 && a.tasks_total === 0;
-  return html`<section class="card attention${quiet ? ' quiet' : ''}" id="attention">
-<h2>Needs attention now</h2>
-<p class="note">Judged on the whole log, whatever the time window: circuits the log last left open (not reset since), and tasks that escalated and were neither reset (<code>ollama_reset</code>) nor answered by a later run.</p>
-${quiet ? html`<p class="good">Nothing: no open circuit, no unresolved escalated task.</p>` : ''}
-${circuits.length > 0 ? html`<ul class="circuits">${circuits}</ul>` : ''}
-${a.circuits_open.length > circuits.length ? html`<p class="note">${num(a.circuits_open.length - circuits.length)} more open circuit(s): <code>report --json</code> lists them.</p>` : ''}
-${a.tasks_total > 0 ? html`<p><strong>${num(a.tasks_total)}</strong> task(s) escalated and not resolved${a.blocked_tasks > 0 ? `, ${num(a.blocked_tasks)} of them refused as blocked` : ''}.</p>` : ''}
-${tasks.length > 0 ? table('attention-table', head, rows.slice(0, ATTENTION_ROWS_OPEN)) : ''}
-${rows.length > ATTENTION_ROWS_OPEN ? html`<details><summary>${num(rows.length - ATTENTION_ROWS_OPEN)} more task(s)</summary>${table('attention-more-table', head, rows.slice(ATTENTION_ROWS_OPEN))}</details>` : ''}
-${a.tasks_total > tasks.length ? html`<p class="note">${num(a.tasks_total - tasks.length)} more: <code>report --json</code> lists them.</p>` : ''}
-</section>`;
-}
-
-function causesSection(s: RunsSummary, causes: RunsSummary['escalation_causes'], colorOfModel: ModelColor): Html {
-  const head = ['escalations', 'tasks', 'model', 'reason', 'status', 'first - last (UTC)', 'example tasks', 'error'].map(
-    (name) => (name === 'escalations' || name === 'tasks' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`),
-  );
-  const rows = causes.map((c) => [
-    html`<td class="n warn">${num(c.escalations)}</td>`,
-    html`<td class="n">${num(c.tasks)}</td>`,
-    html`<td class="model">${swatch(colorOfModel(c.model))}${c.model}</td>`,
-    html`<td>${c.reason ?? '-'}</td>`,
-    html`<td class="status">${c.status}</td>`,
-    html`<td class="time">${c.first_ts === null ? '-' : time(c.first_ts)}<br>${c.last_ts === null ? '-' : time(c.last_ts)}</td>`,
-    html`<td class="name">${c.example_tasks.join(', ')}</td>`,
-    html`<td class="error">${c.error ?? '-'}</td>`,
-  ]);
-  return html`<section class="card" id="causes">
-<h2>Escalations by cause${causes.length > 0 ? ` (${num(causes.length)})` : ''}</h2>
-<p class="note">One row per model, escalation reason and status, not one per task. Refusals of a task already escalated (<code>blocked</code>) are not a new cause.</p>
-${causes.length === 0 ? html`<p class="note">No escalation in this selection.</p>` : table('causes-table', head, rows)}
-${s.escalation_causes.length > causes.length ? html`<p class="note">${num(s.escalation_causes.length - causes.length)} more cause(s) with fewer escalations: <code>report --json</code> lists them.</p>` : ''}
-${s.escalation_causes_truncated ? html`<p class="note">More than 200 causes: the rest are not listed.</p>` : ''}
-</section>`;
-}
-
-function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor, tableModels: number): Html {
-  const withTokens = s.models.filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0);
-  const chart = charts.tokens;
-  const head = [
-    'model',
-    'runs with usage',
-    'output tok/s p50',
-    'prompt tokens p95',
-    'tokens in',
-    'tokens out',
-    'cold loads',
-    'maybe truncated',
-  ].map((name, i) => (i === 0 ? html`<th>${name}</th>` : html`<th class="n">${name}</th>`));
-  const rows = withTokens
-    .slice(0, tableModels)
-    .map((m) => [
-      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
-      html`<td class="n">${num(m.tokens.runs)}</td>`,
-      html`<td class="n">${m.tokens.output_tps_p50 === null ? '-' : m.tokens.output_tps_p50.toFixed(1)}</td>`,
-      html`<td class="n">${m.tokens.prompt_tokens_p95 === null ? '-' : num(m.tokens.prompt_tokens_p95)}</td>`,
-      html`<td class="n">${num(m.tokens.prompt_tokens)}</td>`,
-      html`<td class="n">${num(m.tokens.output_tokens)}</td>`,
-      html`<td class="n${m.tokens.cold_loads > 0 ? ' warn' : ' zero'}">${num(m.tokens.cold_loads)}</td>`,
-      html`<td class="n${m.tokens.may_be_truncated > 0 ? ' bad' : ' zero'}">${num(m.tokens.may_be_truncated)}</td>`,
-    ]);
-  const body =
-    chart === null
-      ? html`<p class="empty" data-chart-empty="tokens">No run reported token usage (lines written before schema v2 have none).</p>`
-      : html`<div class="pair">
-<div class="chart" style="height:${Math.max(180, 80 + 30 * chart.labels.length)}px"><canvas data-chart="tokens" role="img" aria-label="Bar chart: median output tokens per second, per model"></canvas></div>
-<div class="chart" style="height:${Math.max(180, 80 + 30 * chart.labels.length)}px"><canvas data-chart="prompt_tokens" role="img" aria-label="Bar chart: 95th percentile of prompt tokens, per model"></canvas></div>
-</div>`;
-  return html`<section class="card" id="tokens">
-<h2>Tokens per model</h2>
-<p class="note">From each run's <code>usage</code>. A cold load is a run whose <code>load_ms</code> was over 1 s (the model was loaded first). <em>Maybe truncated</em>: runs warned <code>prompt_may_be_truncated</code> (the prompt filled the context; raise <code>num_ctx</code> or <code>OLLAMA_CONTEXT_LENGTH</code>).</p>
-${body}
-${withTokens.length > 0 ? table('tokens-table', head, rows) : ''}
-</section>`;
-}
-
-function chainsSection(s: RunsSummary, colorOfModel: ModelColor, tableModels: number): Html {
-  const c = s.chains;
-  const absorbed = s.models.reduce((sum, m) => sum + m.absorbed.fell_through, 0);
-  const head = ['first model', 'calls', 'fell through', 'answered by (calls, ok)'].map((name) =>
-    name === 'calls' || name === 'fell through' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
-  );
-  const rows = c.rows.slice(0, tableModels).map((row) => [
-    html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
-    html`<td class="n">${num(row.calls)}</td>`,
-    html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${((row.fell_through / Math.max(1, row.calls)) * 100).toFixed(1)}%)</td>`,
-    html`<td>${
-      row.to.length === 0
-        ? '-'
-        : joinHtml(
-            row.to.map((to) => html`${swatch(colorOfModel(to.model))}${to.model}: ${num(to.calls)}, ${num(to.ok)} ok`),
-            '; ',
-          )
-    }</td>`,
-  ]);
-  return html`<section class="card" id="chains">
-<h2>Fallback chains and busy retries</h2>
-<p class="note">What the server absorbed without the caller seeing a failure: <strong>${num(c.busy_retries)}</strong> busy retr${c.busy_retries === 1 ? 'y' : 'ies'} (<code>server_busy</code> / <code>rate_limited</code> tried again)${c.busy_gave_up > 0 ? `, ${num(c.busy_gave_up)} call(s) still ended busy` : ''}; <strong>${num(absorbed)}</strong> fall-through(s) to the next model of a chain. These lines are not counted as the caller's failures.</p>
-${c.calls === 0 ? html`<p class="note">No call used a fallback chain.</p>` : table('chains-table', head, rows)}
-</section>`;
-}
-
-type ModelColor = (model: string) => string;
-
-function outcomesSection(
-  s: RunsSummary,
-  charts: ReportCharts,
-  colorOf: (status: string) => string,
-  colorOfModel: ModelColor,
-  tableModels: number,
-): Html {
-  const chart = charts.outcomes!;
-  const statuses = failureStatuses(s);
-  const height = Math.max(200, 110 + 34 * chart.labels.length);
-  const shown =
-    chart.models_total > chart.labels.length
-      ? html`<p class="note">The chart shows the ${chart.labels.length} models with the most runs of ${num(chart.models_total)}.</p>`
-      : '';
-  const head = [
-    html`<th>model</th>`,
-    html`<th class="n">runs</th>`,
-    html`<th class="n">${swatch(colorOf('ok'))}ok</th>`,
-    html`<th class="n">ok %</th>`,
-    // Status names break at their underscores, so a day with many kinds of failure still fits the card.
-    ...statuses.map((st) => html`<th class="n st">${swatch(colorOf(st))}${joinHtml(st.split('_'), '_<wbr>')}</th>`),
-    html`<th class="n">escalations</th>`,
-    html`<th class="n">circuit openings</th>`,
-  ];
-  const rows = s.models
-    .slice(0, tableModels)
-    .map((m) => [
-      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
-      html`<td class="n">${num(m.runs)}</td>`,
-      html`<td class="n">${num(m.ok)}</td>`,
-      html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
-      ...statuses.map(
-        (st) => html`<td class="n${ownCount(m.failures, st) > 0 ? ' bad' : ' zero'}">${num(ownCount(m.failures, st))}</td>`,
-      ),
-      html`<td class="n${m.escalations > 0 ? ' warn' : ' zero'}">${num(m.escalations)}</td>`,
-      html`<td class="n${m.circuit_openings > 0 ? ' warn' : ' zero'}">${num(m.circuit_openings)}</td>`,
-    ]);
-  return html`<section class="card" id="outcomes">
-<h2>Outcomes per model</h2>
-<p class="note">Every run counts, rejected ones (<code>circuit_open</code>, <code>invalid_input</code>, ...) included. One colour per status, the same in the table.</p>
-<div class="chart" style="height:${height}px"><canvas data-chart="outcomes" role="img" aria-label="Stacked bar chart: runs per model by outcome status"></canvas></div>
-${shown}
-${table('outcomes-table', head, rows)}
-${tableNote(s.models.length, tableModels)}
-</section>`;
-}
-
-function latencySection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor, tableModels: number): Html {
-  const chart = charts.latency;
-  const spawned = s.models.filter((m) => m.spawned > 0);
-  const body =
-    chart === null
-      ? html`<p class="empty" data-chart-empty="latency">No selected run spawned a process (all were rejected before starting), so there are no durations to chart.</p>`
-      : html`<div class="chart" style="height:360px"><canvas data-chart="latency" role="img" aria-label="Grouped bar chart: spawned runs per duration bucket, one series per model"></canvas></div>
-${chart.models_total > chart.series.length ? html`<p class="note">The chart shows the ${chart.series.length} models with the most runs of ${num(chart.models_total)}.</p>` : ''}`;
-  const head = ['model', 'answers', 'p50', 'p95', 'max', 'queue p50', 'failed attempts', 'time lost'].map((name, i) =>
-    i === 0 ? html`<th>${name}</th>` : html`<th class="n">${name}</th>`,
-  );
-  const rows = spawned
-    .slice(0, tableModels)
-    .map((m) => [
-      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
-      html`<td class="n">${num(m.ok)}</td>`,
-      html`<td class="n">${duration(m.ok_duration_ms.p50)}</td>`,
-      html`<td class="n">${duration(m.ok_duration_ms.p95)}</td>`,
-      html`<td class="n">${duration(m.ok_duration_ms.max)}</td>`,
-      html`<td class="n">${duration(m.queue_ms.p50)}</td>`,
-      html`<td class="n${m.lost_attempts > 0 ? ' bad' : ' zero'}">${num(m.lost_attempts)}</td>`,
-      html`<td class="n${m.lost_ms > 0 ? ' bad' : ' zero'}">${m.lost_attempts === 0 ? '-' : duration(m.lost_ms)}</td>`,
-    ]);
-  return html`<section class="card" id="latency">
-<h2>Latency per model</h2>
-<p class="note">The chart: runs that spawned a process (<code>duration_ms &gt; 0</code>), by duration from spawn to exit. The table: p50, p95 and max of the runs that <strong>answered</strong> (status ok; within 1%), so killed runs do not pass for slow answers; the time lost to failed attempts (absorbed retries included) beside it. Queue p50 is the time waiting for a slot.</p>
-${body}
-${spawned.length > 0 ? table('latency-table', head, rows) : ''}
-${tableNote(spawned.length, tableModels)}
-</section>`;
-}
-
-function timelineSection(s: RunsSummary, charts: ReportCharts): Html {
-  const chart = charts.timeline;
-  const t = s.timeline;
-  const counts = { escalation: 0, circuit_opening: 0 };
-  for (const e of t.events) counts[e.kind] += 1;
-  const notes: string[] = [];
-  if (t.events_truncated) notes.push(`Only the ${num(t.events.length)} most recent events are marked.`);
-  const body =
-    chart === null
-      ? html`<p class="empty" data-chart-empty="timeline">No selected run has a readable time (<code>ts</code>), so there is no timeline.</p>`
-      : html`<div class="chart" style="height:380px"><canvas data-chart="timeline" role="img" aria-label="Stacked bar chart of ok and failed runs per time bucket, with markers for escalations and circuit openings"></canvas></div>`;
-  return html`<section class="card" id="timeline">
-<h2>Runs over time</h2>
-<p class="note">${num(t.buckets.length)} bucket${t.buckets.length === 1 ? '' : 's'} of ${bucketWords(t.bucket)}; ${num(counts.escalation)} escalation${counts.escalation === 1 ? '' : 's'} and ${num(counts.circuit_opening)} circuit opening${counts.circuit_opening === 1 ? '' : 's'}, marked on one row, one marker per ${slotWords(chart?.marker_slot_ms ?? 0)} that holds any (<span class="mark open">&#9670;</span> when it holds a circuit opening, else <span class="mark esc">&#9650;</span>). Hover a marker for the time, model, task and reason of each.</p>
-${body}
-${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
-</section>`;
-}
-
-function escalatedSection(
-  s: RunsSummary,
-  tasks: RunsSummary['escalated_tasks'],
-  omitted: number,
-  colorOf: (status: string) => string,
-): Html {
-  const notes: Html[] = [];
-  if (omitted > 0) notes.push(html`${num(omitted)} more escalated task(s) not listed here: <code>report --json</code> has them.`);
-  if (s.escalated_tasks_truncated) notes.push(html`Only the 1000 most recently active escalated tasks were kept.`);
-  const head = ['task', 'model', 'attempts', 'last status', 'reason', 'last error', 'last time (UTC)'].map((name) =>
-    name === 'attempts' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
-  );
-  const none = html`<span class="zero">-</span>`;
-  const rows = tasks.map((t) => [
-    html`<td class="name">${t.task_id}</td>`,
-    html`<td class="name">${t.model}</td>`,
-    html`<td class="n">${num(t.attempts)}</td>`,
-    html`<td class="status">${swatch(colorOf(t.last_status))}${t.last_status}</td>`,
-    html`<td>${t.escalation_reason ?? none}</td>`,
-    html`<td class="error">${t.last_error ?? none}</td>`,
-    html`<td class="time">${t.last_ts === null ? '-' : time(t.last_ts)}</td>`,
-  ]);
-  return html`<section class="card" id="escalated">
-<h2>Escalated tasks${tasks.length > 0 ? ` (${num(s.escalated_tasks.length)}, most recent first)` : ''}</h2>
-${tasks.length === 0 ? html`<p class="note">No task escalated in this selection.</p>` : html`<details><summary>One row per task (the causes above group them)</summary>${table('escalated-table', head, rows)}</details>`}
-${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
-</section>`;
-}
-
-function tableNote(total: number, max: number): Html | '' {
-  if (total <= max) return '';
-  return html`<p class="note">The table lists the ${num(max)} models with the most runs of ${num(total)}; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.</p>`;
-}
-
-function table(id: string, head: readonly Html[], rows: readonly (readonly Html[])[]): Html {
-  return html`<div class="table-wrap"><table id="${id}"><thead><tr>${head}</tr></thead><tbody>
-${lines(rows.map((cells) => html`<tr>${cells}</tr>`))}
-</tbody></table></div>`;
-}
-
-/** `10 minutes`, `1 hour`. */
-function slotWords(ms: number): string {
-  const minutes = Math.round(ms / 60_000);
-  if (minutes % 60 === 0 && minutes > 0) return `${minutes / 60} hour${minutes === 60 ? '' : 's'}`;
-  return `${minutes} minute${minutes === 1 ? '' : 's'}`;
-}
-
-/** One per line. */
-function lines(parts: readonly Html[]): Html {
-  return joinHtml(parts, '\n');
-}
-
-function swatch(color: string): Html {
-  return html`<span class="swatch" style="background:${color}"></span>`;
-}
-
-// ---------------------------------------------------------------------------------------- text
 
 function noRunsReason(s: RunsSummary): string {
   if (s.files.length === 0) return 'No run log was found in the directory read.';
@@ -490,17 +210,4 @@ function rangeText(s: RunsSummary): string {
   const span = Date.parse(last) - Date.parse(first);
   const to = a.slice(0, 10) === b.slice(0, 10) ? b.slice(11) : b;
   return `${a} to ${to} UTC (${span > 0 ? duration(span) : 'one moment'})`;
-}
-
-/** `2025-11-22T10:15:30.123Z` -> `2025-11-22 10:15:30`. */
-function time(iso: string): string {
-  return iso.replace('T', ' ').replace(/(\.\d+)?Z$/, '');
-}
-
-function num(n: number): string {
-  return n.toLocaleString('en-US');
-}
-
-function cutText(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
 }

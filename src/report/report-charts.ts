@@ -1,5 +1,5 @@
 import type { RunStatus } from '../policy/run-status.js';
-import { compareStatuses, ownCount } from './summary.js';
+import { compareStatuses, ownCount } from './format.js';
 import type { RunsSummary } from './summary-schema.js';
 
 /** How many models the charts show. */
@@ -167,102 +167,101 @@ export function modelColors(s: Pick<RunsSummary, 'models'>): (model: string) => 
 export function buildReportCharts(summary: RunsSummary, options: ChartOptions = {}): ReportCharts {
   if (summary.total_runs === 0 || summary.models.length === 0)
     return { outcomes: null, latency: null, tokens: null, timeline: null };
-  const colorOf = statusColors(summary);
   const colorOfModel = modelColors(summary);
+  return {
+    outcomes: outcomesChart(summary, options.maxOutcomeModels ?? 25),
+    latency: latencyChart(summary, colorOfModel, options.maxLatencyModels ?? 8),
+    tokens: tokensChart(summary, colorOfModel, options.maxOutcomeModels ?? 25),
+    timeline: timelineChart(summary.timeline),
+  };
+}
 
-  const outcomeModels = summary.models.slice(0, options.maxOutcomeModels ?? 25);
-  const statuses = failureStatuses(summary);
+function outcomesChart(summary: RunsSummary, maxModels: number): ReportCharts['outcomes'] {
+  const colorOf = statusColors(summary);
+  const models = summary.models.slice(0, maxModels);
   const anyOk = summary.models.some((m) => m.ok > 0);
-  const outcomeSeries: ChartSeries[] = [
-    ...(anyOk ? [{ key: 'ok', label: 'ok', color: colorOf('ok'), data: outcomeModels.map((m) => m.ok) }] : []),
-    ...statuses.map((status) => ({
+  const series: ChartSeries[] = [
+    ...(anyOk ? [{ key: 'ok', label: 'ok', color: colorOf('ok'), data: models.map((m) => m.ok) }] : []),
+    ...failureStatuses(summary).map((status) => ({
       key: status,
       label: status,
       color: colorOf(status),
-      data: outcomeModels.map((m) => ownCount(m.failures, status)),
+      data: models.map((m) => ownCount(m.failures, status)),
     })),
   ];
+  return { labels: models.map((m) => m.model), series, models_total: summary.models.length };
+}
 
+function latencyChart(summary: RunsSummary, colorOfModel: (model: string) => string, maxModels: number): ReportCharts['latency'] {
   const spawnedModels = summary.models.filter((m) => m.spawned > 0);
+  if (spawnedModels.length === 0) return null;
   const bounds = summary.duration_buckets_ms;
-  const latency =
-    spawnedModels.length === 0
-      ? null
-      : {
-          labels: [...bounds.map((b) => `\u2264${shortDuration(b)}`), `>${shortDuration(bounds[bounds.length - 1] ?? 0)}`],
-          ranges: [
-            ...bounds.map((b, i) =>
-              i === 0 ? `up to ${shortDuration(b)}` : `over ${shortDuration(bounds[i - 1]!)}, up to ${shortDuration(b)}`,
-            ),
-            `over ${shortDuration(bounds[bounds.length - 1] ?? 0)}`,
-          ],
-          series: spawnedModels.slice(0, options.maxLatencyModels ?? 8).map((m) => ({
-            key: m.model,
-            label: m.model,
-            color: colorOfModel(m.model),
-            data: m.duration_histogram,
-          })),
-          models_total: spawnedModels.length,
-        };
-
-  const tokenModels = summary.models.filter((m) => m.tokens.runs > 0).slice(0, options.maxOutcomeModels ?? 25);
-  const tokens =
-    tokenModels.length === 0
-      ? null
-      : {
-          labels: tokenModels.map((m) => m.model),
-          colors: tokenModels.map((m) => colorOfModel(m.model)),
-          output_tps_p50: tokenModels.map((m) => m.tokens.output_tps_p50),
-          prompt_tokens_p95: tokenModels.map((m) => m.tokens.prompt_tokens_p95),
-          cold_loads: tokenModels.map((m) => m.tokens.cold_loads),
-          may_be_truncated: tokenModels.map((m) => m.tokens.may_be_truncated),
-        };
-
-  const { timeline } = summary;
-  let timelineChart: ReportCharts['timeline'] = null;
-  if (timeline.buckets.length > 0) {
-    const bucketMs = timeline.bucket_seconds * 1000;
-    const starts = timeline.buckets.map((b) => Date.parse(b.start));
-    const min = starts[0]!;
-    const max = starts[starts.length - 1]! + bucketMs;
-    const slotMs = bucketMs * Math.max(1, Math.ceil((max - min) / MARKER_SLOTS / bucketMs));
-    const step = tickStep(max - min, bucketMs);
-    const firstDay = new Date(min).toISOString().slice(0, 10);
-    const lastDay = new Date(max - 1).toISOString().slice(0, 10);
-    const tickStyle = step >= DAY_MS ? 'date' : firstDay === lastDay ? 'time' : 'day-time';
-    timelineChart = {
-      bucket: timeline.bucket,
-      bucket_ms: bucketMs,
-      starts_ms: starts,
-      ok: timeline.buckets.map((b) => b.runs - b.failures),
-      failed: timeline.buckets.map((b) => b.failures),
-      events: timeline.events.map((e) => ({
-        ts_ms: Date.parse(e.ts),
-        kind: e.kind,
-        model: e.model,
-        task_id: e.task_id,
-        detail: e.detail,
-      })),
-      marker_slot_ms: slotMs,
-      markers: timelineMarkers(timeline.events, min, slotMs),
-      min_ms: min,
-      max_ms: max,
-      step_ms: step,
-      ticks_ms: Array.from(
-        { length: Math.floor(max / step) - Math.ceil(min / step) + 1 },
-        (_, i) => (Math.ceil(min / step) + i) * step,
-      ),
-      tick_style: tickStyle,
-      axis_title: `time (UTC${tickStyle === 'time' ? `, ${firstDay}` : ''}); one bar per ${bucketWords(timeline.bucket)}`,
-      y_title: `runs per ${bucketWords(timeline.bucket)} (count)`,
-      colors: TIMELINE_COLORS,
-    };
-  }
+  const last = shortDuration(bounds[bounds.length - 1] ?? 0);
   return {
-    outcomes: { labels: outcomeModels.map((m) => m.model), series: outcomeSeries, models_total: summary.models.length },
-    latency,
-    tokens,
-    timeline: timelineChart,
+    labels: [...bounds.map((b) => `\u2264${shortDuration(b)}`), `>${last}`],
+    ranges: [
+      ...bounds.map((b, i) =>
+        i === 0 ? `up to ${shortDuration(b)}` : `over ${shortDuration(bounds[i - 1]!)}, up to ${shortDuration(b)}`,
+      ),
+      `over ${last}`,
+    ],
+    series: spawnedModels
+      .slice(0, maxModels)
+      .map((m) => ({ key: m.model, label: m.model, color: colorOfModel(m.model), data: m.duration_histogram })),
+    models_total: spawnedModels.length,
+  };
+}
+
+function tokensChart(summary: RunsSummary, colorOfModel: (model: string) => string, maxModels: number): ReportCharts['tokens'] {
+  const models = summary.models.filter((m) => m.tokens.runs > 0).slice(0, maxModels);
+  if (models.length === 0) return null;
+  return {
+    labels: models.map((m) => m.model),
+    colors: models.map((m) => colorOfModel(m.model)),
+    output_tps_p50: models.map((m) => m.tokens.output_tps_p50),
+    prompt_tokens_p95: models.map((m) => m.tokens.prompt_tokens_p95),
+    cold_loads: models.map((m) => m.tokens.cold_loads),
+    may_be_truncated: models.map((m) => m.tokens.may_be_truncated),
+  };
+}
+
+function timelineChart(timeline: RunsSummary['timeline']): ReportCharts['timeline'] {
+  if (timeline.buckets.length === 0) return null;
+  const bucketMs = timeline.bucket_seconds * 1000;
+  const starts = timeline.buckets.map((b) => Date.parse(b.start));
+  const min = starts[0]!;
+  const max = starts[starts.length - 1]! + bucketMs;
+  const slotMs = bucketMs * Math.max(1, Math.ceil((max - min) / MARKER_SLOTS / bucketMs));
+  const step = tickStep(max - min, bucketMs);
+  const firstDay = new Date(min).toISOString().slice(0, 10);
+  const lastDay = new Date(max - 1).toISOString().slice(0, 10);
+  const tickStyle = step >= DAY_MS ? 'date' : firstDay === lastDay ? 'time' : 'day-time';
+  return {
+    bucket: timeline.bucket,
+    bucket_ms: bucketMs,
+    starts_ms: starts,
+    ok: timeline.buckets.map((b) => b.runs - b.failures),
+    failed: timeline.buckets.map((b) => b.failures),
+    events: timeline.events.map((e) => ({
+      ts_ms: Date.parse(e.ts),
+      kind: e.kind,
+      model: e.model,
+      task_id: e.task_id,
+      detail: e.detail,
+    })),
+    marker_slot_ms: slotMs,
+    markers: timelineMarkers(timeline.events, min, slotMs),
+    min_ms: min,
+    max_ms: max,
+    step_ms: step,
+    ticks_ms: Array.from(
+      { length: Math.floor(max / step) - Math.ceil(min / step) + 1 },
+      (_, i) => (Math.ceil(min / step) + i) * step,
+    ),
+    tick_style: tickStyle,
+    axis_title: `time (UTC${tickStyle === 'time' ? `, ${firstDay}` : ''}); one bar per ${bucketWords(timeline.bucket)}`,
+    y_title: `runs per ${bucketWords(timeline.bucket)} (count)`,
+    colors: TIMELINE_COLORS,
   };
 }
 

@@ -137,7 +137,9 @@ export const attentionSchema = z
     tasks_total: z.number().int().describe('such tasks in all (tasks lists at most 1000)'),
     blocked_tasks: z.number().int().describe('of them, tasks refused as blocked at least once'),
   })
-  .describe('what needs a human now, from the whole log (the since and status filters do not apply)');
+  .describe(
+    'what needs a human now, from every file read (the since and status filters do not apply to its lines; rotated files older than since are not read)',
+  );
 
 export const escalationCauseSchema = z.object({
   model: z.string(),
@@ -185,6 +187,10 @@ const summaryCore = {
     .object({ first_ts: z.string().nullable(), last_ts: z.string().nullable() })
     .describe('earliest and latest ts of the selected runs; null when there are none'),
   files: z.array(z.string()).describe('log files read, in order (names inside the telemetry directory)'),
+  files_skipped: z
+    .number()
+    .int()
+    .describe('rotated files not read because every record in them is older than `since` (0 without `since`)'),
   total_runs: z.number().int().describe('selected attempts'),
   total_ok: z.number().int(),
   total_escalations: z.number().int(),

@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { constants } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -38,11 +38,6 @@ export interface LogFileSequence {
    * `next` spells them and the way `filePath` is spelt (e.g. all absolute), since they are compared.
    */
   list(): Promise<readonly string[]>;
-  /**
-   * The same as `list`, synchronously. With it an append that needs a fresh listing still
-   * completes synchronously; without it such an append goes the asynchronous way.
-   */
-  listSync?(): readonly string[];
   /**
    * The file that follows `current` once it is full. Must sort after `current` in `list()` order,
    * and must be the same in every process for the same `current` (at the same date), so that
@@ -88,8 +83,6 @@ const TORN_MAX_WAIT_MS = 2_000;
 const MAX_HOPS = 16;
 const DEFAULT_RECHECK_MS = 1_000;
 const EMPTY = Buffer.alloc(0);
-/** U+2028 / U+2029, rare in a record: one scan finds out, two replaces only when there are some. */
-const LINE_SEPARATORS = /[\u2028\u2029]/;
 
 /**
  * Appends JSON records as lines to one file that several processes may share.
@@ -99,13 +92,8 @@ const LINE_SEPARATORS = /[\u2028\u2029]/;
  * `fs.promises.appendFile` for this: it writes in 512 KiB chunks and tears big lines.
  *
  * The file is opened and closed per append, so a log deleted or replaced by someone else is
- * recreated on the next append instead of written into a dead inode.
- *
- * **Synchronous in the common case**: with nothing pending, the line is written before `append`
- * returns (open, fstat, a one-byte tail read, one `writeSync`, close: tens of µs, less than one
- * thread-pool round trip). Only where waiting may be needed (a tail without `\n`, see
- * {@link guardTornTail}; a rotation listing without `files.listSync`) does it go the asynchronous
- * way; later appends queue behind it, so call order is kept.
+ * recreated on the next append instead of written into a dead inode. Appends queue behind each
+ * other, so lines from one instance keep call order.
  *
  * With `rotation`, the append goes to the active file (the last of `rotation.files.list()`, cached)
  * unless its size (fstat after open) plus the line would pass `maxBytes` and it is not empty; then
@@ -133,10 +121,8 @@ export class JsonlAppender {
   #active: string;
   /** `performance.now()` of the last listing; -Infinity forces one before the first append. */
   #listedAt = Number.NEGATIVE_INFINITY;
-  /** Tail of the queue of pending (asynchronous) appends; it never rejects. */
+  /** Tail of the queue of appends; it never rejects. */
   #tail: Promise<void> = Promise.resolve();
-  /** Asynchronous appends not finished yet: while there are any, new ones queue behind them. */
-  #pending = 0;
 
   /** @throws RangeError when `rotation.maxBytes` or `rotation.recheckMs` is not a number from 1 (0) and up */
   constructor(filePath: string, options: JsonlAppenderOptions = {}) {
@@ -173,69 +159,8 @@ export class JsonlAppender {
       this.#report(error, this.#active);
       return this.#tail;
     }
-    if (this.#pending === 0 && this.#writeNow(line)) return this.#tail;
-    this.#pending += 1;
-    const done = this.#tail.then(() => this.#write(line)).finally(() => void (this.#pending -= 1));
-    this.#tail = done;
-    return done;
-  }
-
-  /**
-   * The synchronous path: writes `line` and returns `true` (failures reported, as on the other
-   * path), or returns `false` having written nothing when the asynchronous path must take it.
-   */
-  #writeNow(line: Buffer): boolean {
-    const rotation = this.#rotation;
-    let file = this.#active;
-    try {
-      if (rotation !== undefined && performance.now() - this.#listedAt >= rotation.recheckMs) {
-        if (!rotation.files.listSync) return false;
-        file = this.#latestSync(rotation.files.listSync, file);
-      }
-      for (let hops = 0; ; hops += 1) {
-        const fd = this.#openSync(file);
-        let full = false;
-        try {
-          const size = fstatSync(fd).size;
-          // A tail without `\n`: the asynchronous path waits to tell a torn line from a write in progress.
-          if (size > 0 && !endsWithNewline(fd, size)) return false;
-          full = rotation !== undefined && size > 0 && size + line.length > rotation.maxBytes && hops < MAX_HOPS;
-          if (!full) {
-            this.#active = file;
-            writeFullySync(fd, line);
-          }
-        } finally {
-          try {
-            closeSync(fd);
-          } catch (error) {
-            this.#report(error, file);
-          }
-        }
-        if (!full || rotation === undefined) return true;
-        const latest = rotation.files.listSync ? this.#latestSync(rotation.files.listSync, file) : null;
-        if (latest === null) return false;
-        file = latest !== file ? latest : rotation.files.next(file, rotation.now());
-      }
-    } catch (error) {
-      this.#report(error, file);
-      return true;
-    }
-  }
-
-  #latestSync(listSync: () => readonly string[], fallback: string): string {
-    const files = listSync();
-    this.#listedAt = performance.now();
-    return files.at(-1) ?? fallback;
-  }
-
-  #openSync(file: string): number {
-    try {
-      return openSync(file, OPEN_FLAGS, this.#fileMode);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-      return openSync(file, OPEN_FLAGS, this.#fileMode);
-    }
+    this.#tail = this.#tail.then(() => this.#write(line));
+    return this.#tail;
   }
 
   /** Resolves once every append issued so far has finished (for a clean shutdown). */
@@ -253,26 +178,33 @@ export class JsonlAppender {
       // Each turn moves to a file later in reading order (another process's newer file, or the
       // next name), so this ends; MAX_HOPS only guards against a sequence that misbehaves.
       for (let hops = 0; ; hops += 1) {
-        const handle = await this.#open(file);
-        let full = false;
-        try {
-          const size = (await handle.stat()).size;
-          full = rotation !== undefined && size > 0 && size + line.length > rotation.maxBytes && hops < MAX_HOPS;
-          if (full) {
-            await endTornLine(handle, size);
-          } else {
-            this.#active = file;
-            await writeFully(handle, await guardTornTail(handle, line, size));
-          }
-        } finally {
-          await handle.close().catch((error: unknown) => this.#report(error, file));
-        }
-        if (!full || rotation === undefined) return;
-        const latest = await this.#latest(rotation, file);
-        file = latest !== file ? latest : rotation.files.next(file, rotation.now());
+        const room = rotation === undefined || hops >= MAX_HOPS ? Infinity : rotation.maxBytes;
+        if (await this.#writeUnlessFull(file, line, room)) return;
+        const latest = await this.#latest(rotation!, file);
+        file = latest !== file ? latest : rotation!.files.next(file, rotation!.now());
       }
     } catch (error) {
       this.#report(error, file);
+    }
+  }
+
+  /**
+   * Appends `line` to `file` and returns `true`, or returns `false` when the file is not empty and
+   * the line would take it past `maxBytes` (its torn last line, if any, then ended with `\n`).
+   */
+  async #writeUnlessFull(file: string, line: Buffer, maxBytes: number): Promise<boolean> {
+    const handle = await this.#open(file);
+    try {
+      const size = (await handle.stat()).size;
+      if (size > 0 && size + line.length > maxBytes) {
+        await endTornLine(handle, size);
+        return false;
+      }
+      this.#active = file;
+      await writeFully(handle, await guardTornTail(handle, line, size));
+      return true;
+    } finally {
+      await handle.close().catch((error: unknown) => this.#report(error, file));
     }
   }
 
@@ -315,7 +247,7 @@ export function toJsonLine(record: object): string {
   if (typeof json !== 'string' || !json.startsWith('{')) {
     throw new TypeError(`Expected a record that serialises to a JSON object, got \`${String(json)}\``);
   }
-  return LINE_SEPARATORS.test(json) ? `${json.replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029')}\n` : `${json}\n`;
+  return `${json.replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029')}\n`;
 }
 
 /**
@@ -323,12 +255,9 @@ export function toJsonLine(record: object): string {
  * lose that record too, so start on a fresh line.
  *
  * A tail without `\n` is not always torn: another process may be in the middle of its own write,
- * which the kernel makes visible page by page, and which dirty-page throttling can pause for up to
- * 200 ms. (Measured with 6 processes writing 600 KB lines: deciding on the first look left 119
- * blank lines in 1200; a 20 ms settle time still left a few under load; 250 ms left none.)
- * Our write queues behind theirs in the kernel anyway, so wait until the tail either ends in `\n`
- * or stops growing for {@link TORN_SETTLE_MS}: only then is it torn. That wait is paid by the
- * first append after a crash, never in the common case.
+ * which the kernel makes visible page by page and dirty-page throttling can pause. So wait until
+ * the tail either ends in `\n` or stops growing for {@link TORN_SETTLE_MS}: only then is it torn.
+ * That wait is paid by the first append after a crash, never in the common case.
  * Two processes can still both repair the same torn tail; the result is a blank line, which
  * readers skip.
  */
@@ -371,22 +300,6 @@ async function writeFully(handle: FileHandle, buffer: Buffer): Promise<void> {
   let offset = 0;
   while (offset < buffer.length) {
     const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset, null);
-    if (bytesWritten <= 0) throw new Error(`write returned ${bytesWritten} bytes`);
-    offset += bytesWritten;
-  }
-}
-
-/** Does the file (of `size` bytes, more than 0) end with `\n`? */
-function endsWithNewline(fd: number, size: number): boolean {
-  const last = Buffer.alloc(1);
-  return readSync(fd, last, 0, 1, size - 1) === 1 && last[0] === NEWLINE;
-}
-
-/** {@link writeFully}, synchronously: one `write(2)` of the whole line on the `O_APPEND` descriptor. */
-function writeFullySync(fd: number, buffer: Buffer): void {
-  let offset = 0;
-  while (offset < buffer.length) {
-    const bytesWritten = writeSync(fd, buffer, offset, buffer.length - offset, null);
     if (bytesWritten <= 0) throw new Error(`write returned ${bytesWritten} bytes`);
     offset += bytesWritten;
   }

@@ -1,10 +1,10 @@
 // Run-time imports stay inside src/telemetry/ (type-only ones may come from anywhere): the
 // multi-process rotation test transpiles this folder alone and runs it in plain `node` children.
-import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 import { JsonlAppender } from './jsonl-appender.js';
-import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME, sortRunLogNames } from './log-files.js';
+import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME } from './log-files.js';
+import { DEFAULT_RETENTION, pruneRunLog, type PruneResult, type RetentionPolicy } from './log-retention.js';
 import { RUN_RECORD_SCHEMA_VERSION, type ControlEvent, type ControlRecord, type RunRecord } from './run-record.js';
 
 /** File name of the first file of the run log inside the telemetry directory. */
@@ -33,6 +33,14 @@ export interface RunLogOptions {
   readonly maxBytes?: number;
   /** Clock that dates new files (UTC). For tests. @default () => new Date() */
   readonly now?: () => Date;
+  /**
+   * Which rotated files are deleted, checked when this process writes its first record and each
+   * time it moves on to a new file (see `log-retention.ts`).
+   * @default 90 days and 1 GiB (`OLLAMA_MCP_LOG_RETENTION_DAYS`, `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`)
+   */
+  readonly retention?: RetentionPolicy;
+  /** Where a failure to delete an old file goes (it is tried again next time). @default one line on stderr */
+  readonly onPruneError?: (error: unknown, filePath: string) => void;
 }
 
 /**
@@ -46,6 +54,11 @@ export class RunLog {
   readonly path: string;
   readonly #logContent: boolean;
   readonly #appender: JsonlAppender;
+  readonly #retention: RetentionPolicy;
+  readonly #onPruneError: (error: unknown, filePath: string) => void;
+  /** The active file when retention last ran (`null`: not yet in this process). */
+  #prunedAt: string | null = null;
+  #pruning: Promise<void> = Promise.resolve();
 
   /**
    * @param dir the telemetry directory (created on first write if missing)
@@ -55,12 +68,15 @@ export class RunLog {
     this.dir = resolve(dir);
     this.path = join(this.dir, RUN_LOG_FILE_NAME);
     this.#logContent = options.logContent ?? false;
+    this.#retention = options.retention ?? DEFAULT_RETENTION;
+    const now = options.now ?? (() => new Date());
+    this.#onPruneError = options.onPruneError ?? writePruneErrorToStderr;
     this.#appender = new JsonlAppender(this.path, {
       onError: options.onError,
       rotation: {
         maxBytes: options.maxBytes ?? DEFAULT_RUN_LOG_MAX_BYTES,
-        files: { list: () => listRunLogFiles(this.dir), listSync: () => listRunLogFilesSync(this.dir), next: nextLogFileName },
-        now: options.now,
+        files: { list: () => listRunLogFiles(this.dir), next: nextLogFileName },
+        now,
       },
     });
   }
@@ -70,10 +86,8 @@ export class RunLog {
    * before this returns in the common case (see `JsonlAppender`); await it to be sure.
    */
   record(rec: RunRecord): Promise<void> {
-    if (this.#logContent) return this.#appender.append(rec);
-    // Undefined keys are left out of the line; a copy with them unset costs a fraction of a rest
-    // destructuring, which V8 does key by key.
-    return this.#appender.append({ ...rec, prompt: undefined, output: undefined });
+    // Undefined keys are left out of the line.
+    return this.#append(this.#logContent ? rec : { ...rec, prompt: undefined, output: undefined });
   }
 
   /** Appends a control action (a reset, a status look-up) beside the runs. Never rejects. */
@@ -85,32 +99,52 @@ export class RunLog {
       ...event,
       server_pid: process.pid,
     };
-    return this.#appender.append(record);
+    return this.#append(record);
+  }
+
+  async #append(record: object): Promise<void> {
+    await this.#appender.append(record);
+    if (this.#appender.activeFile === this.#prunedAt) return;
+    // A new active file (or the first record of this process): old files may be past retention.
+    this.#prunedAt = this.#appender.activeFile;
+    this.#pruning = this.#pruning.then(() => this.#prune());
+  }
+
+  /** Deletes what retention no longer keeps; never fails a run (a file it cannot delete goes to `onError`). */
+  async #prune(): Promise<void> {
+    let failed: PruneResult['failed'];
+    try {
+      ({ failed } = await pruneRunLog(this.dir, this.#retention, new Date()));
+    } catch {
+      return; // the directory cannot be listed: the append said so already
+    }
+    for (const { file, error } of failed) this.#reportPruneError(error, file);
+  }
+
+  #reportPruneError(error: unknown, file: string): void {
+    try {
+      this.#onPruneError(error, file);
+    } catch {
+      // A throwing handler must not fail a run.
+    }
   }
 
   /**
    * Every file of the log, absolute paths in reading order (`runs.jsonl` first, the active file
-   * last); `[]` before the first record. Read them in this order, e.g. with `readJsonLines`.
+   * last); `[]` before the first record. Read them in this order, e.g. with `forEachJsonLine`.
    */
   files(): Promise<string[]> {
     return listRunLogFiles(this.dir);
   }
 
-  /** Resolves once every record issued so far is written (call before exiting). */
-  idle(): Promise<void> {
-    return this.#appender.idle();
+  /** Resolves once every record issued so far is written, and retention is done (call before exiting). */
+  async idle(): Promise<void> {
+    await this.#appender.idle();
+    await this.#pruning;
   }
 }
 
-/** `listRunLogFiles`, synchronously: lets a record that needs a fresh listing be written at once. */
-function listRunLogFilesSync(dir: string): string[] {
-  let entries;
-  try {
-    entries = readdirSync(dir, { withFileTypes: true });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
-  }
-  const names = entries.filter((entry) => !entry.isDirectory()).map((entry) => entry.name);
-  return sortRunLogNames(names).map((name) => join(dir, name));
+function writePruneErrorToStderr(error: unknown, file: string): void {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`ollama-runner-mcp: could not delete old run log file ${file}: ${message}\n`);
 }

@@ -95,6 +95,7 @@ function failed(error: string, now: Date): ToolOutcome<CompactRunsSummary> {
     filters: { since: null, model: null, task: null, status: null },
     range: { first_ts: null, last_ts: null },
     files: [],
+    files_skipped: 0,
     total_runs: 0,
     total_ok: 0,
     total_escalations: 0,

@@ -295,7 +295,9 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
 
   it('an empty log gives a clear "no runs" page with no chart and no error', async () => {
     const file = join(work, 'empty.html');
-    const result = await report(['--html', file, '--dir', join(work, 'no-such-dir')]);
+    const emptyDir = join(work, 'empty-dir'); // a telemetry dir with no log yet (a missing --dir is an error)
+    await mkdir(emptyDir, { recursive: true });
+    const result = await report(['--html', file, '--dir', emptyDir]);
     expect(result).toEqual({ code: 0, out: `wrote ${file} (0 runs)\n`, err: '' });
     const empty = await load(file);
     await empty.page.screenshot({ path: join(ARTIFACTS, 'report-empty.png'), fullPage: true });

@@ -7,58 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, ROOT, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { makeSandbox, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { loadJq, README_RECIPES, systemJq, type JqRaw } from './jq-recipes.js';
 
-type JqRaw = (input: string, program: string, flags: string[]) => Promise<string>;
-
-async function loadJq(): Promise<JqRaw> {
-  try {
-    const jq = await import('jq-wasm');
-    return (input, program, flags) => jq.raw(input, program, flags);
-  } catch (error) {
-    throw new Error(
-      `jq is missing: these tests run the README's jq recipes with the jq-wasm package (a devDependency). Run \`npm install\`. (${(error as Error).message})`,
-    );
-  }
-}
-
-function systemJq(): string | null {
-  try {
-    execFileSync('jq', ['--version'], { stdio: 'ignore' });
-    return 'jq';
-  } catch {
-    return null;
-  }
-}
-
-interface Recipe {
-  readonly source: string;
-  readonly line: string;
-  readonly flags: string[];
-  readonly program: string;
-}
-
-/** The jq commands in the sh code blocks of a markdown file: flags, `--arg` pairs and the single-quoted program. */
-function recipesIn(file: string, from?: string, to?: string): Recipe[] {
-  let text = readFileSync(path.join(ROOT, file), 'utf8');
-  if (from !== undefined)
-    text = text.slice(text.indexOf(from), to === undefined ? undefined : text.indexOf(to, text.indexOf(from)));
-  const recipes: Recipe[] = [];
-  for (const block of text.matchAll(/```sh\n([\s\S]*?)```/g)) {
-    for (const line of block[1]!.split('\n')) {
-      const at = line.search(/(?:^|\|\s*)jq /);
-      if (at === -1 || line.trimStart().startsWith('#')) continue;
-      const command = line.slice(line.indexOf('jq ', at) + 3);
-      const quote = command.indexOf("'");
-      const end = command.indexOf("'", quote + 1);
-      const flags = command.slice(0, quote).trim().split(/\s+/).filter(Boolean);
-      recipes.push({ source: file, line: line.trim(), flags, program: command.slice(quote + 1, end) });
-    }
-  }
-  return recipes;
-}
-
-const RECIPES = [...recipesIn('README.md', '## Reviewing runs', '## Troubleshooting'), ...recipesIn('telemetry/README.md')];
+const RECIPES = README_RECIPES;
 
 describe('the jq recipes on a log the server wrote', () => {
   let sandbox: Sandbox;

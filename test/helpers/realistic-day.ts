@@ -14,7 +14,7 @@
  *   control records (`reset_task`, `reset_circuit`, `status`).
  *
  * Records are built in the server's key order (telemetry/README.md, /work/contract.md), so the
- * report's fast path reads them as it reads a real log. Used by the report's tests
+ * report reads them as it reads a real log. Used by the report's tests
  * (test/e2e/report.e2e.test.ts also leaves the text report of this day in the OS tmp dir).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

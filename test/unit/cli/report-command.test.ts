@@ -77,11 +77,18 @@ describe('runReportCommand', () => {
     expect((await run(['-h'])).code).toBe(0);
   });
 
-  it('a missing directory is an empty report, not an error', async () => {
-    const { code, out } = await run(['--json', '--dir', join(tmp, 'none')]);
+  it('a --dir that does not exist exits 1 naming it (a typo is not a quiet day)', async () => {
+    const missing = join(tmp, 'none');
+    const { code, out, err } = await run(['--json', '--dir', BASIC_DIR, '--dir', missing]);
+    expect([code, out]).toEqual([1, '']);
+    expect(err).toBe(`report: no such directory: ${missing} (given with --dir)\n`);
+  });
+
+  it('a telemetry directory not made yet (no run so far) is an empty report', async () => {
+    const { code, out } = await run(['--json'], join(tmp, 'none'));
     expect(code).toBe(0);
     expect(JSON.parse(out).total_runs).toBe(0);
-    expect((await run(['--dir', join(tmp, 'none')])).out).toContain('No runs match.');
+    expect((await run([], join(tmp, 'none'))).out).toContain('No runs match.');
   });
 
   it('exits 1 when the logs cannot be read (a --dir that is a file)', async () => {

@@ -130,6 +130,8 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
       httpToken: undefined,
       httpAuth: 'token',
       logMaxBytes: 52_428_800,
+      logRetentionMs: 90 * 86_400_000,
+      logMaxTotalBytes: 1_073_741_824,
       busyRetries: 3,
     });
   });
@@ -142,6 +144,8 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
         OLLAMA_MCP_CONFIG: '/etc/tiers.json',
         OLLAMA_MCP_HTTP_TOKEN: 'a-long-random-secret-value',
         OLLAMA_MCP_LOG_MAX_BYTES: '2048',
+        OLLAMA_MCP_LOG_RETENTION_DAYS: '0',
+        OLLAMA_MCP_LOG_MAX_TOTAL_BYTES: '0',
         OLLAMA_MCP_BUSY_RETRIES: '0',
       }),
     ).toMatchObject({
@@ -150,6 +154,8 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
       configFile: '/etc/tiers.json',
       httpToken: 'a-long-random-secret-value',
       logMaxBytes: 2048,
+      logRetentionMs: 0,
+      logMaxTotalBytes: 0,
       busyRetries: 0,
     });
   });
@@ -161,6 +167,8 @@ describe('loadConfig: settings for long runs, tiers, HTTP and log rotation', () 
     ['OLLAMA_MCP_PROGRESS_INTERVAL_MS', '5'],
     ['OLLAMA_MCP_BUSY_RETRIES', '11'],
     ['OLLAMA_MCP_BUSY_RETRIES', '-1'],
+    ['OLLAMA_MCP_LOG_RETENTION_DAYS', '-1'],
+    ['OLLAMA_MCP_LOG_MAX_TOTAL_BYTES', '1GB'],
   ])('%s=%j is refused, naming the variable', (variable, value) => {
     expect(() => loadConfig({ [variable]: value })).toThrow(variable);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cleanStdout } from '../../../src/ollama/clean-output.js';
+import { cleanStdout, neutralizeControls, stripTerminalControls } from '../../../src/ollama/clean-output.js';
 import { errorFromStderr } from '../../../src/ollama/cli-errors.js';
 
 const SPIN = '\u001b[?2026h\u001b[?25l\u001b[1G\u280b \u001b[K\u001b[?25h\u001b[?2026l';
@@ -36,5 +36,48 @@ describe('errorFromStderr', () => {
   it('falls back to the last readable line, and null for only spinner noise', () => {
     expect(errorFromStderr('panic: runtime error\ngoroutine 1\n')).toBe('goroutine 1');
     expect(errorFromStderr(`${SPIN}\u001b[2K\u001b[1G`)).toBeNull();
+  });
+});
+
+describe('escapes planted in model output or CLI errors (nested ones included)', () => {
+  const HOSTILE = [
+    '\u001b\u001b[0m[2J', // one pass removes the inner sequence and leaves CSI 2J (clear screen)
+    '\u001b[\u001b[0m2J',
+    '\u001b\u001b\u001b\u001b\u001b\u001b[0m[0m[0m[0m[0m[2J', // deeper than the passes: the ESC left is removed alone
+    '\u001b]52;c;ZXZpbA==\u0007', // OSC 52: write the clipboard
+    '\u001b]0;owned\u001b\\', // OSC 0: set the title
+    '\u009b2J', // C1 CSI
+    'a\u0008\u0008b\u0007c\u0000d\re',
+  ];
+  const CONTROLS_BUT_TAB_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
+  it.each(HOSTILE.map((h) => [JSON.stringify(h), h]))(
+    '%s never reaches the answer, the thinking or an error text',
+    (_name, hostile) => {
+      const cleaned = cleanStdout(`Thinking...\nplan ${hostile}\n...done thinking.\n\nanswer ${hostile} end\n\n`);
+      expect(cleaned.answer).not.toMatch(CONTROLS_BUT_TAB_NEWLINE);
+      expect(cleaned.thinking).not.toMatch(CONTROLS_BUT_TAB_NEWLINE);
+      expect(cleaned.answer.startsWith('answer ')).toBe(true);
+      expect(errorFromStderr(`${SPIN}Error: bad ${hostile} thing\n`)).not.toMatch(CONTROLS_BUT_TAB_NEWLINE);
+    },
+  );
+
+  it('strips to a fixed point: cleaning again changes nothing', () => {
+    for (const hostile of HOSTILE) {
+      const once = stripTerminalControls(`x${hostile}y\tz\nw`);
+      expect(stripTerminalControls(once)).toBe(once);
+      expect(once).toContain('\tz\nw');
+    }
+    expect(stripTerminalControls('\u001b\u001b[0m[2J')).toBe('');
+  });
+
+  it('leaves an answer without control characters as it is', () => {
+    const text = `plain ${'x'.repeat(100)}\n\twith tab\n`;
+    expect(stripTerminalControls(text)).toBe(text);
+  });
+
+  it('neutralizeControls shows every control character as ?, keeping the length', () => {
+    expect(neutralizeControls('m\u001b]52;c;eA==\u0007\n\u009b')).toBe('m?]52;c;eA==???');
+    expect(neutralizeControls('llama3.2:latest')).toBe('llama3.2:latest');
   });
 });

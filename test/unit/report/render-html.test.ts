@@ -236,6 +236,7 @@ function worstCase(): RunsSummary {
     filters: { since: null, model: null, task: null, status: null },
     range: { first_ts: new Date(start).toISOString(), last_ts: new Date(start + 200 * day).toISOString() },
     files: Array.from({ length: 20 }, (_, i) => `runs-2025-01-${String(i + 1).padStart(2, '0')}-001.jsonl`),
+    files_skipped: 0,
     total_runs: 500 * 1000,
     total_ok: 500 * 700,
     total_escalations: 5000,

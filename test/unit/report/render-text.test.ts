@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
 
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 import { duration, renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
-import { BASIC_DIR, NOW } from './fixtures.js';
+import { BASIC_DIR, NOW, record, writeLog } from './fixtures.js';
 
 const basic = async () => summarizeRuns(await listRunLogFiles(BASIC_DIR), {}, { now: NOW });
 
@@ -102,6 +106,36 @@ describe('renderReportText', () => {
     expect(text.split('\n').filter((line) => line.startsWith('registry.example.com/')).length).toBeGreaterThanOrEqual(
       3 * wide.models.length,
     );
+  });
+});
+
+describe('a foreign log with escapes in its fields', () => {
+  it('prints no control character, not even in a column header made of an unknown status', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'report-hostile-'));
+    try {
+      const osc52 = '\u001b]52;c;ZXZpbA==\u0007';
+      const file = await writeLog(dir, 'runs.jsonl', [
+        record({
+          status: `crashed${osc52}\u001b[2J`,
+          model: `evil\u001b]0;owned\u0007:1b`,
+          task_id: `t\u009b2J`,
+          error: `e\u001b\u001b[0m[2J`,
+        }),
+        record({ status: 'timeout\u001b[31m', escalate: true, escalation_reason: `why\u001b[1m`, task_id: 't\u001b[K' }),
+        { v: 2, kind: 'control', ts: '2025-11-22T10:05:00.000Z', action: 'reset_task', task_id: 'x\u001b[2J', model: null },
+      ]);
+      const summary = await summarizeRuns([file], {}, { now: NOW });
+      expect(summary.models.flatMap((m) => Object.keys(m.failures)).some((kind) => kind.includes('\u001b'))).toBe(true);
+      for (const width of [200, 60]) {
+        const text = renderReportText(summary, { width });
+        expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+        expect(text).toContain('crashed?]52;c;ZXZpbA==??[2J'); // shown, not obeyed
+        const coloured = renderReportText(summary, { width, color: true });
+        expect(coloured.replace(/\u001b\[\d+m/g, '')).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

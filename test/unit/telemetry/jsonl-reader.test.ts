@@ -4,8 +4,8 @@ import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { readJsonLines } from '../../../src/telemetry/jsonl-reader.js';
-import { readAll } from './read-all.js';
+import { forEachJsonLine, type JsonObject, type SkipReason } from '../../../src/telemetry/jsonl-reader.js';
+import { readJsonLines } from '../../helpers/read-json-lines.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -15,88 +15,94 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('readJsonLines', () => {
-  it('yields nothing for a missing file, without throwing', async () => {
-    const { records, summary } = await readAll(join(dir, 'nope', 'runs.jsonl'));
-    expect(records).toEqual([]);
-    expect(summary).toEqual({ records: 0, invalid: 0, blank: 0 });
-  });
+async function read(file: string) {
+  const got = { records: [] as JsonObject[], skips: [] as SkipReason[] };
+  const counts = await forEachJsonLine(
+    file,
+    (r) => got.records.push(r),
+    (s) => got.skips.push(s),
+  );
+  return { ...got, counts };
+}
 
-  it('skips blank, garbage and non-object lines and counts them', async () => {
-    const file = join(dir, 'runs.jsonl');
-    await writeFile(
-      file,
+/** Both readers on the same bytes: forEachJsonLine, and the generator in test/helpers as the oracle. */
+async function both(content: string | Buffer) {
+  const file = join(dir, 'runs.jsonl');
+  await writeFile(file, content);
+  const { counts, ...ours } = await read(file);
+  const theirs = { records: [] as JsonObject[], skips: [] as SkipReason[] };
+  for await (const r of readJsonLines(file, { onSkip: (s) => theirs.skips.push(s.reason) })) theirs.records.push(r);
+  return { ours, theirs, counts };
+}
+
+describe('forEachJsonLine', () => {
+  it('skips blank, garbage, non-object and torn lines, for the reasons the oracle gives', async () => {
+    const { ours, theirs, counts } = await both(
       [
         '{"n":1}',
         '',
         '   \t',
-        'not json at all',
-        '[1,2,3]',
-        '"a string"',
+        'not json',
+        '[1,2]',
+        '"s"',
         '42',
         'null',
         '{"n":2}\r', // CRLF written by some editor: still a record
         '{"n":3,"ts":"2025-11-2', // torn, in the middle (a writer that died before others appended)
         '{"n":4}',
-        '',
+        '{"n":5,"torn',
       ].join('\n'),
     );
-    const { records, skipped, summary } = await readAll(file);
-    expect(records).toEqual([{ n: 1 }, { n: 2 }, { n: 4 }]);
-    expect(summary).toEqual({ records: 3, invalid: 6, blank: 2 });
-    expect(skipped.map((s) => [s.lineNumber, s.reason])).toEqual([
-      [2, 'blank'],
-      [3, 'blank'],
-      [4, 'invalid_json'],
-      [5, 'not_object'],
-      [6, 'not_object'],
-      [7, 'not_object'],
-      [8, 'not_object'],
-      [10, 'invalid_json'],
+    expect(ours).toEqual(theirs);
+    expect(ours.records).toEqual([{ n: 1 }, { n: 2 }, { n: 4 }]);
+    expect(ours.skips).toEqual([
+      'blank',
+      'blank',
+      'invalid_json',
+      'not_object',
+      'not_object',
+      'not_object',
+      'not_object',
+      'invalid_json',
+      'invalid_json',
     ]);
+    expect(counts).toEqual({ records: 3, invalid: 7, blank: 2 });
   });
 
-  it('skips a torn last line without newline, but yields a complete one', async () => {
-    const torn = join(dir, 'torn.jsonl');
-    await writeFile(torn, '{"n":1}\n{"n":2,"pad":"xxxx');
-    expect((await readAll(torn)).records).toEqual([{ n: 1 }]);
-    expect((await readAll(torn)).skipped).toEqual([{ lineNumber: 2, reason: 'invalid_json', bytes: 18 }]);
-
-    const unterminated = join(dir, 'unterminated.jsonl');
-    await writeFile(unterminated, '{"n":1}\n{"n":2}');
-    expect((await readAll(unterminated)).records).toEqual([{ n: 1 }, { n: 2 }]);
-  });
-
-  it('keeps unknown extra fields (newer writers may add fields)', async () => {
-    const file = join(dir, 'runs.jsonl');
+  it('reads a complete last line without a newline, and keeps unknown fields', async () => {
     const record = { v: 1, run_id: 'r', added_later: { nested: [1, 'two'] }, another: null };
-    await writeFile(file, `${JSON.stringify(record)}\n`);
-    expect((await readAll(file)).records).toEqual([record]);
+    const { ours, theirs } = await both(`{"n":1}\n${JSON.stringify(record)}`);
+    expect(ours).toEqual(theirs);
+    expect(ours.records).toEqual([{ n: 1 }, record]);
   });
 
-  it('reassembles lines that span stream chunks, multi-byte characters included', async () => {
-    const file = join(dir, 'big.jsonl');
-    // 64 KiB is the read stream's chunk size: these lines straddle several chunk boundaries,
-    // and the 4-byte emoji lands across some of them.
-    const records = Array.from({ length: 40 }, (_, i) => ({ i, pad: '😀é'.repeat(5_000 + i * 997) }));
-    await writeFile(file, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
-    const read = await readAll(file);
-    expect(read.summary).toEqual({ records: 40, invalid: 0, blank: 0 });
-    expect(read.records).toEqual(records);
+  it('joins lines across 1 MiB reads, multi-byte characters included', async () => {
+    const long = `{"text":"${'é€'.repeat(400_000)}"}`; // ~2 MB of UTF-8, straddling two reads
+    const lines = Array.from({ length: 3000 }, (_, i) => `{"i":${i},"s":"${'ü😀'.repeat(i % 700)}"}`);
+    const { ours, theirs } = await both([lines.slice(0, 1500).join('\n'), long, lines.slice(1500).join('\n'), ''].join('\n'));
+    expect(ours.records.length).toBe(3001);
+    expect(ours).toEqual(theirs);
+    expect((ours.records[1500] as { text: string }).text.length).toBe(800_000);
   });
 
-  it('stops reading when the consumer breaks early', async () => {
+  it('a callback that throws ends the read with its error', async () => {
     const file = join(dir, 'runs.jsonl');
-    await writeFile(file, '{"n":1}\n{"n":2}\n{"n":3}\n');
-    const seen: unknown[] = [];
-    for await (const record of readJsonLines(file)) {
-      seen.push(record);
-      if (seen.length === 2) break;
-    }
-    expect(seen).toEqual([{ n: 1 }, { n: 2 }]);
+    await writeFile(file, `{"pad":"${'p'.repeat(1000)}"}\n`.repeat(3 * 1024)); // 3 MiB: several reads
+    let seen = 0;
+    const failing = forEachJsonLine(
+      file,
+      () => {
+        seen += 1;
+        if (seen === 10) throw new Error('reader gave up');
+      },
+      () => {},
+    );
+    await expect(failing).rejects.toThrow('reader gave up');
+    expect(seen).toBe(10);
   });
 
-  it('throws on I/O errors other than a missing file', async () => {
-    await expect(readAll(dir)).rejects.toMatchObject({ code: 'EISDIR' });
+  it('reads a missing file as empty and rejects on a directory', async () => {
+    expect((await read(join(dir, 'nope', 'runs.jsonl'))).counts).toEqual({ records: 0, invalid: 0, blank: 0 });
+    await expect(read(dir)).rejects.toMatchObject({ code: 'EISDIR' });
   });
 });

@@ -1,0 +1,71 @@
+import { RUN_STATUSES } from '../policy/run-status.js';
+
+// How the report orders and writes figures, times and texts: shared by the summary, the text
+// report, the HTML page and the charts.
+
+const STATUS_ORDER = new Map<string, number>(RUN_STATUSES.map((status, index) => [status, index]));
+
+/** The README's status order (RUN_STATUSES), then unknown statuses by name. */
+export function compareStatuses(a: string, b: string): number {
+  const ia = STATUS_ORDER.get(a) ?? Infinity;
+  const ib = STATUS_ORDER.get(b) ?? Infinity;
+  if (ia !== ib) return ia < ib ? -1 : 1;
+  return compareText(a, b);
+}
+
+/** Code-unit order, as `sort` without a locale. */
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** `record[key]` for a key read from the log: only the record's own entries count. */
+export function ownCount(record: Readonly<Record<string, number>>, key: string): number {
+  return Object.hasOwn(record, key) ? (record[key] ?? 0) : 0;
+}
+
+/** `12,345`. */
+export function count(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** `76.7%`. */
+export function pct(value: number): string {
+  return `${value.toFixed(1)}%`;
+}
+
+/** `2025-11-22T10:15:30.123Z` -> `2025-11-22 10:15:30`; `-` for none. */
+export function time(iso: string | null): string {
+  if (iso === null) return '-';
+  return iso.replace('T', ' ').replace(/(\.\d+)?Z$/, '');
+}
+
+/** `13:00:30 - 13:13:30` (times only when both are on one day), or `2025-11-21 23:50:00 - 2025-11-22 00:10:00`. */
+export function span(firstIso: string | null, lastIso: string | null): string {
+  if (firstIso === null || lastIso === null) return '-';
+  const a = time(firstIso);
+  const b = time(lastIso);
+  return a.slice(0, 10) === b.slice(0, 10) ? `${a.slice(11)} - ${b.slice(11)}` : `${a} - ${b}`;
+}
+
+/** Milliseconds for people: `850ms`, `4.21s`, `2m05s`, `1h02m`. */
+export function duration(ms: number | null): string {
+  if (ms === null) return '-';
+  if (ms < 10) return `${Math.round(ms * 10) / 10}ms`;
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 10_000) return `${(ms / 1000).toFixed(2)}s`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const totalSeconds = Math.round(ms / 1000);
+  if (totalSeconds < 3600) return `${Math.floor(totalSeconds / 60)}m${String(totalSeconds % 60).padStart(2, '0')}s`;
+  const totalMinutes = Math.round(ms / 60_000);
+  return `${Math.floor(totalMinutes / 60)}h${String(totalMinutes % 60).padStart(2, '0')}m`;
+}
+
+/** At most `max` characters, the end replaced by `...` when cut. */
+export function cutText(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, Math.max(1, max - 3))}...` : text;
+}
+
+/** One line (runs of white space become one space) of at most `width` characters. */
+export function cutLine(text: string, width: number): string {
+  return cutText(text.replace(/\s+/g, ' ').trim(), width);
+}

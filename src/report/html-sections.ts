@@ -1,0 +1,281 @@
+import { count as num, duration, ownCount, time } from './format.js';
+import { html, joinHtml, lines, swatch, table, type Html } from './html.js';
+import { bucketWords, failureStatuses, type ReportCharts } from './report-charts.js';
+import type { RunsSummary } from './summary-schema.js';
+
+// The HTML report's sections after its header, one function each: attention, causes, outcomes,
+// latency, tokens, chains, timeline, escalated tasks.
+
+/** Unresolved tasks shown before the "more" fold: the causes below say the rest. */
+const ATTENTION_ROWS_OPEN = 10;
+
+export type ModelColor = (model: string) => string;
+
+export function attentionSection(s: RunsSummary, shown: RunsSummary['attention'], colorOfModel: ModelColor): Html {
+  const a = s.attention;
+  const tasks = shown.tasks;
+  const now = Date.parse(s.generated_at);
+  const circuits = shown.circuits_open.map((c) => {
+    const retry =
+      c.retry_at === null
+        ? ''
+        : Date.parse(c.retry_at) <= now
+          ? `; cooldown over at ${time(c.retry_at)} UTC: the next run probes it`
+          : `; retry at ${time(c.retry_at)} UTC`;
+    return html`<li class="bad">${swatch(colorOfModel(c.model))}Circuit <strong>${c.state === 'half_open' ? 'half-open' : 'open'}</strong>: <span class="model">${c.model}</span>${c.since === null ? '' : ` since ${time(c.since)} UTC`}, ${num(c.consecutive_failures)} failure(s) in a row${retry}${c.last_error === null ? '' : html`<br><span class="error">${c.last_error}</span>`}</li>`;
+  });
+  const head = ['task', 'model', 'reason', 'status', 'escalated (UTC)', 'escalations', 'blocked', 'last error'].map((name) =>
+    name === 'escalations' || name === 'blocked' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
+  );
+  const none = html`<span class="zero">-</span>`;
+  const rows = tasks.map((t) => [
+    html`<td class="name">${t.task_id}</td>`,
+    html`<td class="model">${swatch(colorOfModel(t.model))}${t.model}</td>`,
+    html`<td>${t.reason ?? none}</td>`,
+    html`<td class="status">${t.status}</td>`,
+    html`<td class="time">${t.escalated_at === null ? '-' : time(t.escalated_at)}</td>`,
+    html`<td class="n">${num(t.escalations)}</td>`,
+    html`<td class="n${t.blocked > 0 ? ' bad' : ' zero'}">${num(t.blocked)}</td>`,
+    html`<td class="error">${t.last_error ?? none}</td>`,
+  ]);
+  const quiet = a.circuits_open.length === 0 && a.tasks_total === 0;
+  return html`<section class="card attention${quiet ? ' quiet' : ''}" id="attention">
+<h2>Needs attention now</h2>
+<p class="note">Judged on every file read, whatever the time window (only rotated files older than the window are left unread): circuits the log last left open (not reset since), and tasks that escalated and were neither reset (<code>ollama_reset</code>) nor answered by a later run.</p>
+${quiet ? html`<p class="good">Nothing: no open circuit, no unresolved escalated task.</p>` : ''}
+${circuits.length > 0 ? html`<ul class="circuits">${circuits}</ul>` : ''}
+${a.circuits_open.length > circuits.length ? html`<p class="note">${num(a.circuits_open.length - circuits.length)} more open circuit(s): <code>report --json</code> lists them.</p>` : ''}
+${a.tasks_total > 0 ? html`<p><strong>${num(a.tasks_total)}</strong> task(s) escalated and not resolved${a.blocked_tasks > 0 ? `, ${num(a.blocked_tasks)} of them refused as blocked` : ''}.</p>` : ''}
+${tasks.length > 0 ? table('attention-table', head, rows.slice(0, ATTENTION_ROWS_OPEN)) : ''}
+${rows.length > ATTENTION_ROWS_OPEN ? html`<details><summary>${num(rows.length - ATTENTION_ROWS_OPEN)} more task(s)</summary>${table('attention-more-table', head, rows.slice(ATTENTION_ROWS_OPEN))}</details>` : ''}
+${a.tasks_total > tasks.length ? html`<p class="note">${num(a.tasks_total - tasks.length)} more: <code>report --json</code> lists them.</p>` : ''}
+</section>`;
+}
+
+export function causesSection(s: RunsSummary, causes: RunsSummary['escalation_causes'], colorOfModel: ModelColor): Html {
+  const head = ['escalations', 'tasks', 'model', 'reason', 'status', 'first - last (UTC)', 'example tasks', 'error'].map(
+    (name) => (name === 'escalations' || name === 'tasks' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`),
+  );
+  const rows = causes.map((c) => [
+    html`<td class="n warn">${num(c.escalations)}</td>`,
+    html`<td class="n">${num(c.tasks)}</td>`,
+    html`<td class="model">${swatch(colorOfModel(c.model))}${c.model}</td>`,
+    html`<td>${c.reason ?? '-'}</td>`,
+    html`<td class="status">${c.status}</td>`,
+    html`<td class="time">${c.first_ts === null ? '-' : time(c.first_ts)}<br>${c.last_ts === null ? '-' : time(c.last_ts)}</td>`,
+    html`<td class="name">${c.example_tasks.join(', ')}</td>`,
+    html`<td class="error">${c.error ?? '-'}</td>`,
+  ]);
+  return html`<section class="card" id="causes">
+<h2>Escalations by cause${causes.length > 0 ? ` (${num(causes.length)})` : ''}</h2>
+<p class="note">One row per model, escalation reason and status, not one per task. Refusals of a task already escalated (<code>blocked</code>) are not a new cause.</p>
+${causes.length === 0 ? html`<p class="note">No escalation in this selection.</p>` : table('causes-table', head, rows)}
+${s.escalation_causes.length > causes.length ? html`<p class="note">${num(s.escalation_causes.length - causes.length)} more cause(s) with fewer escalations: <code>report --json</code> lists them.</p>` : ''}
+${s.escalation_causes_truncated ? html`<p class="note">More than 200 causes: the rest are not listed.</p>` : ''}
+</section>`;
+}
+
+export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor, tableModels: number): Html {
+  const withTokens = s.models.filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0);
+  const chart = charts.tokens;
+  const head = [
+    'model',
+    'runs with usage',
+    'output tok/s p50',
+    'prompt tokens p95',
+    'tokens in',
+    'tokens out',
+    'cold loads',
+    'maybe truncated',
+  ].map((name, i) => (i === 0 ? html`<th>${name}</th>` : html`<th class="n">${name}</th>`));
+  const rows = withTokens
+    .slice(0, tableModels)
+    .map((m) => [
+      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
+      html`<td class="n">${num(m.tokens.runs)}</td>`,
+      html`<td class="n">${m.tokens.output_tps_p50 === null ? '-' : m.tokens.output_tps_p50.toFixed(1)}</td>`,
+      html`<td class="n">${m.tokens.prompt_tokens_p95 === null ? '-' : num(m.tokens.prompt_tokens_p95)}</td>`,
+      html`<td class="n">${num(m.tokens.prompt_tokens)}</td>`,
+      html`<td class="n">${num(m.tokens.output_tokens)}</td>`,
+      html`<td class="n${m.tokens.cold_loads > 0 ? ' warn' : ' zero'}">${num(m.tokens.cold_loads)}</td>`,
+      html`<td class="n${m.tokens.may_be_truncated > 0 ? ' bad' : ' zero'}">${num(m.tokens.may_be_truncated)}</td>`,
+    ]);
+  const body =
+    chart === null
+      ? html`<p class="empty" data-chart-empty="tokens">No run reported token usage (lines written before schema v2 have none).</p>`
+      : html`<div class="pair">
+<div class="chart" style="height:${Math.max(180, 80 + 30 * chart.labels.length)}px"><canvas data-chart="tokens" role="img" aria-label="Bar chart: median output tokens per second, per model"></canvas></div>
+<div class="chart" style="height:${Math.max(180, 80 + 30 * chart.labels.length)}px"><canvas data-chart="prompt_tokens" role="img" aria-label="Bar chart: 95th percentile of prompt tokens, per model"></canvas></div>
+</div>`;
+  return html`<section class="card" id="tokens">
+<h2>Tokens per model</h2>
+<p class="note">From each run's <code>usage</code>. A cold load is a run whose <code>load_ms</code> was over 1 s (the model was loaded first). <em>Maybe truncated</em>: runs warned <code>prompt_may_be_truncated</code> (the prompt filled the context; raise <code>num_ctx</code> or <code>OLLAMA_CONTEXT_LENGTH</code>).</p>
+${body}
+${withTokens.length > 0 ? table('tokens-table', head, rows) : ''}
+</section>`;
+}
+
+export function chainsSection(s: RunsSummary, colorOfModel: ModelColor, tableModels: number): Html {
+  const c = s.chains;
+  const absorbed = s.models.reduce((sum, m) => sum + m.absorbed.fell_through, 0);
+  const head = ['first model', 'calls', 'fell through', 'answered by (calls, ok)'].map((name) =>
+    name === 'calls' || name === 'fell through' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
+  );
+  const rows = c.rows.slice(0, tableModels).map((row) => [
+    html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
+    html`<td class="n">${num(row.calls)}</td>`,
+    html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${((row.fell_through / Math.max(1, row.calls)) * 100).toFixed(1)}%)</td>`,
+    html`<td>${
+      row.to.length === 0
+        ? '-'
+        : joinHtml(
+            row.to.map((to) => html`${swatch(colorOfModel(to.model))}${to.model}: ${num(to.calls)}, ${num(to.ok)} ok`),
+            '; ',
+          )
+    }</td>`,
+  ]);
+  return html`<section class="card" id="chains">
+<h2>Fallback chains and busy retries</h2>
+<p class="note">What the server absorbed without the caller seeing a failure: <strong>${num(c.busy_retries)}</strong> busy retr${c.busy_retries === 1 ? 'y' : 'ies'} (<code>server_busy</code> / <code>rate_limited</code> tried again)${c.busy_gave_up > 0 ? `, ${num(c.busy_gave_up)} call(s) still ended busy` : ''}; <strong>${num(absorbed)}</strong> fall-through(s) to the next model of a chain. These lines are not counted as the caller's failures.</p>
+${c.calls === 0 ? html`<p class="note">No call used a fallback chain.</p>` : table('chains-table', head, rows)}
+</section>`;
+}
+
+export function outcomesSection(
+  s: RunsSummary,
+  charts: ReportCharts,
+  colorOf: (status: string) => string,
+  colorOfModel: ModelColor,
+  tableModels: number,
+): Html {
+  const chart = charts.outcomes!;
+  const statuses = failureStatuses(s);
+  const height = Math.max(200, 110 + 34 * chart.labels.length);
+  const shown =
+    chart.models_total > chart.labels.length
+      ? html`<p class="note">The chart shows the ${chart.labels.length} models with the most runs of ${num(chart.models_total)}.</p>`
+      : '';
+  const head = [
+    html`<th>model</th>`,
+    html`<th class="n">runs</th>`,
+    html`<th class="n">${swatch(colorOf('ok'))}ok</th>`,
+    html`<th class="n">ok %</th>`,
+    // Status names break at their underscores, so a day with many kinds of failure still fits the card.
+    ...statuses.map((st) => html`<th class="n st">${swatch(colorOf(st))}${joinHtml(st.split('_'), '_<wbr>')}</th>`),
+    html`<th class="n">escalations</th>`,
+    html`<th class="n">circuit openings</th>`,
+  ];
+  const rows = s.models
+    .slice(0, tableModels)
+    .map((m) => [
+      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
+      html`<td class="n">${num(m.runs)}</td>`,
+      html`<td class="n">${num(m.ok)}</td>`,
+      html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
+      ...statuses.map(
+        (st) => html`<td class="n${ownCount(m.failures, st) > 0 ? ' bad' : ' zero'}">${num(ownCount(m.failures, st))}</td>`,
+      ),
+      html`<td class="n${m.escalations > 0 ? ' warn' : ' zero'}">${num(m.escalations)}</td>`,
+      html`<td class="n${m.circuit_openings > 0 ? ' warn' : ' zero'}">${num(m.circuit_openings)}</td>`,
+    ]);
+  return html`<section class="card" id="outcomes">
+<h2>Outcomes per model</h2>
+<p class="note">Every run counts, rejected ones (<code>circuit_open</code>, <code>invalid_input</code>, ...) included. One colour per status, the same in the table.</p>
+<div class="chart" style="height:${height}px"><canvas data-chart="outcomes" role="img" aria-label="Stacked bar chart: runs per model by outcome status"></canvas></div>
+${shown}
+${table('outcomes-table', head, rows)}
+${tableNote(s.models.length, tableModels)}
+</section>`;
+}
+
+export function latencySection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor, tableModels: number): Html {
+  const chart = charts.latency;
+  const spawned = s.models.filter((m) => m.spawned > 0);
+  const body =
+    chart === null
+      ? html`<p class="empty" data-chart-empty="latency">No selected run spawned a process (all were rejected before starting), so there are no durations to chart.</p>`
+      : html`<div class="chart" style="height:360px"><canvas data-chart="latency" role="img" aria-label="Grouped bar chart: spawned runs per duration bucket, one series per model"></canvas></div>
+${chart.models_total > chart.series.length ? html`<p class="note">The chart shows the ${chart.series.length} models with the most runs of ${num(chart.models_total)}.</p>` : ''}`;
+  const head = ['model', 'answers', 'p50', 'p95', 'max', 'queue p50', 'failed attempts', 'time lost'].map((name, i) =>
+    i === 0 ? html`<th>${name}</th>` : html`<th class="n">${name}</th>`,
+  );
+  const rows = spawned
+    .slice(0, tableModels)
+    .map((m) => [
+      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
+      html`<td class="n">${num(m.ok)}</td>`,
+      html`<td class="n">${duration(m.ok_duration_ms.p50)}</td>`,
+      html`<td class="n">${duration(m.ok_duration_ms.p95)}</td>`,
+      html`<td class="n">${duration(m.ok_duration_ms.max)}</td>`,
+      html`<td class="n">${duration(m.queue_ms.p50)}</td>`,
+      html`<td class="n${m.lost_attempts > 0 ? ' bad' : ' zero'}">${num(m.lost_attempts)}</td>`,
+      html`<td class="n${m.lost_ms > 0 ? ' bad' : ' zero'}">${m.lost_attempts === 0 ? '-' : duration(m.lost_ms)}</td>`,
+    ]);
+  return html`<section class="card" id="latency">
+<h2>Latency per model</h2>
+<p class="note">The chart: runs that spawned a process (<code>duration_ms &gt; 0</code>), by duration from spawn to exit. The table: p50, p95 and max of the runs that <strong>answered</strong> (status ok; within 1%), so killed runs do not pass for slow answers; the time lost to failed attempts (absorbed retries included) beside it. Queue p50 is the time waiting for a slot.</p>
+${body}
+${spawned.length > 0 ? table('latency-table', head, rows) : ''}
+${tableNote(spawned.length, tableModels)}
+</section>`;
+}
+
+export function timelineSection(s: RunsSummary, charts: ReportCharts): Html {
+  const chart = charts.timeline;
+  const t = s.timeline;
+  const counts = { escalation: 0, circuit_opening: 0 };
+  for (const e of t.events) counts[e.kind] += 1;
+  const notes: string[] = [];
+  if (t.events_truncated) notes.push(`Only the ${num(t.events.length)} most recent events are marked.`);
+  const body =
+    chart === null
+      ? html`<p class="empty" data-chart-empty="timeline">No selected run has a readable time (<code>ts</code>), so there is no timeline.</p>`
+      : html`<div class="chart" style="height:380px"><canvas data-chart="timeline" role="img" aria-label="Stacked bar chart of ok and failed runs per time bucket, with markers for escalations and circuit openings"></canvas></div>`;
+  return html`<section class="card" id="timeline">
+<h2>Runs over time</h2>
+<p class="note">${num(t.buckets.length)} bucket${t.buckets.length === 1 ? '' : 's'} of ${bucketWords(t.bucket)}; ${num(counts.escalation)} escalation${counts.escalation === 1 ? '' : 's'} and ${num(counts.circuit_opening)} circuit opening${counts.circuit_opening === 1 ? '' : 's'}, marked on one row, one marker per ${slotWords(chart?.marker_slot_ms ?? 0)} that holds any (<span class="mark open">&#9670;</span> when it holds a circuit opening, else <span class="mark esc">&#9650;</span>). Hover a marker for the time, model, task and reason of each.</p>
+${body}
+${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
+</section>`;
+}
+
+export function escalatedSection(
+  s: RunsSummary,
+  tasks: RunsSummary['escalated_tasks'],
+  omitted: number,
+  colorOf: (status: string) => string,
+): Html {
+  const notes: Html[] = [];
+  if (omitted > 0) notes.push(html`${num(omitted)} more escalated task(s) not listed here: <code>report --json</code> has them.`);
+  if (s.escalated_tasks_truncated) notes.push(html`Only the 1000 most recently active escalated tasks were kept.`);
+  const head = ['task', 'model', 'attempts', 'last status', 'reason', 'last error', 'last time (UTC)'].map((name) =>
+    name === 'attempts' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
+  );
+  const none = html`<span class="zero">-</span>`;
+  const rows = tasks.map((t) => [
+    html`<td class="name">${t.task_id}</td>`,
+    html`<td class="name">${t.model}</td>`,
+    html`<td class="n">${num(t.attempts)}</td>`,
+    html`<td class="status">${swatch(colorOf(t.last_status))}${t.last_status}</td>`,
+    html`<td>${t.escalation_reason ?? none}</td>`,
+    html`<td class="error">${t.last_error ?? none}</td>`,
+    html`<td class="time">${t.last_ts === null ? '-' : time(t.last_ts)}</td>`,
+  ]);
+  return html`<section class="card" id="escalated">
+<h2>Escalated tasks${tasks.length > 0 ? ` (${num(s.escalated_tasks.length)}, most recent first)` : ''}</h2>
+${tasks.length === 0 ? html`<p class="note">No task escalated in this selection.</p>` : html`<details><summary>One row per task (the causes above group them)</summary>${table('escalated-table', head, rows)}</details>`}
+${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
+</section>`;
+}
+
+function tableNote(total: number, max: number): Html | '' {
+  if (total <= max) return '';
+  return html`<p class="note">The table lists the ${num(max)} models with the most runs of ${num(total)}; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.</p>`;
+}
+
+/** `10 minutes`, `1 hour`. */
+function slotWords(ms: number): string {
+  const minutes = Math.round(ms / 60_000);
+  if (minutes % 60 === 0 && minutes > 0) return `${minutes / 60} hour${minutes === 60 ? '' : 's'}`;
+  return `${minutes} minute${minutes === 1 ? '' : 's'}`;
+}

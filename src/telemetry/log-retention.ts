@@ -1,0 +1,138 @@
+import { open, stat, unlink } from 'node:fs/promises';
+
+import { listRunLogFiles } from './log-files.js';
+
+// Imports only node: builtins and src/telemetry/ on purpose: the multi-process rotation test
+// transpiles this folder alone and runs it in plain `node` children.
+
+/** How long the run log's files are kept, and how much of them. */
+export interface RetentionPolicy {
+  /** A rotated file whose newest record is older than this is deleted. `0` keeps files whatever their age. */
+  readonly maxAgeMs: number;
+  /** While the log's files together hold more bytes than this, the oldest rotated one is deleted. `0`: no limit. */
+  readonly maxTotalBytes: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/** 90 days and 1 GiB, as `OLLAMA_MCP_LOG_RETENTION_DAYS` and `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`. */
+export const DEFAULT_RETENTION: RetentionPolicy = { maxAgeMs: 90 * DAY_MS, maxTotalBytes: 1_073_741_824 };
+
+/**
+ * The newest files are never deleted: the last one is the active file, and a process may still
+ * append to the one before it for a second after another process moved on.
+ */
+const KEEP_NEWEST = 2;
+/** Nor is a file written within the last minute: a process that was slow to notice a new file may still be on it. */
+const QUIET_MS = 60_000;
+/** The tail read to find a file's last record: far more than a record holds without prompt logging. */
+const TAIL_BYTES = 64 * 1024;
+
+/**
+ * Whether every record of a log file is older than `timeMs`: its last write (mtime) and its last
+ * record's `ts` both come before it. Reads only the file's tail, never the whole file. A file that
+ * does not exist holds no record, so it is "older". When the tail holds no readable `ts` (one huge
+ * last line, a torn tail), the mtime decides alone.
+ */
+export async function isOlderThan(file: string, timeMs: number): Promise<boolean> {
+  let info;
+  try {
+    info = await stat(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    throw error;
+  }
+  if (!(info.mtimeMs < timeMs)) return false;
+  const lastTs = await lastRecordTime(file, info.size);
+  return !(lastTs >= timeMs);
+}
+
+/** Epoch milliseconds of the `ts` of the last record in the file's tail that has one, or NaN. */
+async function lastRecordTime(file: string, size: number): Promise<number> {
+  const length = Math.min(size, TAIL_BYTES);
+  const buffer = Buffer.alloc(length);
+  let handle;
+  try {
+    handle = await open(file, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return Number.NaN; // deleted meanwhile
+    throw error;
+  }
+  try {
+    await handle.read(buffer, 0, length, size - length);
+  } finally {
+    await handle.close();
+  }
+  // The first line of the tail may be cut: it is the last one tried, and one that does not parse is skipped.
+  const lines = buffer.toString('utf8').split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const ts = tsOf(lines[i]!);
+    if (!Number.isNaN(ts)) return ts;
+  }
+  return Number.NaN;
+}
+
+function tsOf(line: string): number {
+  try {
+    const record: unknown = JSON.parse(line);
+    const ts = typeof record === 'object' && record !== null ? (record as { ts?: unknown }).ts : undefined;
+    return typeof ts === 'string' ? Date.parse(ts) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** What {@link pruneRunLog} did. */
+export interface PruneResult {
+  /** Files deleted, oldest first. */
+  readonly deleted: readonly string[];
+  /** Files that could not be deleted (e.g. open on Windows, permissions), to try again next time. */
+  readonly failed: readonly { readonly file: string; readonly error: unknown }[];
+}
+
+/**
+ * Deletes the run log's rotated files that `policy` no longer keeps, oldest first: a file whose
+ * records are all older than `maxAgeMs` (see {@link isOlderThan}), and the oldest files while all
+ * of them together pass `maxTotalBytes`. The two newest files and any file written within the
+ * last minute are never deleted, so no file a process appends to is. A reader that has a deleted file open keeps reading it (POSIX unlink);
+ * a reader that listed it and opens it afterwards finds it missing, which readers take as empty.
+ * Several processes may prune at once: a file another one deleted first is simply gone.
+ */
+export async function pruneRunLog(dir: string, policy: RetentionPolicy, now: Date): Promise<PruneResult> {
+  const files = await listRunLogFiles(dir);
+  const candidates = files.slice(0, Math.max(0, files.length - KEEP_NEWEST));
+  const deleted: string[] = [];
+  const failed: { file: string; error: unknown }[] = [];
+  if (candidates.length === 0) return { deleted, failed };
+  const sizes = await Promise.all(files.map(sizeOf));
+  let total = sizes.reduce((sum, size) => sum + size, 0);
+  for (const [i, file] of candidates.entries()) {
+    if (!(await pastRetention(file, total, policy, now))) continue;
+    try {
+      await unlink(file);
+      deleted.push(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+        failed.push({ file, error });
+        continue;
+      }
+    }
+    total -= sizes[i]!;
+  }
+  return { deleted, failed };
+}
+
+/** Whether a rotated file goes: quiet for a minute, and the log too big or the file too old. */
+async function pastRetention(file: string, totalBytes: number, policy: RetentionPolicy, now: Date): Promise<boolean> {
+  if (!(await isOlderThan(file, now.getTime() - QUIET_MS))) return false;
+  if (policy.maxTotalBytes > 0 && totalBytes > policy.maxTotalBytes) return true;
+  return policy.maxAgeMs > 0 && (await isOlderThan(file, now.getTime() - policy.maxAgeMs));
+}
+
+async function sizeOf(file: string): Promise<number> {
+  try {
+    return (await stat(file)).size;
+  } catch {
+    return 0; // gone meanwhile
+  }
+}
