@@ -306,3 +306,48 @@ describe('StateStore under faults', () => {
     expect(problems.join('\n')).toContain(`${file} is not a regular file`);
   });
 });
+
+describe('StateStore: a damaged state.json keeps what is valid', () => {
+  let dir: string;
+  let file: string;
+  let warnings: string[];
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'state-store-repair-'));
+    file = path.join(dir, 'state.json');
+    warnings = [];
+  });
+  const open = () => new StateStore(file, { onWarning: (m) => warnings.push(m) });
+  const open5 = { state: 'open', consecutiveFailures: 5, openedAt: 1_000, retryAt: 61_000 } as const;
+  const asides = () => readdirSync(dir).filter((name) => name.startsWith('state.json.corrupt-'));
+
+  it('one wrong-typed top-level field (prunedAt: "x") loses no circuit: the field is repaired, a copy kept, one warning', async () => {
+    const original = JSON.stringify({
+      version: 1,
+      breakers: { 'm:latest': open5, 'n:latest': { state: 'closed', consecutiveFailures: 2 } },
+      prunedAt: 'x',
+    });
+    writeFileSync(file, original);
+    const store = open();
+    expect((await store.snapshot()).breakers['m:latest']).toEqual(open5);
+    expect((await store.snapshot()).breakers['n:latest']).toEqual({ state: 'closed', consecutiveFailures: 2 });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/prunedAt/);
+
+    await store.transact([], () => undefined);
+    const repaired = JSON.parse(readFileSync(file, 'utf8'));
+    expect(repaired.breakers['m:latest']).toEqual(open5);
+    expect(repaired.prunedAt).toBe(0);
+    expect(asides().map((name) => readFileSync(path.join(dir, name), 'utf8'))).toEqual([original]);
+  });
+
+  it('says what is wrong with a file once per version of it, not on every read', async () => {
+    writeFileSync(file, '{"version":1,"breakers":');
+    const store = open();
+    for (let i = 0; i < 3; i += 1) await store.snapshot();
+    expect(warnings).toHaveLength(1);
+    writeFileSync(file, '{"version":1,"breakers":{"m":{"state":"weird"}},"prunedAt":0}');
+    for (let i = 0; i < 3; i += 1) await store.snapshot();
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toContain('circuit "m"');
+  });
+});
