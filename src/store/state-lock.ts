@@ -60,29 +60,27 @@ export class StateLock {
   /** Take the lock, waiting while another process has it. @throws StateStoreError (step `lock`) */
   async acquire(): Promise<ReleaseLock> {
     const started = this.#monotonic();
-    let holder = 'another process';
+    let heldBy = 'another process';
     for (let attempt = 1; ; attempt += 1) {
       let failure: NodeJS.ErrnoException | undefined;
+      let retryNow = false;
       try {
         const token = await this.#tryCreate();
         if (token !== null) return () => this.#release(token);
         const judged = await this.#judgeHolder();
-        if (judged === 'free') continue;
-        holder = judged;
+        if (judged === 'free') retryNow = true;
+        else heldBy = judged;
       } catch (error) {
         failure = error as NodeJS.ErrnoException;
       }
       const elapsedMs = this.#monotonic() - started;
-      const next = nextLockAttempt(
-        { code: failure ? failure.code : CONTENDED, attempt, elapsedMs },
-        this.#options.maxWaitMs,
-        Math.random(),
-      );
+      const code = failure ? failure.code : CONTENDED;
+      const next = nextLockAttempt({ code, attempt, elapsedMs }, this.#options.maxWaitMs, Math.random());
       if (next === 'give_up') {
-        const why = failure?.message ?? `${this.path} is held by ${holder} (waited ${Math.round(elapsedMs)} ms)`;
+        const why = failure?.message ?? `${this.path} is held by ${heldBy} (waited ${Math.round(elapsedMs)} ms)`;
         throw new StateStoreError(`cannot lock ${this.#options.guards}: ${why}`, { step: 'lock', cause: failure });
       }
-      await delay(next.retryInMs);
+      if (!retryNow) await delay(next.retryInMs);
     }
   }
 

@@ -83,12 +83,13 @@ function shortJson(value: unknown): string {
  * Validate `state.json`, keeping every valid part: a malformed circuit is dropped on its own (one
  * bad entry does not cost every other model its circuit), a top-level field of the wrong type is
  * set back to its default. Throws UnusableDocumentError for a document that is not an object or
- * not version 1.
+ * of another version.
  */
 export function parseMainFile(json: unknown): Parsed<MainFile> {
   if (!isRecord(json)) throw new UnusableDocumentError('not a JSON object');
-  if (json.version !== 1) throw new UnusableDocumentError(`version ${JSON.stringify(json.version)} is not 1`);
-  const reset: string[] = [];
+  // Another version number is another format; a missing or mistyped one is only a damaged field.
+  if (typeof json.version === 'number' && json.version !== 1) throw new UnusableDocumentError(`version ${json.version} is not 1`);
+  const reset: string[] = json.version === 1 ? [] : [`version (was ${shortJson(json.version)})`];
   const timeOf = (field: 'prunedAt' | 'prunedAsOf'): number => {
     if (json[field] === undefined) return 0;
     if (time.safeParse(json[field]).success) return json[field] as number;

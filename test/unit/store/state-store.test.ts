@@ -340,6 +340,17 @@ describe('StateStore: a damaged state.json keeps what is valid', () => {
     expect(asides().map((name) => readFileSync(path.join(dir, name), 'utf8'))).toEqual([original]);
   });
 
+  it('a missing or mistyped version is repaired too; another version number is another format, set aside whole', async () => {
+    writeFileSync(file, JSON.stringify({ breakers: { 'm:latest': open5 }, prunedAt: 0 }));
+    expect((await open().snapshot()).breakers['m:latest']).toEqual(open5);
+    writeFileSync(file, JSON.stringify({ version: 2, breakers: { 'm:latest': open5 } }));
+    const store = open();
+    expect((await store.snapshot()).breakers['m:latest']).toBeUndefined();
+    await store.transact([], () => undefined);
+    expect(asides()).toHaveLength(1);
+    expect(warnings.join('\n')).toMatch(/version 2 is not 1/);
+  });
+
   it('says what is wrong with a file once per version of it, not on every read', async () => {
     writeFileSync(file, '{"version":1,"breakers":');
     const store = open();
