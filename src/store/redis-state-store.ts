@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, createClient, TimeoutError } from '@redis/client';
+import { createClient } from '@redis/client';
+import { describeRedisError, isOffline } from './redis-errors.js';
 import type { DescribedStateBackend, StateBackendStatus } from './state-backend.js';
 import { ESCALATED_AGE_FACTOR, NEVER_PRUNE } from '../policy/task-ledger.js';
 import { dict, mainFileJson, parseMainFile, parseShardFile, type StateData } from './state-schema.js';
@@ -388,20 +389,4 @@ export class RedisStateStore implements DescribedStateBackend {
     this.#everReady = true;
     this.#connectionError = null;
   }
-}
-
-function isOffline(error: unknown): boolean {
-  return error instanceof ClientOfflineError || error instanceof ClientClosedError;
-}
-
-/** A one-line reason from the client's errors (which may be AggregateErrors without a message). */
-function describeRedisError(error: unknown, timeoutMs: number): string {
-  if (error instanceof AggregateError && error.errors.length > 0) return describeRedisError(error.errors[0], timeoutMs);
-  if (error instanceof ClientClosedError) return 'the client is closed';
-  if (error instanceof ClientOfflineError) return 'not connected (reconnecting)';
-  if (error instanceof TimeoutError) return `no answer within ${timeoutMs} ms`;
-  if (error instanceof ConnectionTimeoutError) return 'the connection timed out';
-  const { code, message, name } = error as NodeJS.ErrnoException;
-  const text = message || name || String(error);
-  return code && !text.includes(code) ? `${code}: ${text}` : text;
 }
