@@ -8,8 +8,12 @@ const PERMANENT_FS_ERRORS: ReadonlySet<string> = new Set(['EROFS', 'EACCES', 'EP
 export const CONTENDED = 'EEXIST';
 /** Other errors (EMFILE, EBUSY, ENOENT while a dir is recreated) get a few quick retries. */
 const TRANSIENT_ATTEMPTS = 5;
-/** Waits for a contended lock grow from 0.5 ms (a holder keeps it a few ms) to this, jittered. */
-const MAX_BACKOFF_MS = 16;
+/**
+ * Waits for a contended lock grow from 0.5 ms to this, jittered: a holder keeps the lock a few ms,
+ * and a process with transactions queued takes it again at once, so a waiter that polled less
+ * often would seldom find it free.
+ */
+const MAX_BACKOFF_MS = 4;
 
 export interface LockAttemptFailure {
   /** errno-style code of the failed attempt, if any. */

@@ -31,6 +31,9 @@ interface LockHolder extends Holder {
 /** Frees the lock. */
 export type ReleaseLock = () => Promise<void>;
 
+/** While waiting, the holder is judged at the first attempt, then at most this often (it reads /proc). */
+const JUDGE_EVERY_MS = 100;
+
 /**
  * The state's cross-process lock: the file `<state>.lock`, created exclusively (`wx`: exactly one
  * process succeeds) with its holder written in it (pid, start time, host, boot, pid namespace),
@@ -61,15 +64,19 @@ export class StateLock {
   async acquire(): Promise<ReleaseLock> {
     const started = this.#monotonic();
     let heldBy = 'another process';
+    let judgedAt = started;
     for (let attempt = 1; ; attempt += 1) {
       let failure: NodeJS.ErrnoException | undefined;
       let retryNow = false;
       try {
         const token = await this.#tryCreate();
         if (token !== null) return () => this.#release(token);
-        const judged = await this.#judgeHolder();
-        if (judged === 'free') retryNow = true;
-        else heldBy = judged;
+        if (attempt === 1 || this.#monotonic() - judgedAt >= JUDGE_EVERY_MS) {
+          judgedAt = this.#monotonic();
+          const judged = await this.#judgeHolder();
+          if (judged === 'free') retryNow = true;
+          else heldBy = judged;
+        }
       } catch (error) {
         failure = error as NodeJS.ErrnoException;
       }

@@ -19,7 +19,7 @@ describe('nextLockAttempt', () => {
     expect(high.retryInMs).toBe(3 * low.retryInMs);
     const late = nextLockAttempt({ code: CONTENDED, attempt: 40, elapsedMs: 300 }, MAX_WAIT, 1) as { retryInMs: number };
     expect(late.retryInMs).toBeGreaterThan(high.retryInMs);
-    expect(late.retryInMs).toBeLessThanOrEqual(16 * 1.5);
+    expect(late.retryInMs).toBeLessThanOrEqual(4 * 1.5);
   });
 
   it('stops waiting for a contended lock at the bound', () => {
