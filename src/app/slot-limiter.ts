@@ -1,8 +1,3 @@
-import { SlotAbortedError } from '../store/slot-aborted-error.js';
-
-// The one error of a slot request given up, whichever queue it waited in (the shared slots' too).
-export { SlotAbortedError };
-
 /** Frees a slot taken from a SlotLimiter. Calling it twice is harmless. */
 export type ReleaseSlot = () => void;
 
@@ -14,6 +9,15 @@ interface Waiter {
 export interface SlotRequest {
   readonly granted: Promise<ReleaseSlot>;
   position(): number;
+}
+
+/** Thrown (as the `granted` rejection) when a waiting request is aborted before it got a slot. */
+export class SlotAbortedError extends Error {
+  readonly kind = 'slot_aborted';
+  constructor() {
+    super('aborted while waiting for a concurrency slot');
+    this.name = 'SlotAbortedError';
+  }
 }
 
 /**

@@ -24,16 +24,18 @@ function ledger(env: Record<string, string> = {}) {
   let now = Date.UTC(2026, 10, 1);
   const l = new AttemptLedger({ store, clock: () => now, config, warn: () => {} });
   let n = 0;
-  const attempt = (taskId?: string, extra: Partial<LedgerAttempt> = {}): LedgerAttempt => ({
-    runId: `run-${(n += 1)}`,
-    modelKey: 'm:latest',
-    request: { model: 'm', prompt: 'x', ...(taskId ? { taskId } : {}) },
-    maxRetries: 2,
-    timeoutMs: 1_000,
-    breaker: { threshold: 2, cooldownMs: MINUTE },
-    note: () => {},
-    ...extra,
-  });
+  const attempt = (taskId?: string, extra: Partial<LedgerAttempt> = {}): LedgerAttempt =>
+    ({
+      runId: `run-${(n += 1)}`,
+      modelKey: 'm:latest',
+      request: { model: 'm', prompt: 'x', ...(taskId ? { taskId } : {}) },
+      maxRetries: 2,
+      timeoutMs: 1_000,
+      startTimeoutMs: 0, // where the ledger counts a wait for the first byte in a probe's lease: none here
+      breaker: { threshold: 2, cooldownMs: MINUTE },
+      note: () => {},
+      ...extra,
+    }) as LedgerAttempt;
   const tasks = async () => Object.keys((await store.snapshot('all')).tasks).sort();
   return { l, store, attempt, tasks, step: (ms: number) => void (now += ms), now: () => now };
 }
