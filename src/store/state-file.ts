@@ -35,7 +35,7 @@ export class StateFile<T> {
   readonly #options: StateFileOptions<T>;
   /** `db.data` as `read` left it, serialised: `save` writes only when it changed. */
   #readText = '';
-  /** The version of the file (a hash of its text) that `peek` last warned about. */
+  /** The version of the file (a hash of its text) last warned about. */
   #warnedVersion: string | null = null;
 
   constructor(path: string, options: StateFileOptions<T>) {
