@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isStateStoreError, shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state-store.js';
 import type { TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
 
@@ -32,6 +32,7 @@ describe('StateStore', () => {
     file = path.join(dir, 'state.json');
     warnings = [];
   });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
   const open = () => new StateStore(file, { onWarning: (m) => warnings.push(m) });
 
   it('starts empty when there is no file, and persists transactions for a new instance (a restart)', async () => {
@@ -183,6 +184,7 @@ describe('StateStore under faults', () => {
     file = path.join(dir, 'state.json');
     warnings = [];
   });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
   const open = () => new StateStore(file, { onWarning: (m) => warnings.push(m) });
   const shardFile = (taskId: string) => path.join(dir, 'state.tasks', `${shardOf(taskId).toString(16).padStart(2, '0')}.json`);
   const asideOf = (target: string) =>
@@ -316,6 +318,7 @@ describe('StateStore: a damaged state.json keeps what is valid', () => {
     file = path.join(dir, 'state.json');
     warnings = [];
   });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
   const open = () => new StateStore(file, { onWarning: (m) => warnings.push(m) });
   const open5 = { state: 'open', consecutiveFailures: 5, openedAt: 1_000, retryAt: 61_000 } as const;
   const asides = () => readdirSync(dir).filter((name) => name.startsWith('state.json.corrupt-'));
