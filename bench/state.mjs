@@ -1,24 +1,16 @@
-// Benchmark 3: the per-run ledger/breaker transaction with 10,000 tasks recorded.
+// Benchmark 3: the per-run ledger/breaker transaction with 10,000 tasks recorded, and that every
+// task survives a second process hammering the same files.
+// Standalone: `npm run build && node bench/state.mjs` (prints these figures only).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { open, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
 import { StateStore } from '../dist/store/state-store.js';
-import { BENCH_DIR, makeTempDir, removeTempDir, summarize } from './lib.mjs';
+import { BENCH_DIR, makeTempDir, ms, removeTempDir, summarize } from './lib.mjs';
 import { MODELS, applyRun, seedEntry } from './state-tx.mjs';
 
 /**
@@ -33,6 +25,15 @@ export async function measureState({ tasks, transactions, warmup }) {
   const randomTask = () => `task-${Math.floor(Math.random() * tasks)}`;
   let runNo = 0;
   const tx = (s, taskId) => s.transact([taskId], (state) => applyRun(state, taskId, `bench-${runNo++}`));
+  const timed = async (count, fn) => {
+    const samples = [];
+    for (let i = 0; i < count; i += 1) {
+      const t0 = performance.now();
+      await fn();
+      samples.push(performance.now() - t0);
+    }
+    return summarize(samples);
+  };
   let hammer = null;
 
   try {
@@ -47,46 +48,15 @@ export async function measureState({ tasks, transactions, warmup }) {
     const seedMs = performance.now() - seedStart;
     const shardDir = path.join(dir, 'state.tasks');
     const shardFiles = existsSync(shardDir) ? readdirSync(shardDir).map((f) => path.join(shardDir, f)) : [];
-    const mainFiles = existsSync(file) ? [file] : [];
-    const ledgerBytes = [...mainFiles, ...shardFiles].reduce((sum, f) => sum + statSync(f).size, 0);
+    const ledgerBytes = [file, ...shardFiles].reduce((sum, f) => sum + statSync(f).size, 0);
 
-    // Warm: the server's own long-lived store (its caches hold what it last wrote). The floor runs
-    // in blocks alternating with the warm ones, so slow drifts of the machine hit both alike; not
-    // step by step, because each floor rename sets off writeback that the next store write would meet.
-    const floor = makeFloor(dir, shardFiles.length > 0 ? shardFiles : mainFiles);
-    for (let i = 0; i < warmup; i += 1) {
-      await tx(store, randomTask());
-      floor.step();
-    }
-    const warmSamples = [];
-    const floorSamples = [];
-    const BLOCK = 25;
-    for (let done = 0; done < transactions; done += BLOCK) {
-      const count = Math.min(BLOCK, transactions - done);
-      for (let i = 0; i < count; i += 1) {
-        const taskId = randomTask();
-        const t0 = performance.now();
-        await tx(store, taskId);
-        warmSamples.push(performance.now() - t0);
-      }
-      for (let i = 0; i < count; i += 1) floorSamples.push(floor.step());
-    }
+    for (let i = 0; i < warmup; i += 1) await tx(store, randomTask());
+    const warm = await timed(transactions, () => tx(store, randomTask()));
+    // The admission read of a run (block mode: with its task), without the lock.
+    const read = await timed(transactions, () => store.snapshot([randomTask()]));
+    const floor = await measureFloor(dir, shardFiles, transactions);
 
-    // Cold: a fresh instance per transaction, so nothing is cached (another process's view after
-    // someone else wrote): state.json and the task's shard are read, validated and parsed.
-    const coldSamples = [];
-    const constructSamples = [];
-    for (let i = 0; i < transactions; i += 1) {
-      const taskId = randomTask();
-      const c0 = performance.now();
-      const fresh = new StateStore(file, { onWarning });
-      const t0 = performance.now();
-      await tx(fresh, taskId);
-      coldSamples.push(performance.now() - t0);
-      constructSamples.push(t0 - c0);
-    }
-
-    // Contention: a second process hammers the same store while the warm transactions repeat.
+    // Contention: a second process hammers the same store while the transactions repeat.
     hammer = spawn(process.execPath, [path.join(BENCH_DIR, 'state-hammer.mjs'), file, String(tasks), '120'], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -94,22 +64,15 @@ export async function measureState({ tasks, transactions, warmup }) {
     hammer.stderr.on('data', (c) => (hammerStderr += c));
     const lines = createInterface({ input: hammer.stdout });
     const hammerLines = [];
-    const ready = new Promise((resolve, reject) => {
+    await new Promise((resolve, reject) => {
       lines.on('line', (line) => {
         hammerLines.push(line);
         if (line === 'ready') resolve();
       });
       hammer.once('exit', (code) => reject(new Error(`state-hammer exited early (${code}): ${hammerStderr.slice(-500)}`)));
     });
-    await ready;
-    const contendedSamples = [];
     const contendedStart = performance.now();
-    for (let i = 0; i < transactions; i += 1) {
-      const taskId = randomTask();
-      const t0 = performance.now();
-      await tx(store, taskId);
-      contendedSamples.push(performance.now() - t0);
-    }
+    const contended = await timed(transactions, () => tx(store, randomTask()));
     const contendedSeconds = (performance.now() - contendedStart) / 1000;
     hammer.stdin.end();
     const [code] = hammer.exitCode === null ? await once(hammer, 'exit') : [hammer.exitCode];
@@ -119,21 +82,21 @@ export async function measureState({ tasks, transactions, warmup }) {
 
     // Integrity: every seeded task is still there, nothing was set aside as corrupt.
     const all = await new StateStore(file, { onWarning }).snapshot('all');
-    const count = Object.keys(all.tasks).length;
-    if (count !== tasks) throw new Error(`ledger has ${count} tasks after the benchmark, expected ${tasks}`);
+    const tasksAfter = Object.keys(all.tasks).length;
+    if (tasksAfter !== tasks) throw new Error(`ledger has ${tasksAfter} tasks after the benchmark, expected ${tasks}`);
     if (warnings.length > 0) throw new Error(`state store warnings: ${warnings.slice(0, 3).join(' | ')}`);
 
     return {
       tasks,
+      tasksAfter,
       transactions,
       seedMs,
       ledgerBytes,
       shards: shardFiles.length,
-      floor: { ...summarize(floorSamples), shardBytes: floor.shardBytes },
-      warm: summarize(warmSamples),
-      cold: summarize(coldSamples),
-      construct: summarize(constructSamples),
-      contended: summarize(contendedSamples),
+      warm,
+      read,
+      floor,
+      contended,
       contendedTxPerS: transactions / contendedSeconds,
       hammerTxPerS: hammerStats.transactions / hammerStats.seconds,
     };
@@ -147,15 +110,11 @@ export async function measureState({ tasks, transactions, warmup }) {
 }
 
 /**
- * The floor of one locked transaction on this machine, with the same files: a synchronous lock
- * (an exclusively created file, unlinked to release, as the store's), then one task shard (a random one, as the store's transactions spread over the shards;
- * state.json is rewritten only when a circuit changes) serialised and written temp-then-rename,
- * then unlock. No reads (a warm store has them cached) and no policy work: what an exact,
- * tear-free, cross-process store has to pay at least. Done on copies, so the store's own files and
- * caches are untouched. Returns one step (one timed transaction) at a time, so the caller can
- * alternate it with the store's own transactions.
+ * The least a locked transaction can cost here, with the same files: take an exclusively created
+ * lock file, serialise one task shard (a random one, as transactions spread over the shards) and
+ * write it temp-then-rename, remove the lock; no reads, no validation, no policy. Done on copies.
  */
-function makeFloor(dir, files) {
+async function measureFloor(dir, files, count) {
   const floorDir = path.join(dir, 'floor');
   mkdirSync(floorDir);
   const docs = files.map((f, i) => {
@@ -164,16 +123,33 @@ function makeFloor(dir, files) {
     return { file: copy, data: JSON.parse(readFileSync(copy, 'utf8')) };
   });
   const lock = path.join(floorDir, 'state.json.lock');
-  return {
-    shardBytes: docs.reduce((sum, d) => sum + statSync(d.file).size, 0) / (docs.length || 1),
-    step() {
-      const doc = docs[Math.floor(Math.random() * docs.length)];
-      const t0 = performance.now();
-      closeSync(openSync(lock, 'wx'));
-      writeFileSync(`${doc.file}.tmp`, JSON.stringify(doc.data));
-      renameSync(`${doc.file}.tmp`, doc.file);
-      unlinkSync(lock);
-      return performance.now() - t0;
-    },
-  };
+  const samples = [];
+  for (let i = 0; i < count; i += 1) {
+    const doc = docs[Math.floor(Math.random() * docs.length)];
+    const t0 = performance.now();
+    await (await open(lock, 'wx')).close();
+    await writeFile(`${doc.file}.tmp`, JSON.stringify(doc.data));
+    await rename(`${doc.file}.tmp`, doc.file);
+    await unlink(lock);
+    samples.push(performance.now() - t0);
+  }
+  return summarize(samples);
+}
+
+/** The lines bench/run.mjs prints for this benchmark. */
+export function stateLines(s) {
+  return [
+    `  seeded ${s.tasks} tasks in ${ms(s.seedMs, 0)} ms (${(s.ledgerBytes / 1024).toFixed(0)} KiB in state.json + ${s.shards} shards)`,
+    `  transaction p50 ${ms(s.warm.p50, 3)}  p95 ${ms(s.warm.p95, 3)}  max ${ms(s.warm.max, 3)} ms`,
+    `  read        p50 ${ms(s.read.p50, 3)}  p95 ${ms(s.read.p95, 3)} ms  (a snapshot of one task and the circuits, no lock)`,
+    `  contended   p50 ${ms(s.contended.p50, 3)}  p95 ${ms(s.contended.p95, 3)}  max ${ms(s.contended.max, 3)} ms  (${s.contendedTxPerS.toFixed(0)} tx/s here, ${s.hammerTxPerS.toFixed(0)} tx/s in the other process)`,
+    `  floor       p50 ${ms(s.floor.p50, 3)}  p95 ${ms(s.floor.p95, 3)} ms  (lock file + write-temp-rename of one shard, nothing else)`,
+    `  ${s.tasksAfter.toLocaleString('en-US')} of ${s.tasks.toLocaleString('en-US')} tasks in the ledger after the contended run`,
+  ];
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const quick = process.env.BENCH_QUICK === '1';
+  const figures = await measureState({ tasks: 10_000, transactions: quick ? 50 : 500, warmup: quick ? 5 : 50 });
+  process.stdout.write(`${stateLines(figures).join('\n')}\n`);
 }

@@ -4,7 +4,7 @@ import { CLOSED, type BreakerState } from '../policy/breaker-state.js';
 import { decideEscalation, type EscalationDecision } from '../policy/escalation.js';
 import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
 import type { RunStatus } from '../policy/run-status.js';
-import { pruneTasks, recordAttempt, retryCountFor } from '../policy/task-ledger.js';
+import { pruneClock, pruneDue, pruneTasks, recordAttempt, retryCountFor } from '../policy/task-ledger.js';
 import type { RunWarning } from './run-result.js';
 import { circuitNotUpdated, unsavedVerdict } from './run-warnings.js';
 import type { StateData } from '../store/state-schema.js';
@@ -15,8 +15,6 @@ import { taskScope, type RunRequest } from './run-request.js';
 
 /** Time a half-open probe keeps its lease beyond its own limits (start allowance, timeout) and kill grace. */
 const PROBE_LEASE_MARGIN_MS = 5_000;
-/** Prune old task entries at most this often (pruning scans every entry). */
-const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 /** One attempt as the ledger sees it. */
 export interface LedgerAttempt {
@@ -262,16 +260,21 @@ export class AttemptLedger {
   }
 
   /**
-   * Drop task entries untouched for OLLAMA_MCP_TASK_TTL_DAYS, and the oldest beyond
-   * OLLAMA_MCP_MAX_TASKS, at most once an hour (it reads every ledger shard).
+   * Drop task entries untouched for OLLAMA_MCP_TASK_TTL_DAYS (escalated ones: 4 times that), and
+   * the oldest beyond OLLAMA_MCP_MAX_TASKS, at most once an hour (it reads every ledger shard).
+   * Ages are judged by a clock that moves at most a day per prune (`pruneClock`), so a forward step
+   * of the wall clock cannot empty the ledger at once; a prune dated in the future (the clock
+   * stepped back) is due at once rather than after the size of the step.
    */
   async #pruneIfDue(lastPrunedAt: number): Promise<void> {
-    if (this.#clock() - lastPrunedAt < PRUNE_EVERY_MS) return;
+    if (!pruneDue(lastPrunedAt, this.#clock())) return;
     await this.#store.transact('all', (state) => {
       const now = this.#clock();
-      if (now - state.prunedAt < PRUNE_EVERY_MS) return; // another process just did it
-      state.tasks = pruneTasks(state.tasks, now, { maxAgeMs: this.#config.taskTtlMs, maxEntries: this.#config.maxTasks });
+      if (!pruneDue(state.prunedAt, now)) return; // another process just did it
+      const asOf = pruneClock(state.prunedAsOf || state.prunedAt, now);
+      state.tasks = pruneTasks(state.tasks, asOf, { maxAgeMs: this.#config.taskTtlMs, maxEntries: this.#config.maxTasks });
       state.prunedAt = now;
+      state.prunedAsOf = asOf;
     });
   }
 }

@@ -1,4 +1,8 @@
-/** Persisted, JSON-serialisable state of one model's circuit. Times are epoch milliseconds. */
+/**
+ * Persisted, JSON-serialisable state of one model's circuit. Times are epoch milliseconds of the wall
+ * clock, since every server process (and in team mode every machine) reads them; `rebase` in
+ * breaker.ts keeps a clock that stepped back from stretching them.
+ */
 export type BreakerState =
   | {
       readonly state: 'closed';
@@ -16,8 +20,16 @@ export type BreakerState =
       readonly state: 'half_open';
       readonly consecutiveFailures: number;
       /** The one run allowed through, and until when its lease holds. `null`: nobody probing yet. */
-      readonly probe: { readonly runId: string; readonly leaseUntil: number } | null;
+      readonly probe: ProbeLease | null;
     };
+
+/** The half-open probe's hold on the circuit. */
+export interface ProbeLease {
+  readonly runId: string;
+  /** When the lease was taken (absent in files written before it was recorded). */
+  readonly leasedAt?: number;
+  readonly leaseUntil: number;
+}
 
 export type CircuitName = BreakerState['state'];
 

@@ -1,4 +1,4 @@
-import { CLOSED, type BreakerState, type CircuitName, type CircuitTransition } from './breaker-state.js';
+import { CLOSED, type BreakerState, type CircuitName, type CircuitTransition, type ProbeLease } from './breaker-state.js';
 
 /**
  * The circuit breaker of one model as a pure state machine: every function takes the current
@@ -10,6 +10,10 @@ import { CLOSED, type BreakerState, type CircuitName, type CircuitTransition } f
  *   half_open --probe ok--> closed     half_open --probe fails--> open (a fresh cooldown)
  *   half_open --probe's lease expired (its server died)--> the next call becomes the probe
  *   half_open, probe in flight: other calls wait for its verdict (they are not refused)
+ *
+ * The times are the wall clock's (the state is shared), so a step of that clock moves them: a
+ * forward step at worst lets a probe through early; a backward step would stretch a cooldown or a
+ * probe's lease by the size of the step, which `rebase` prevents.
  */
 export interface BreakerSettings {
   /** Consecutive model failures that open the circuit (>= 1). */
@@ -26,14 +30,22 @@ export interface BreakerSettings {
  * - `wait_for_probe`: another call's probe is in flight; its verdict decides, so wait for it
  *   instead of refusing (a refusal would escalate a call that did nothing wrong).
  * - `refuse`: open, cooldown not over.
+ * - `rebase`: the circuit's times lie ahead of the clock (it stepped back): `admit`, under the
+ *   store's lock, stores them rebased before deciding.
  */
 export type CircuitGate =
   | { readonly kind: 'run' }
   | { readonly kind: 'probe' }
   | { readonly kind: 'wait_for_probe'; readonly leaseUntil: number }
-  | { readonly kind: 'refuse'; readonly retryAt: number };
+  | { readonly kind: 'refuse'; readonly retryAt: number }
+  | { readonly kind: 'rebase' };
 
 export function circuitGate(state: BreakerState, now: number, runId: string): CircuitGate {
+  return rebase(state, now) === state ? gateOf(state, now, runId) : { kind: 'rebase' };
+}
+
+/** The gate of a circuit whose times do not lie ahead of `now`. */
+function gateOf(state: BreakerState, now: number, runId: string): Exclude<CircuitGate, { kind: 'rebase' }> {
   switch (state.state) {
     case 'closed':
       return { kind: 'run' };
@@ -44,6 +56,22 @@ export function circuitGate(state: BreakerState, now: number, runId: string): Ci
       if (state.probe.runId === runId) return { kind: 'run' };
       return { kind: 'wait_for_probe', leaseUntil: state.probe.leaseUntil };
   }
+}
+
+/**
+ * The circuit after the wall clock stepped back: a cooldown or a probe's lease that starts after
+ * `now` is moved to start at `now`, keeping its length, so it never lasts longer than configured
+ * from the moment a server sees it. The same object when no time lies ahead of `now`.
+ */
+export function rebase(state: BreakerState, now: number): BreakerState {
+  if (state.state === 'open' && state.openedAt > now) {
+    return { ...state, openedAt: now, retryAt: now + (state.retryAt - state.openedAt) };
+  }
+  if (state.state === 'half_open' && state.probe?.leasedAt !== undefined && state.probe.leasedAt > now) {
+    const { runId, leasedAt, leaseUntil } = state.probe;
+    return { ...state, probe: { runId, leasedAt: now, leaseUntil: now + (leaseUntil - leasedAt) } };
+  }
+  return state;
 }
 
 export type Admission =
@@ -71,23 +99,28 @@ export type Admission =
  *   that is checked again (when it leaves the queue) gets a fresh lease from then.
  */
 export function admit(state: BreakerState, now: number, runId: string, leaseMs: number): Admission {
-  const gate = circuitGate(state, now, runId);
+  const current = rebase(state, now);
+  const gate = gateOf(current, now, runId);
   switch (gate.kind) {
     case 'run':
-      if (state.state !== 'half_open') return { admitted: true, probe: false, next: state, transition: null };
-      return { admitted: true, probe: true, next: { ...state, probe: { runId, leaseUntil: now + leaseMs } }, transition: null };
+      if (current.state !== 'half_open') return { admitted: true, probe: false, next: current, transition: null };
+      return { admitted: true, probe: true, next: { ...current, probe: lease(runId, now, leaseMs) }, transition: null };
     case 'refuse':
-      return { admitted: false, reason: 'open', next: state, retryAt: gate.retryAt };
+      return { admitted: false, reason: 'open', next: current, retryAt: gate.retryAt };
     case 'wait_for_probe':
-      return { admitted: false, reason: 'probe_in_flight', next: state, retryAt: gate.leaseUntil };
+      return { admitted: false, reason: 'probe_in_flight', next: current, retryAt: gate.leaseUntil };
     case 'probe':
       return {
         admitted: true,
         probe: true,
-        next: { state: 'half_open', consecutiveFailures: state.consecutiveFailures, probe: { runId, leaseUntil: now + leaseMs } },
-        transition: state.state === 'open' ? 'half_opened' : null,
+        next: { state: 'half_open', consecutiveFailures: current.consecutiveFailures, probe: lease(runId, now, leaseMs) },
+        transition: current.state === 'open' ? 'half_opened' : null,
       };
   }
+}
+
+function lease(runId: string, now: number, leaseMs: number): ProbeLease {
+  return { runId, leasedAt: now, leaseUntil: now + leaseMs };
 }
 
 export type BreakerVerdict = 'success' | 'failure' | 'neutral';
@@ -109,28 +142,29 @@ export function recordVerdict(
   runId: string,
   settings: BreakerSettings,
 ): BreakerStep {
-  switch (state.state) {
+  const current = rebase(state, now);
+  switch (current.state) {
     case 'closed': {
-      if (verdict === 'neutral') return { next: state, transition: null };
+      if (verdict === 'neutral') return { next: current, transition: null };
       if (verdict === 'success') {
-        return { next: state.consecutiveFailures === 0 ? state : CLOSED, transition: null };
+        return { next: current.consecutiveFailures === 0 ? current : CLOSED, transition: null };
       }
-      const failures = state.consecutiveFailures + 1;
+      const failures = current.consecutiveFailures + 1;
       if (failures >= settings.threshold) {
         return { next: openAt(now, failures, settings), transition: 'opened' };
       }
       return { next: { state: 'closed', consecutiveFailures: failures }, transition: null };
     }
     case 'open':
-      return { next: state, transition: null };
+      return { next: current, transition: null };
     case 'half_open': {
-      if (state.probe?.runId !== runId) return { next: state, transition: null };
+      if (current.probe?.runId !== runId) return { next: current, transition: null };
       if (verdict === 'success') return { next: CLOSED, transition: 'closed' };
       if (verdict === 'failure') {
-        return { next: openAt(now, state.consecutiveFailures + 1, settings), transition: 'reopened' };
+        return { next: openAt(now, current.consecutiveFailures + 1, settings), transition: 'reopened' };
       }
       // The probe told us nothing about the model (cancelled, Ollama down): free the slot for another probe.
-      return { next: { ...state, probe: null }, transition: null };
+      return { next: { ...current, probe: null }, transition: null };
     }
   }
 }
@@ -152,7 +186,8 @@ export interface CircuitView {
   readonly retry_after_seconds: number | null;
 }
 
-export function viewCircuit(state: BreakerState, now: number, settings: BreakerSettings): CircuitView {
+export function viewCircuit(stored: BreakerState, now: number, settings: BreakerSettings): CircuitView {
+  const state = rebase(stored, now);
   const retryAt =
     state.state === 'open'
       ? state.retryAt

@@ -9,21 +9,22 @@ export const KEEP = '=';
 /**
  * Compare-and-set, run atomically by Redis. KEYS: the circuits key, then one key per task.
  * ARGV: per key the value read ('' = absent), then per key what to write (KEEP, '' = delete, or
- * the new value), then the task TTL in ms. Writes nothing and returns 0 when any key changed
- * since it was read; else writes (task keys with the TTL, so Redis prunes them) and returns 1.
+ * the new value), then per key its TTL in ms (0: none, as for the circuits). Writes nothing and
+ * returns 0 when any key changed since it was read; else writes (each task key with its TTL, so
+ * Redis prunes it) and returns 1.
  */
 export const CAS_SCRIPT = `local n = #KEYS
 for i = 1, n do
   local current = redis.call('GET', KEYS[i]) or ''
   if current ~= ARGV[i] then return 0 end
 end
-local ttl = ARGV[2 * n + 1]
 for i = 1, n do
   local value = ARGV[n + i]
+  local ttl = tonumber(ARGV[2 * n + i])
   if value == '' then
     redis.call('DEL', KEYS[i])
   elseif value ~= '${KEEP}' then
-    if i == 1 then redis.call('SET', KEYS[i], value) else redis.call('SET', KEYS[i], value, 'PX', ttl) end
+    if ttl > 0 then redis.call('SET', KEYS[i], value, 'PX', ttl) else redis.call('SET', KEYS[i], value) end
   end
 end
 return 1`;
@@ -51,14 +52,20 @@ export function redisKeys(prefix: string): RedisKeys {
   };
 }
 
-/** The EVAL/EVALSHA arguments after the script: numkeys, keys, values read, writes, TTL. */
+/** The EVAL/EVALSHA arguments after the script: numkeys, keys, values read, writes, TTLs (ms; 0: none). */
 export function casArguments(
   keys: readonly string[],
   read: readonly string[],
   writes: readonly string[],
-  taskTtlMs: number,
+  ttlsMs: readonly number[],
 ): string[] {
-  return [String(keys.length), ...keys, ...read, ...writes, String(Math.max(1, Math.round(taskTtlMs)))];
+  return [
+    String(keys.length),
+    ...keys,
+    ...read,
+    ...writes,
+    ...ttlsMs.map((ttl) => String(ttl > 0 ? Math.max(1, Math.round(ttl)) : 0)),
+  ];
 }
 
 /**

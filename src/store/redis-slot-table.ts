@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { livenessOf, type ProcView } from '../policy/process-identity.js';
 import type { SelfIdentity } from './proc-reader.js';
-import { parseHolder, type ReleaseSharedSlot, type SlotTable, type SlotView } from './shared-slots.js';
+import { parseHolder } from './holder.js';
+import type { ReleaseSharedSlot, SlotTable, SlotView } from './slot-table.js';
 
 /** A slot is held for this long unless renewed; its holder renews it every third of it. */
 export const DEFAULT_SLOT_LEASE_MS = 15_000;

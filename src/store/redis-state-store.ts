@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, createClient, TimeoutError } from '@redis/client';
+import { createClient } from '@redis/client';
+import { describeRedisError, isOffline } from './redis-errors.js';
 import type { DescribedStateBackend, StateBackendStatus } from './state-backend.js';
-import { dict, parseMainFile, parseShardFile, serializeMainFile, type StateData } from './state-schema.js';
+import { ESCALATED_AGE_FACTOR, NEVER_PRUNE } from '../policy/task-ledger.js';
+import { dict, mainFileJson, parseMainFile, parseShardFile, type StateData } from './state-schema.js';
 import { StateStoreError, type StoreWriteFailure, type TaskScope } from './state-store.js';
 import { parseRedisUrl, isRedisUrlError, withoutSecret, type RedisTarget } from './redis-url.js';
 import { CAS_SCRIPT, KEEP, casArguments, conflictBackoffMs, redisKeys, type RedisKeys } from './redis-cas.js';
@@ -29,15 +31,15 @@ export interface RedisStateStoreOptions {
 const MAX_RECONNECT_DELAY_MS = 2_000;
 /** Commands waiting for a reply at most; more are refused at once (never an unbounded queue). */
 const MAX_QUEUED_COMMANDS = 2_000;
-/** Redis prunes task entries itself (PEXPIRE): the ledger's own pruning never comes due. */
-const NEVER_PRUNE = Number.MAX_SAFE_INTEGER;
 
 type Client = ReturnType<typeof createClient>;
 
 /**
  * The task ledger and the circuits in one Redis, shared by every server pointed at it (team
  * mode). Keys (see redis-cas.ts): `<prefix>circuits` holds every circuit (the state.json format),
- * `<prefix>task:<id>` one task entry each, expiring OLLAMA_MCP_TASK_TTL_DAYS after its last update.
+ * `<prefix>task:<id>` one task entry each, expiring OLLAMA_MCP_TASK_TTL_DAYS after its last update
+ * (an escalated one four times later: it waits for a human). Redis times the expiry itself, so
+ * this server's clock stepping moves no task's expiry.
  *
  * - `transact(scope, fn)` is optimistic and exact across machines: it reads the keys of the scope
  *   (MGET, atomic), applies `fn` (the same pure policy code as the file store), then a Lua script
@@ -68,6 +70,8 @@ export class RedisStateStore implements DescribedStateBackend {
   #lostSaid = false;
   #everReady = false;
   #scriptSha = createHash('sha1').update(CAS_SCRIPT).digest('hex');
+  /** Per key, the malformed value last warned about: each is said once, not on every read. */
+  readonly #warned = new Map<string, string>();
 
   constructor(options: RedisStateStoreOptions) {
     const target = parseRedisUrl(options.url);
@@ -172,7 +176,7 @@ export class RedisStateStore implements DescribedStateBackend {
       const { state, raw, before } = await this.#io(() => this.#read(taskIds));
       const result = fn(state); // its own errors are the caller's: not a store failure
       const writes = this.#writesOf(state, taskIds, before);
-      if (writes.every((write) => write === KEEP) || (await this.#io(() => this.#compareAndSet(taskIds, raw, writes)))) {
+      if (writes.every((write) => write === KEEP) || (await this.#io(() => this.#compareAndSet(state, taskIds, raw, writes)))) {
         this.#writeFailure = null;
         return result;
       }
@@ -271,12 +275,16 @@ export class RedisStateStore implements DescribedStateBackend {
       const entry = this.#parseTask(id, raw[index + 1]!);
       if (entry) tasks[id] = entry;
     });
-    const state: StateData = { tasks, breakers, prunedAt: NEVER_PRUNE };
+    // Redis expires task keys itself (PEXPIRE): the ledger's own pruning never comes due.
+    const state: StateData = { tasks, breakers, prunedAt: NEVER_PRUNE, prunedAsOf: 0 };
     return { state, raw, before: this.#serialize(state, taskIds) };
   }
 
   #serialize(state: StateData, taskIds: readonly string[]): string[] {
-    const circuits = Object.keys(state.breakers).length === 0 ? '' : serializeMainFile({ breakers: state.breakers, prunedAt: 0 });
+    const circuits =
+      Object.keys(state.breakers).length === 0
+        ? ''
+        : JSON.stringify(mainFileJson({ breakers: state.breakers, prunedAt: 0, prunedAsOf: 0 }));
     return [circuits, ...taskIds.map((id) => (state.tasks[id] === undefined ? '' : JSON.stringify(state.tasks[id])))];
   }
 
@@ -290,9 +298,15 @@ export class RedisStateStore implements DescribedStateBackend {
     return this.#serialize(state, taskIds).map((after, index) => (after === before[index] ? KEEP : after));
   }
 
-  async #compareAndSet(taskIds: readonly string[], raw: readonly string[], writes: readonly string[]): Promise<boolean> {
+  async #compareAndSet(
+    state: StateData,
+    taskIds: readonly string[],
+    raw: readonly string[],
+    writes: readonly string[],
+  ): Promise<boolean> {
     const keys = [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
-    const args = casArguments(keys, raw, writes, this.#taskTtlMs);
+    const ttls = [0, ...taskIds.map((id) => (state.tasks[id]?.escalated ? ESCALATED_AGE_FACTOR : 1) * this.#taskTtlMs)];
+    const args = casArguments(keys, raw, writes, ttls);
     let reply: unknown;
     try {
       reply = await this.#client.sendCommand(['EVALSHA', this.#scriptSha, ...args]);
@@ -305,14 +319,19 @@ export class RedisStateStore implements DescribedStateBackend {
 
   #parseCircuits(raw: string): StateData['breakers'] {
     if (raw === '') return dict();
+    const key = this.#keys.circuits;
     try {
-      const { data, dropped } = parseMainFile(JSON.parse(raw));
-      if (dropped.length > 0)
-        this.#warn(`in ${this.#keys.circuits} at ${this.location}: dropped ${dropped.join(', ')} (malformed)`);
+      const { data, dropped, reset } = parseMainFile(JSON.parse(raw));
+      const repairs = [...dropped, ...reset];
+      if (repairs.length > 0)
+        this.#warnOnce(key, raw, `in ${key} at ${this.location}: dropped ${repairs.join(', ')} (malformed)`);
       return data.breakers;
     } catch (error) {
-      this.#warn(
-        `${this.#keys.circuits} at ${this.location} is not a valid circuit record (${(error as Error).message.split('\n')[0]}): every circuit starts closed; it is overwritten by the next update`,
+      const why = (error as Error).message.split('\n')[0];
+      this.#warnOnce(
+        key,
+        raw,
+        `${key} at ${this.location} is not a valid circuit record (${why}): every circuit starts closed; it is overwritten by the next update`,
       );
       return dict();
     }
@@ -320,17 +339,23 @@ export class RedisStateStore implements DescribedStateBackend {
 
   #parseTask(taskId: string, raw: string): StateData['tasks'][string] | undefined {
     if (raw === '') return undefined;
+    const key = this.#keys.task(taskId);
     try {
       const { data } = parseShardFile({ tasks: { [taskId]: JSON.parse(raw) as unknown } });
       const entry = data.tasks[taskId];
       if (entry === undefined) throw new Error('not a task entry');
       return entry;
     } catch (error) {
-      this.#warn(
-        `${this.#keys.task(taskId)} at ${this.location} is not a valid task entry (${(error as Error).message.split('\n')[0]}): its retry count restarts at 0`,
-      );
+      const why = (error as Error).message.split('\n')[0];
+      this.#warnOnce(key, raw, `${key} at ${this.location} is not a valid task entry (${why}): its retry count restarts at 0`);
       return undefined;
     }
+  }
+
+  #warnOnce(key: string, raw: string, message: string): void {
+    if (this.#warned.get(key) === raw) return;
+    this.#warned.set(key, raw);
+    this.#warn(message);
   }
 
   /** One line saying why a command failed; never the password. */
@@ -364,20 +389,4 @@ export class RedisStateStore implements DescribedStateBackend {
     this.#everReady = true;
     this.#connectionError = null;
   }
-}
-
-function isOffline(error: unknown): boolean {
-  return error instanceof ClientOfflineError || error instanceof ClientClosedError;
-}
-
-/** A one-line reason from the client's errors (which may be AggregateErrors without a message). */
-function describeRedisError(error: unknown, timeoutMs: number): string {
-  if (error instanceof AggregateError && error.errors.length > 0) return describeRedisError(error.errors[0], timeoutMs);
-  if (error instanceof ClientClosedError) return 'the client is closed';
-  if (error instanceof ClientOfflineError) return 'not connected (reconnecting)';
-  if (error instanceof TimeoutError) return `no answer within ${timeoutMs} ms`;
-  if (error instanceof ConnectionTimeoutError) return 'the connection timed out';
-  const { code, message, name } = error as NodeJS.ErrnoException;
-  const text = message || name || String(error);
-  return code && !text.includes(code) ? `${code}: ${text}` : text;
 }

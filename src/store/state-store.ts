@@ -1,27 +1,25 @@
 import { constants } from 'node:fs';
-import { access, readdir, stat } from 'node:fs/promises';
+import { access, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
-import { CachedJsonFile } from './cached-json-file.js';
-import { DirLock, sleepSync } from './dir-lock.js';
+import type { TaskLedgerEntry } from '../policy/task-ledger.js';
 import { ensureDirSync } from './durable-fs.js';
-import { CONTENDED, nextLockAttempt } from './lock-policy.js';
-import { ShardText } from './shard-text.js';
+import { StateFile } from './state-file.js';
+import { StateLock } from './state-lock.js';
 import { isStateStoreError, StateStoreError } from './state-store-error.js';
 import {
   dict,
+  mainFileJson,
   parseMainFile,
   parseShardFile,
-  serializeMainFile,
   type MainFile,
   type ShardFile,
   type StateData,
 } from './state-schema.js';
 
 export interface StateStoreOptions {
-  /** Where problems that do not stop the server are reported (a corrupt file set aside, a lost lock). */
+  /** Where problems that do not stop the server are reported (a corrupt file set aside, a lock taken over). */
   readonly onWarning?: (message: string) => void;
-  /** A lock held longer than this by a process that stopped updating it is taken over. @default 10000 */
+  /** A lock that stays the same this long is taken over, even from a live holder. @default 10000 */
   readonly staleLockMs?: number;
 }
 
@@ -37,96 +35,67 @@ export interface StoreWriteFailure {
 /** The task ledger is split into this many files, so a transaction's cost does not grow with the number of tasks. */
 export const TASK_SHARDS = 64;
 
-/**
- * How long a contended lock is waited for with the thread blocked (jittered sleeps of 0.1-2 ms)
- * before the wait yields to the event loop. A holder keeps the lock ~1 ms, so this usually ends
- * the wait within the turn; it bounds how long one transaction can stall the server.
- */
-const BLOCKING_WAIT_MS = 25;
-
-/** A lock attempt that found the lock held past {@link BLOCKING_WAIT_MS}: wait, then try again. */
-interface Contended {
-  /** `performance.now()` of the first attempt. */
-  readonly started: number;
-  /** Attempts made so far. */
-  readonly attempt: number;
-  readonly retryInMs: number;
-}
-
 /** Which tasks a transaction reads and writes: the ids it touches, or every task (pruning). */
 export type TaskScope = readonly string[] | 'all';
 
 /**
- * The state shared by every server process on one telemetry dir:
- * `state.json` (every model's circuit) and `state.tasks/NN.json` (the task ledger, split into
- * 64 shards by a hash of the task id).
+ * The state shared by every server process on one telemetry dir: `state.json` (every model's
+ * circuit, when the ledger was pruned) and `state.tasks/NN.json` (the task ledger, split into 64
+ * shards by a hash of the task id), each one lowdb database (see `state-file.ts`).
  *
- * - `transact(scope, fn)` is exact across processes: under one cross-process lock (the file
- *   `state.json.lock`, created exclusively; older servers' lock dir excludes too: see `dir-lock.ts`) it reads the files it
- *   needs fresh, applies `fn`, and writes back only the files that changed, atomically. (lowdb's
- *   own `update()` does no re-read and loses updates between processes.) Lock, reads, `fn`, writes and unlock run synchronously, in
- *   one event-loop turn (~1 ms): nothing else in this process can interleave, and the lock is
- *   held for the shortest time. Only a lock held by another process for longer than
- *   {@link BLOCKING_WAIT_MS} makes a transaction yield and wait.
+ * - `transact(scope, fn)` is exact across processes: under one cross-process lock
+ *   (`state.json.lock`, see `state-lock.ts`) it reads the files it needs (`db.read()`), applies
+ *   `fn`, and writes back (`db.write()`, atomic) only the files that changed. lowdb's own
+ *   `update()` does no re-read and would lose updates between processes. Transactions of this
+ *   process run one at a time, in call order.
  * - `snapshot(scope)` reads without the lock: writes are renames, so a reader never sees a torn file.
- * - Parsed files are cached against their inode, size and mtime: with 10,000 tasks a transaction
- *   parses and writes one small shard, not the whole ledger. A file this process wrote itself is
- *   not parsed or validated again (its identity is taken from the written descriptor); one that
- *   changed on disk (another process, a hand edit) is. `fn` gets only the tasks of its scope;
- *   the entries it changed are applied to their shard's cached document and spliced into its
- *   text (`shard-text.ts`), so a run's transaction serialises one entry, not the shard's ~150.
- * - A file that is not valid JSON is moved aside (`<file>.corrupt-<time>`), never overwritten.
  */
 export class StateStore {
   /** `state.json`. */
   readonly file: string;
-  readonly #main: CachedJsonFile<MainFile>;
-  readonly #shards: CachedJsonFile<ShardFile>[];
-  /** Each shard's text maker: it patches or reuses the text of unchanged entries. */
-  readonly #shardTexts: ShardText[] = [];
-  readonly #lock: DirLock;
-  readonly #staleLockMs: number;
-  readonly #warn: (message: string) => void;
-  /** Transactions of this process waiting (without blocking) for a contended lock, in order. */
-  #queue: Promise<void> | null = null;
-  #writeFailure: StoreWriteFailure | null = null;
   /** `state.tasks`: the ledger shards. */
   readonly shardDir: string;
+  readonly #main: StateFile<MainFile>;
+  readonly #shards: StateFile<ShardFile>[];
+  readonly #lock: StateLock;
+  /** Settles when this process's last transaction so far is done. */
+  #tail: Promise<unknown> = Promise.resolve();
+  #writeFailure: StoreWriteFailure | null = null;
 
   /** @throws StateStoreError (one line, naming the path) when the shard dir cannot be created. */
   constructor(file: string, options: StateStoreOptions = {}) {
     this.file = path.resolve(file);
-    const shardDir = path.join(path.dirname(this.file), `${path.basename(this.file, '.json')}.tasks`);
-    this.shardDir = shardDir;
+    this.shardDir = path.join(path.dirname(this.file), `${path.basename(this.file, '.json')}.tasks`);
     try {
-      ensureDirSync(shardDir);
+      ensureDirSync(this.shardDir);
     } catch (error) {
       const { code, message } = error as NodeJS.ErrnoException;
       const why = code === 'EEXIST' || code === 'ENOTDIR' ? `a file is in the way (${message})` : message;
-      throw new StateStoreError(`cannot use ${shardDir} as the task ledger's directory: ${why}`, { step: 'setup', cause: error });
+      throw new StateStoreError(`cannot use ${this.shardDir} as the task ledger's directory: ${why}`, {
+        step: 'setup',
+        cause: error,
+      });
     }
-    this.#warn = options.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
-    const warn = this.#warn;
-    this.#main = new CachedJsonFile(this.file, {
+    const warn = options.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
+    this.#main = new StateFile(this.file, {
       parse: parseMainFile,
-      serialize: serializeMainFile,
-      empty: () => ({ breakers: dict(), prunedAt: 0 }),
+      empty: () => ({ breakers: dict(), prunedAt: 0, prunedAsOf: 0 }),
+      toJson: mainFileJson,
       warn,
       contents: "every model's circuit breaker (open circuits are closed again)",
     });
-    this.#shards = Array.from({ length: TASK_SHARDS }, (_, index) => {
-      const text = new ShardText();
-      this.#shardTexts.push(text);
-      return new CachedJsonFile(path.join(shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
-        parse: (json) => parseShardFile(json, (taskId) => shardOf(taskId) === index),
-        serialize: (shard) => text.serialize(shard.tasks),
-        empty: () => ({ tasks: dict() }),
-        warn,
-        contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
-      });
-    });
-    this.#staleLockMs = options.staleLockMs ?? 10_000;
-    this.#lock = new DirLock(`${this.file}.lock`, this.#staleLockMs);
+    this.#shards = Array.from(
+      { length: TASK_SHARDS },
+      (_, index) =>
+        new StateFile(path.join(this.shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
+          parse: (json) => parseShardFile(json, (taskId) => shardOf(taskId) === index),
+          empty: () => ({ tasks: dict() }),
+          warn,
+          contents: 'the retry ledger of the tasks in this shard (their retry counts restart at 0)',
+        }),
+    );
+    const staleMs = options.staleLockMs ?? 10_000;
+    this.#lock = new StateLock(`${this.file}.lock`, { guards: this.file, staleMs, maxWaitMs: staleMs + 5_000, warn });
   }
 
   /**
@@ -134,7 +103,9 @@ export class StateStore {
    * Treat it as read-only and do not keep it.
    */
   async snapshot(scope: TaskScope = []): Promise<StateData> {
-    return this.#load(scope, false).state;
+    const indexes = shardIndexesOf(scope);
+    const [main, ...shards] = await Promise.all([this.#main.peek(), ...indexes.map((index) => this.#shards[index]!.peek())]);
+    return { ...main!, tasks: tasksOf(scope, indexes, shards as ShardFile[]) };
   }
 
   /** Set when the last transaction could not be saved (cleared by the next one that is). */
@@ -148,36 +119,25 @@ export class StateStore {
    */
   async inspect(): Promise<string[]> {
     const problems: string[] = [];
-    const check = async (target: string, kind: 'file' | 'dir', optional: boolean) => {
+    const check = async (target: string, kind: 'file' | 'dir') => {
       try {
         const info = await stat(target);
         if (kind === 'file' && !info.isFile()) return void problems.push(`${target} is not a regular file`);
         if (kind === 'dir' && !info.isDirectory()) return void problems.push(`${target} is not a directory`);
         await access(target, constants.R_OK | constants.W_OK | (kind === 'dir' ? constants.X_OK : 0));
+        if (kind === 'file') await readFile(target);
       } catch (error) {
         const { code, message } = error as NodeJS.ErrnoException;
-        if (code === 'ENOENT' && optional) return;
+        if (code === 'ENOENT' && kind === 'file') return;
         problems.push(`${target}: ${code ?? message}`);
       }
     };
-    await check(path.dirname(this.file), 'dir', false);
-    await check(this.file, 'file', true);
-    await check(this.shardDir, 'dir', false);
-    let names: string[] = [];
-    try {
-      names = (await readdir(this.shardDir)).filter((name) => /^[0-9a-f]{2}\.json$/.test(name));
-    } catch {
-      // already reported by the dir check
-    }
-    await Promise.all(names.map((name) => check(path.join(this.shardDir, name), 'file', true)));
-    for (const shard of this.#shards) {
-      if (!names.includes(path.basename(shard.path))) continue;
-      try {
-        shard.read(false);
-      } catch (error) {
-        problems.push(`${shard.path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-      }
-    }
+    await check(path.dirname(this.file), 'dir');
+    await check(this.file, 'file');
+    await check(this.shardDir, 'dir');
+    const names = await readdir(this.shardDir).catch(() => []); // an unreadable dir is reported above
+    const shards = names.filter((name) => /^[0-9a-f]{2}\.json$/.test(name));
+    await Promise.all(shards.map((name) => check(path.join(this.shardDir, name), 'file')));
     return [...new Set(problems)];
   }
 
@@ -186,190 +146,79 @@ export class StateStore {
    * `fn` sees every circuit and the tasks in `scope` (tasks outside it are absent, and writing
    * them is an error). It mutates the state it is given and returns a value for the caller; it
    * must be synchronous and do no I/O (the lock is held while it runs).
-   *
-   * The work is done before this returns, unless the lock was contended past a short blocking
-   * wait; the Promise only carries the outcome (callers `await` it either way).
    */
   transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
-    // Transactions of this process already waiting go first: keep the order of the calls.
-    if (this.#queue !== null) return this.#enqueue(() => this.#transactAfterWait(scope, fn, null));
-    let contended: Contended;
-    try {
-      const acquired = this.#acquire(performance.now(), 1);
-      if (acquired === 'locked') {
-        const result = this.#transactLocked(scope, fn);
-        this.#writeFailure = null;
-        return Promise.resolve(result);
-      }
-      contended = acquired;
-    } catch (error) {
-      this.#noteFailure(error);
-      return Promise.reject(error as Error);
-    }
-    return this.#enqueue(() => this.#transactAfterWait(scope, fn, contended));
-  }
-
-  #enqueue<T>(work: () => Promise<T>): Promise<T> {
-    const turn = (this.#queue ?? Promise.resolve()).then(work);
-    const tail = turn.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#queue = tail;
-    void tail.then(() => {
-      if (this.#queue === tail) this.#queue = null;
-    });
+    const turn = this.#tail.then(() => this.#transactLocked(scope, fn));
+    this.#tail = turn.catch(() => {});
     return turn;
   }
 
-  async #transactAfterWait<T>(scope: TaskScope, fn: (state: StateData) => T, contended: Contended | null): Promise<T> {
+  async #transactLocked<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
     try {
-      let wait = contended ?? { started: performance.now(), attempt: 0, retryInMs: 0 };
-      for (;;) {
-        if (wait.retryInMs > 0) await delay(wait.retryInMs);
-        const acquired = this.#acquire(wait.started, wait.attempt + 1);
-        if (acquired === 'locked') break;
-        wait = acquired;
-      }
-      const result = this.#transactLocked(scope, fn);
-      this.#writeFailure = null;
-      return result;
-    } catch (error) {
-      this.#noteFailure(error);
-      throw error;
-    }
-  }
-
-  #noteFailure(error: unknown): void {
-    if (isStateStoreError(error)) this.#writeFailure = { at: Date.now(), message: error.message };
-  }
-
-  /**
-   * Take the cross-process lock, waiting with the thread blocked while that stays short. Returns
-   * `'locked'`, or how to go on waiting without blocking. Contention waits (bounded: a crashed
-   * holder's lock goes stale sooner); an error that waiting cannot cure (EROFS, EACCES,
-   * ENOSPC...) fails at once.
-   */
-  #acquire(started: number, firstAttempt: number): 'locked' | Contended {
-    for (let attempt = firstAttempt; ; attempt += 1) {
-      let failure: NodeJS.ErrnoException | undefined;
+      const release = await this.#lock.acquire();
       try {
-        if (this.#lock.tryAcquire()) return 'locked';
-      } catch (error) {
-        failure = error as NodeJS.ErrnoException;
+        const result = await this.#apply(scope, fn);
+        this.#writeFailure = null;
+        return result;
+      } finally {
+        await release();
       }
-      const elapsedMs = performance.now() - started;
-      const next = nextLockAttempt(
-        { code: failure ? failure.code : CONTENDED, attempt, elapsedMs },
-        { maxWaitMs: this.#staleLockMs + 5_000, blockingMs: BLOCKING_WAIT_MS },
-        Math.random(),
-      );
-      if (next === 'give_up') {
-        const why = failure?.message ?? `${this.#lock.path} is held by a live process (waited ${Math.round(elapsedMs)} ms)`;
-        throw new StateStoreError(`cannot lock ${this.file}: ${why}`, { step: 'lock', cause: failure });
-      }
-      if (!next.blocking) return { started, attempt, retryInMs: next.retryInMs };
-      sleepSync(next.retryInMs);
-    }
-  }
-
-  /** Under the lock, which it releases: read, apply `fn`, write. Synchronous from end to end. */
-  #transactLocked<T>(scope: TaskScope, fn: (state: StateData) => T): T {
-    try {
-      const loaded = this.#load(scope, true);
-      let result: T;
-      try {
-        result = fn(loaded.state);
-        this.#save(loaded);
-      } catch (error) {
-        // fn may have half-changed the circuits' cached document (fn sees it, not a copy), and a
-        // failed save the shards' (a failed write already dropped its own file's cache).
-        this.#forget(loaded.shardIndexes);
-        throw error;
-      }
-      return result;
     } catch (error) {
-      if (error instanceof StateStoreError || !(error as NodeJS.ErrnoException).code) throw error;
-      throw new StateStoreError(`cannot update ${this.file}: ${(error as Error).message}`, { step: 'update', cause: error });
-    } finally {
-      const warning = this.#lock.release();
-      if (warning) this.#warn(warning);
+      const failure = asStoreError(error, this.file);
+      if (isStateStoreError(failure)) this.#writeFailure = { at: Date.now(), message: failure.message };
+      throw failure;
     }
   }
 
-  /**
-   * The state `fn` (or a snapshot) sees: every circuit (the cached document itself), and the
-   * tasks of the scope: for a list of ids, those of them that exist (a small map of the cached
-   * entries, which are immutable); for 'all', a copy of every shard's tasks.
-   */
-  #load(scope: TaskScope, locked: boolean): Loaded {
-    const main = this.#main.read(locked);
-    const tasks = dict<StateData['tasks'][string]>();
-    const shardIndexes = scope === 'all' ? this.#shards.map((_, index) => index) : [...new Set(scope.map(shardOf))];
-    const shardTasks = new Map<number, StateData['tasks']>();
-    for (const index of shardIndexes) shardTasks.set(index, this.#shards[index]!.read(locked).tasks);
+  /** Under the lock: read the files of the scope, apply `fn`, write the files it changed. */
+  async #apply<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
+    const indexes = shardIndexesOf(scope);
+    const files = indexes.map((index) => this.#shards[index]!);
+    const [main, ...shards] = await Promise.all([this.#main.read(), ...files.map((file) => file.read())]);
+    const state: StateData = { ...main!, tasks: tasksOf(scope, indexes, shards as ShardFile[]) };
+    const result = fn(state);
+    this.#main.db.data = { breakers: state.breakers, prunedAt: state.prunedAt, prunedAsOf: state.prunedAsOf };
     if (scope === 'all') {
-      for (const ofShard of shardTasks.values()) for (const taskId in ofShard) tasks[taskId] = ofShard[taskId]!;
+      const regrouped = indexes.map(() => dict<TaskLedgerEntry>());
+      for (const taskId in state.tasks) regrouped[shardOf(taskId)]![taskId] = state.tasks[taskId]!;
+      files.forEach((file, i) => (file.db.data = { tasks: regrouped[i]! }));
     } else {
+      for (const taskId in state.tasks) if (!scope.includes(taskId)) throw outOfScope(taskId);
       for (const taskId of scope) {
-        const entry = shardTasks.get(shardOf(taskId))![taskId];
-        if (entry !== undefined) tasks[taskId] = entry;
+        const { tasks } = this.#shards[shardOf(taskId)]!.db.data;
+        if (Object.hasOwn(state.tasks, taskId)) tasks[taskId] = state.tasks[taskId]!;
+        else delete tasks[taskId];
       }
     }
-    return { state: { tasks, breakers: main.breakers, prunedAt: main.prunedAt }, scope, shardIndexes, shardTasks };
-  }
-
-  /**
-   * Write what `fn` changed. For a list of ids, each id whose entry `fn` set, replaced or deleted
-   * is applied to its shard's cached document, whose text is patched (not rebuilt), and only
-   * shards with a change are written; writing any other task is refused before anything is written.
-   */
-  #save({ state, scope, shardIndexes, shardTasks }: Loaded): void {
-    if (scope === 'all') {
-      const byShard = new Map<number, ShardFile>(shardIndexes.map((index) => [index, { tasks: dict() }]));
-      for (const taskId in state.tasks) byShard.get(shardOf(taskId))!.tasks[taskId] = state.tasks[taskId]!;
-      this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
-      for (const [index, shard] of byShard) this.#shards[index]!.write(shard);
-      return;
-    }
-    const inScope = new Set(scope);
-    for (const taskId of Object.keys(state.tasks)) if (!inScope.has(taskId)) throw outOfScope(taskId);
-    const changes = new Map<number, string[]>();
-    for (const taskId of inScope) {
-      const index = shardOf(taskId);
-      const entry = Object.hasOwn(state.tasks, taskId) ? state.tasks[taskId] : undefined;
-      if (shardTasks.get(index)![taskId] === entry) continue;
-      const changed = changes.get(index);
-      if (changed) changed.push(taskId);
-      else changes.set(index, [taskId]);
-    }
-    const texts: [number, string][] = [];
-    for (const [index, changed] of changes) {
-      const tasks = shardTasks.get(index)!;
-      for (const taskId of changed) {
-        const entry = Object.hasOwn(state.tasks, taskId) ? state.tasks[taskId] : undefined;
-        if (entry === undefined) delete tasks[taskId];
-        else tasks[taskId] = entry;
-      }
-      texts.push([index, this.#shardTexts[index]!.patch(tasks, changed)]);
-    }
-    this.#main.write({ breakers: state.breakers, prunedAt: state.prunedAt });
-    for (const [index, text] of texts) this.#shards[index]!.write({ tasks: shardTasks.get(index)! }, text);
-  }
-
-  #forget(shardIndexes: readonly number[]): void {
-    this.#main.forget();
-    for (const index of shardIndexes) this.#shards[index]!.forget();
+    await this.#main.save();
+    await Promise.all(files.map((file) => file.save()));
+    return result;
   }
 }
 
-/** What a transaction read: the state `fn` gets, and where its tasks came from. */
-interface Loaded {
-  readonly state: StateData;
-  readonly scope: TaskScope;
-  readonly shardIndexes: readonly number[];
-  /** The cached task map of each shard read (the documents themselves, changed only by `#save`). */
-  readonly shardTasks: ReadonlyMap<number, StateData['tasks']>;
+/** The shards a scope reads, in order. */
+function shardIndexesOf(scope: TaskScope): number[] {
+  return scope === 'all' ? Array.from({ length: TASK_SHARDS }, (_, index) => index) : [...new Set(scope.map(shardOf))];
+}
+
+/** The tasks of the scope found in its shards (`shards[i]` is shard `indexes[i]`), as a new map. */
+function tasksOf(scope: TaskScope, indexes: readonly number[], shards: readonly ShardFile[]): StateData['tasks'] {
+  const tasks = dict<TaskLedgerEntry>();
+  if (scope === 'all') {
+    for (const shard of shards) Object.assign(tasks, shard.tasks);
+    return tasks;
+  }
+  for (const taskId of scope) {
+    const entry = shards[indexes.indexOf(shardOf(taskId))]!.tasks[taskId];
+    if (entry !== undefined) tasks[taskId] = entry;
+  }
+  return tasks;
+}
+
+/** A file-system error as a StateStoreError; errors of `fn` itself (no errno code) stay the caller's. */
+function asStoreError(error: unknown, file: string): unknown {
+  if (isStateStoreError(error) || !(error as NodeJS.ErrnoException).code) return error;
+  return new StateStoreError(`cannot update ${file}: ${(error as Error).message}`, { step: 'update', cause: error });
 }
 
 function outOfScope(taskId: string): StateStoreError {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -94,16 +94,17 @@ describe('corrupt, empty and locked state files, through the built server', () =
     expect(stderr).not.toMatch(/\n\s+at /);
   });
 
-  it('a SIGKILLed lock holder: its lock goes stale, the next transaction proceeds, nothing is lost', async () => {
+  it('a lock left by a SIGKILLed holder, dated an hour ahead (the clock stepped back): taken over at once, stderr says whose it was', async () => {
     const sandbox = await withHistory('100');
+    const file = path.join(sandbox.telemetryDir, 'state.json');
     const holder = spawn(
       process.execPath,
       [
         '--input-type=module',
         '-e',
-        `import lockfile from ${JSON.stringify(path.join(ROOT, 'node_modules/proper-lockfile/index.js'))};
-         const file = ${JSON.stringify(path.join(sandbox.telemetryDir, 'state.json'))};
-         await lockfile.lock(file, { realpath: false, lockfilePath: file + '.lock', stale: 10000 });
+        `import { StateLock } from ${JSON.stringify(path.join(ROOT, 'dist/store/state-lock.js'))};
+         const file = ${JSON.stringify(file)};
+         await new StateLock(file + '.lock', { guards: file, staleMs: 10000, maxWaitMs: 15000, warn: () => {} }).acquire();
          process.stdout.write('locked\\n');
          setInterval(() => {}, 1000);`,
       ],
@@ -113,15 +114,39 @@ describe('corrupt, empty and locked state files, through the built server', () =
       holder.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('locked') && resolve());
       holder.on('exit', (code) => reject(new Error(`lock holder exited early (${code})`)));
     });
+    const exited = new Promise((resolve) => holder.on('exit', resolve));
     holder.kill('SIGKILL');
+    await exited;
+    const ahead = new Date(Date.now() + 3_600_000);
+    utimesSync(`${file}.lock`, ahead, ahead);
 
     server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
-    const third = await server.run({ ...FAIL, task_id: 't' }, { timeout: 25_000 });
+    const started = performance.now();
+    const third = await server.run({ ...FAIL, task_id: 't' });
+    expect(performance.now() - started).toBeLessThan(5_000);
     expect(third.metadata.retry_count).toBe(2);
     expect(third.metadata.warnings).toEqual([]);
     const status = await call(server, 'ollama_task_status', { task_id: 't' });
     expect(status.structured).toMatchObject({ attempts: 3, failures: 3 });
+    expect(server.stderr()).toContain(`state.json.lock was held by pid ${holder.pid} (gone): taken over`);
+    expect(server.stderr()).not.toMatch(/live process/);
   }, 40_000);
+
+  it('state.json with one field of the wrong type keeps its open circuit: runs are still refused, stderr says it once', async () => {
+    const sandbox = await withHistory('2'); // llama3.2's circuit is open
+    const mainFile = path.join(sandbox.telemetryDir, 'state.json');
+    const state = JSON.parse(readFileSync(mainFile, 'utf8'));
+    expect(state.breakers['llama3.2:latest'].state).toBe('open');
+    writeFileSync(mainFile, JSON.stringify({ ...state, prunedAt: 'x' }));
+
+    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '2' });
+    for (let i = 0; i < 2; i += 1) {
+      const refused = await server.run({ model: 'llama3.2', prompt: 'hello' });
+      expect(refused.metadata.status).toBe('circuit_open');
+    }
+    expect(server.stderr().match(/prunedAt \(was "x"\)/g)).toHaveLength(1);
+    expect(JSON.parse(readFileSync(mainFile, 'utf8')).breakers['llama3.2:latest'].state).toBe('open');
+  });
 
   it.skipIf(process.getuid?.() !== 0)(
     'state files the server may not read (EACCES, server run as nobody): every result and health say so, doctor shows no ✓ circuits',

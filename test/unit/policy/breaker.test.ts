@@ -47,7 +47,11 @@ describe('circuit breaker state machine', () => {
     const open = failTimes(CLOSED, 3, 0);
     const first = admit(open, 60_000, 'probe-1', LEASE);
     expect(first).toMatchObject({ admitted: true, probe: true, transition: 'half_opened' });
-    expect(first.next).toEqual({ state: 'half_open', consecutiveFailures: 3, probe: { runId: 'probe-1', leaseUntil: 70_000 } });
+    expect(first.next).toEqual({
+      state: 'half_open',
+      consecutiveFailures: 3,
+      probe: { runId: 'probe-1', leasedAt: 60_000, leaseUntil: 70_000 },
+    });
     const second = admit(first.next, 61_000, 'probe-2', LEASE);
     expect(second).toEqual({ admitted: false, reason: 'probe_in_flight', next: first.next, retryAt: 70_000 });
   });
@@ -61,7 +65,11 @@ describe('circuit breaker state machine', () => {
     const half = admit(failTimes(CLOSED, 3, 0), 60_000, 'p', LEASE).next;
     const again = admit(half, 68_000, 'p', LEASE);
     expect(again).toMatchObject({ admitted: true, probe: true, transition: null });
-    expect(again.next).toEqual({ state: 'half_open', consecutiveFailures: 3, probe: { runId: 'p', leaseUntil: 78_000 } });
+    expect(again.next).toEqual({
+      state: 'half_open',
+      consecutiveFailures: 3,
+      probe: { runId: 'p', leasedAt: 68_000, leaseUntil: 78_000 },
+    });
   });
 
   it('a probe whose lease expired (its server crashed) is replaced by the next caller', () => {
@@ -127,5 +135,41 @@ describe('circuitGate: admit, wait for the probe, or refuse, by state and time',
   it("an expired lease (the probe's server died) or a freed probe slot offers the probe to the next call", () => {
     expect(circuitGate(probing, 70_000, 'other')).toEqual({ kind: 'probe' });
     expect(circuitGate({ state: 'half_open', consecutiveFailures: 3, probe: null }, 0, 'other')).toEqual({ kind: 'probe' });
+  });
+});
+
+describe('circuits when the wall clock steps', () => {
+  const DAY = 86_400_000;
+  const T = 10 * DAY;
+  const open: BreakerState = { state: 'open', consecutiveFailures: 3, openedAt: T, retryAt: T + 60_000 };
+
+  it('a backward step never lengthens a cooldown: the circuit waits at most its cooldown from now, and stores that', () => {
+    const now = T - DAY;
+    expect(viewCircuit(open, now, settings).retry_after_seconds).toBe(60);
+    const refused = admit(open, now, 'r', LEASE);
+    expect(refused).toMatchObject({ admitted: false, reason: 'open', retryAt: now + 60_000 });
+    expect(refused.next).toEqual({ state: 'open', consecutiveFailures: 3, openedAt: now, retryAt: now + 60_000 });
+    expect(admit(refused.next, now + 60_000, 'p', LEASE)).toMatchObject({
+      admitted: true,
+      probe: true,
+      transition: 'half_opened',
+    });
+  });
+
+  it('a forward step at worst lets the probe through early', () => {
+    expect(admit(open, T + DAY, 'p', LEASE)).toMatchObject({ admitted: true, probe: true });
+  });
+
+  it('a backward step never makes a probe lease outlast its length; the lease is rebased under the lock first', () => {
+    const half = admit(open, T + 60_000, 'p', LEASE).next;
+    const now = T - DAY;
+    // Lock-free readers are sent to the locked path, where admit stores the rebased lease.
+    expect(circuitGate(half, now, 'other').kind).not.toBe('wait_for_probe');
+    const waiting = admit(half, now, 'other', LEASE);
+    expect(waiting).toMatchObject({ admitted: false, reason: 'probe_in_flight', retryAt: now + LEASE });
+    expect(circuitGate(waiting.next, now + 1, 'other')).toEqual({ kind: 'wait_for_probe', leaseUntil: now + LEASE });
+    expect(circuitGate(waiting.next, now + LEASE, 'other')).toEqual({ kind: 'probe' });
+    // The probe's own verdict still decides.
+    expect(recordVerdict(waiting.next, 'success', now + 5, 'p', settings)).toEqual({ next: CLOSED, transition: 'closed' });
   });
 });

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { pruneTasks, recordAttempt, retryCountFor, type TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
+import {
+  NEVER_PRUNE,
+  pruneClock,
+  pruneDue,
+  pruneTasks,
+  recordAttempt,
+  retryCountFor,
+  type TaskLedgerEntry,
+} from '../../../src/policy/task-ledger.js';
 
 const attempt = (entry: TaskLedgerEntry | undefined, status: Parameters<typeof recordAttempt>[1]['status'], now = 1_000) =>
   recordAttempt(entry, {
@@ -48,5 +56,55 @@ describe('task ledger', () => {
     expect(Object.keys(aged).sort()).toEqual(['t6', 't7', 't8', 't9']);
     const capped = pruneTasks(tasks, 1_000, { maxAgeMs: 10_000, maxEntries: 3 });
     expect(Object.keys(capped).sort()).toEqual(['t7', 't8', 't9']);
+  });
+});
+
+describe('pruning', () => {
+  const DAY = 86_400_000;
+  const escalated = (updatedAt: number): TaskLedgerEntry => ({
+    ...attempt(undefined, 'crashed', updatedAt),
+    escalated: true,
+    escalationReason: 'max_retries_exceeded',
+  });
+
+  it('keeps an escalated task four times the TTL', () => {
+    const now = 200 * DAY;
+    const tasks: Record<string, TaskLedgerEntry> = {
+      plain: attempt(undefined, 'ok', now - 40 * DAY),
+      escalated: escalated(now - 40 * DAY),
+      ancient: escalated(now - 130 * DAY),
+    };
+    expect(Object.keys(pruneTasks(tasks, now, { maxAgeMs: 30 * DAY, maxEntries: 100 }))).toEqual(['escalated']);
+  });
+
+  it('the count cap drops the oldest tasks that did not escalate first', () => {
+    const tasks: Record<string, TaskLedgerEntry> = {
+      esc: escalated(1),
+      a: attempt(undefined, 'ok', 2),
+      b: attempt(undefined, 'ok', 3),
+      c: attempt(undefined, 'ok', 4),
+    };
+    expect(Object.keys(pruneTasks(tasks, 10, { maxAgeMs: DAY, maxEntries: 2 })).sort()).toEqual(['c', 'esc']);
+    expect(
+      Object.keys(
+        pruneTasks({ e1: escalated(1), e2: escalated(2), a: attempt(undefined, 'ok', 3) }, 10, { maxAgeMs: DAY, maxEntries: 1 }),
+      ),
+    ).toEqual(['e2']);
+  });
+
+  it('is due hourly, and at once when the last prune is dated ahead of the clock (it stepped back); never for a self-pruning ledger', () => {
+    const HOUR = 3_600_000;
+    expect(pruneDue(0, HOUR)).toBe(true);
+    expect(pruneDue(10 * HOUR, 10 * HOUR + HOUR - 1)).toBe(false);
+    expect(pruneDue(10 * HOUR, 11 * HOUR)).toBe(true);
+    expect(pruneDue(10 * HOUR + 1, 10 * HOUR)).toBe(true);
+    expect(pruneDue(NEVER_PRUNE, 10 * HOUR)).toBe(false);
+  });
+
+  it('judges ages by a clock at most a day past the previous prune, however far the wall clock jumped', () => {
+    expect(pruneClock(0, 50 * DAY)).toBe(50 * DAY); // no previous prune
+    expect(pruneClock(10 * DAY, 10 * DAY + 3_600_000)).toBe(10 * DAY + 3_600_000);
+    expect(pruneClock(10 * DAY, 50 * DAY)).toBe(11 * DAY);
+    expect(pruneClock(10 * DAY, 2 * DAY)).toBe(2 * DAY); // stepped back: ages by the clock as it is
   });
 });

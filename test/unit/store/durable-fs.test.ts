@@ -1,40 +1,51 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-
-import { afterEach, describe, expect, it } from 'vitest';
-
-import { writeFileAtomicSync } from '../../../src/store/durable-fs.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readTextIfAny, writeFileAtomic } from '../../../src/store/durable-fs.js';
 
 let dir = '';
-afterEach(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
+beforeEach(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'durable-fs-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('writeFileAtomic', () => {
+  it('replaces the file whole, owner-only, and leaves no temp file', async () => {
+    const file = path.join(dir, 'state.json');
+    writeFileSync(file, 'old', { mode: 0o644 });
+    await writeFileAtomic(file, '{"n":1}');
+    expect(readFileSync(file, 'utf8')).toBe('{"n":1}');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readdirSync(dir)).toEqual(['state.json']);
+  });
+
+  it('concurrent writers each use their own temp file: every read sees one whole version', async () => {
+    const file = path.join(dir, 'state.json');
+    const versions = Array.from({ length: 40 }, (_, i) => JSON.stringify({ writer: i, pad: 'x'.repeat(20_000) }));
+    const reads: string[] = [];
+    await Promise.all([
+      ...versions.map((text) => writeFileAtomic(file, text)),
+      ...versions.map(async () => {
+        const text = await readTextIfAny(file);
+        if (text !== null) reads.push(text);
+      }),
+    ]);
+    for (const text of reads) expect(versions).toContain(text);
+    expect(versions).toContain(readFileSync(file, 'utf8'));
+    expect(readdirSync(dir)).toEqual(['state.json']);
+  });
+
+  it('removes its temp file when the rename fails', async () => {
+    const target = path.join(dir, 'a-dir');
+    mkdirSync(path.join(target, 'inside'), { recursive: true });
+    await expect(writeFileAtomic(target, 'x')).rejects.toThrow();
+    expect(readdirSync(dir)).toEqual(['a-dir']);
+  });
 });
 
-describe('writeFileAtomicSync', () => {
-  it('never gives a version the inode, size and mtime of an earlier one, even for same-size writes in one clock tick', () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'durable-fs-'));
-    const file = path.join(dir, 'state.json');
-    const seen = new Set<string>();
-    let previous = -1n;
-    for (let i = 0; i < 400; i++) {
-      // Same size every time: only the mtime can tell these versions apart once ext4 reuses an inode.
-      const written = writeFileAtomicSync(file, `{"n":${String(i % 10)}}`);
-      const onDisk = statSync(file, { bigint: true });
-      expect({ ino: onDisk.ino, size: onDisk.size, mtimeNs: onDisk.mtimeNs }).toEqual(written);
-      expect(written.mtimeNs > previous, `write ${i}`).toBe(true);
-      const identity = `${written.ino}/${written.size}/${written.mtimeNs}`;
-      expect(seen.has(identity), `write ${i} repeats ${identity}`).toBe(false);
-      seen.add(identity);
-      previous = written.mtimeNs;
-      if (i % 10 === 9) {
-        // A version dated ahead of the clock (a coarse tick, another machine's clock, a hand edit):
-        // the next version must still be dated after it, or it could take an older one's identity.
-        const ahead = Date.now() / 1000 + 5;
-        utimesSync(file, ahead, ahead);
-        previous = statSync(file, { bigint: true }).mtimeNs;
-      }
-    }
-    expect(readFileSync(file, 'utf8')).toBe('{"n":9}');
+describe('readTextIfAny', () => {
+  it('reads a missing file as null', async () => {
+    expect(await readTextIfAny(path.join(dir, 'none'))).toBeNull();
   });
 });

@@ -1,37 +1,47 @@
 import { describe, expect, it } from 'vitest';
-import { CONTENDED, nextLockAttempt } from '../../../src/store/lock-policy.js';
+import { CONTENDED, judgeLock, nextLockAttempt } from '../../../src/store/lock-policy.js';
 
-const settings = { maxWaitMs: 15_000, blockingMs: 25 };
+const MAX_WAIT = 15_000;
 
 describe('nextLockAttempt', () => {
   it('gives up at once on errors that waiting cannot cure', () => {
     for (const code of ['EROFS', 'EACCES', 'EPERM', 'ENOSPC', 'EDQUOT', 'EISDIR', 'ENOTDIR']) {
-      expect(nextLockAttempt({ code, attempt: 1, elapsedMs: 0 }, settings), code).toBe('give_up');
+      expect(nextLockAttempt({ code, attempt: 1, elapsedMs: 0 }, MAX_WAIT), code).toBe('give_up');
     }
   });
 
-  it('waits on contention with the thread blocked only at first, in sub-millisecond steps, then yields', () => {
-    const first = nextLockAttempt({ code: CONTENDED, attempt: 1, elapsedMs: 0 }, settings);
-    expect(first).toEqual({ retryInMs: expect.any(Number), blocking: true });
-    expect((first as { retryInMs: number }).retryInMs).toBeLessThan(1);
+  it('backs off on contention from under a millisecond to a few, jittered', () => {
+    const first = nextLockAttempt({ code: CONTENDED, attempt: 1, elapsedMs: 0 }, MAX_WAIT) as { retryInMs: number };
+    expect(first.retryInMs).toBeLessThan(1);
     // Jitter: the same attempt waits between half and one and a half times its base.
-    const low = nextLockAttempt({ code: CONTENDED, attempt: 3, elapsedMs: 1 }, settings, 0) as { retryInMs: number };
-    const high = nextLockAttempt({ code: CONTENDED, attempt: 3, elapsedMs: 1 }, settings, 1) as { retryInMs: number };
+    const low = nextLockAttempt({ code: CONTENDED, attempt: 3, elapsedMs: 1 }, MAX_WAIT, 0) as { retryInMs: number };
+    const high = nextLockAttempt({ code: CONTENDED, attempt: 3, elapsedMs: 1 }, MAX_WAIT, 1) as { retryInMs: number };
     expect(high.retryInMs).toBe(3 * low.retryInMs);
-    // Never a blocking sleep that would end past the blocking budget.
-    expect(nextLockAttempt({ code: CONTENDED, attempt: 12, elapsedMs: 24 }, settings)).toMatchObject({ blocking: false });
-    const late = nextLockAttempt({ code: CONTENDED, attempt: 40, elapsedMs: 30 }, settings);
-    expect(late).toMatchObject({ blocking: false });
-    expect((late as { retryInMs: number }).retryInMs).toBeLessThanOrEqual(25 * 1.5);
+    const late = nextLockAttempt({ code: CONTENDED, attempt: 40, elapsedMs: 300 }, MAX_WAIT, 1) as { retryInMs: number };
+    expect(late.retryInMs).toBeGreaterThan(high.retryInMs);
+    expect(late.retryInMs).toBeLessThanOrEqual(4 * 1.5);
   });
 
   it('stops waiting for a contended lock at the bound', () => {
-    expect(nextLockAttempt({ code: CONTENDED, attempt: 500, elapsedMs: 14_000 }, settings)).not.toBe('give_up');
-    expect(nextLockAttempt({ code: CONTENDED, attempt: 600, elapsedMs: 15_000 }, settings)).toBe('give_up');
+    expect(nextLockAttempt({ code: CONTENDED, attempt: 500, elapsedMs: 14_000 }, MAX_WAIT)).not.toBe('give_up');
+    expect(nextLockAttempt({ code: CONTENDED, attempt: 600, elapsedMs: 15_000 }, MAX_WAIT)).toBe('give_up');
   });
 
   it('retries an unknown error a few times only', () => {
-    expect(nextLockAttempt({ code: 'EMFILE', attempt: 1, elapsedMs: 0 }, settings)).not.toBe('give_up');
-    expect(nextLockAttempt({ code: 'EMFILE', attempt: 5, elapsedMs: 100 }, settings)).toBe('give_up');
+    expect(nextLockAttempt({ code: 'EMFILE', attempt: 1, elapsedMs: 0 }, MAX_WAIT)).not.toBe('give_up');
+    expect(nextLockAttempt({ code: 'EMFILE', attempt: 5, elapsedMs: 100 }, MAX_WAIT)).toBe('give_up');
+  });
+});
+
+describe('judgeLock', () => {
+  it('takes over at once the lock of a holder that is gone, however recently it changed', () => {
+    expect(judgeLock('dead', 0, 10_000)).toBe('take_over');
+  });
+
+  it('waits on any other holder until the same lock has stayed for the stale time', () => {
+    for (const liveness of ['alive', 'unknown', 'unreadable'] as const) {
+      expect(judgeLock(liveness, 9_999, 10_000), liveness).toBe('wait');
+      expect(judgeLock(liveness, 10_000, 10_000), liveness).toBe('take_over');
+    }
   });
 });

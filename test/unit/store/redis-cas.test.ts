@@ -10,8 +10,8 @@ describe('redis keys and compare-and-set arguments', () => {
     expect(keys.taskPattern).toBe('team\\[a\\]\\*:task:*');
   });
 
-  it('lays out numkeys, keys, values read, writes and the TTL', () => {
-    expect(casArguments(['c', 't'], ['', '{"a":1}'], [KEEP, ''], 1_000.4)).toEqual([
+  it('lays out numkeys, keys, values read, writes and the TTL of each key (0: none)', () => {
+    expect(casArguments(['c', 't'], ['', '{"a":1}'], [KEEP, ''], [0, 1_000.4])).toEqual([
       '2',
       'c',
       't',
@@ -19,6 +19,7 @@ describe('redis keys and compare-and-set arguments', () => {
       '{"a":1}',
       '=',
       '',
+      '0',
       '1000',
     ]);
   });

@@ -168,6 +168,41 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('RedisStateStore against a real redis-s
     }
   });
 
+  it('says what is wrong with a stored value once per value, not on every read', async () => {
+    const database = fresh();
+    const warnings: string[] = [];
+    const store = open({ warn: (message) => warnings.push(message) });
+    const raw = createClient({ url: redis.url(database) });
+    await raw.connect();
+    try {
+      await raw.set('test:task:bad', '{not json');
+      await raw.set('test:circuits', '{"version":1,"breakers":{"m":{"state":"weird"}},"prunedAt":0}');
+      for (let i = 0; i < 3; i += 1) await store.snapshot(['bad']);
+      expect(warnings).toHaveLength(2);
+      await raw.set('test:task:bad', '{"attempts":"many"}');
+      await store.snapshot(['bad']);
+      expect(warnings).toHaveLength(3);
+    } finally {
+      raw.destroy();
+    }
+  });
+
+  it('keeps an escalated task four times the task TTL (Redis prunes the others after the TTL)', async () => {
+    const database = fresh();
+    const store = open({ taskTtlMs: 5 * DAY_MS });
+    await store.transact(['esc'], (state) => {
+      recordFailure(state, 'esc', 'r1', 1);
+      state.tasks.esc = { ...state.tasks.esc!, escalated: true, escalationReason: 'max_retries_exceeded' };
+    });
+    const raw = createClient({ url: redis.url(database) });
+    await raw.connect();
+    try {
+      expect(await raw.pTTL('test:task:esc')).toBeGreaterThan(20 * DAY_MS - 60_000);
+    } finally {
+      raw.destroy();
+    }
+  });
+
   it('with Redis unreachable fails fast with a StateStoreError that never shows the password', async () => {
     const deadPort = redis.port + 1 === 65_536 ? redis.port - 1 : redis.port + 1;
     const warnings: string[] = [];

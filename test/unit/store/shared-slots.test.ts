@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ProcView } from '../../../src/policy/process-identity.js';
-import { SharedSlots, SharedSlotAbortedError } from '../../../src/store/shared-slots.js';
+import { SharedSlots } from '../../../src/store/shared-slots.js';
+import { SlotAbortedError } from '../../../src/store/slot-aborted-error.js';
 
 const HERE = { host: 'box', boot: 'b1', pidns: 'pid:[1]' };
 let root: string;
@@ -95,7 +96,7 @@ describe('SharedSlots', () => {
     void first.granted.then((r) => (order.push('first'), r));
     void third.granted.then(() => order.push('third'));
     controller.abort();
-    await expect(second.granted).rejects.toBeInstanceOf(SharedSlotAbortedError);
+    await expect(second.granted).rejects.toBeInstanceOf(SlotAbortedError);
     expect(third.position()).toBe(2);
     release();
     (await first.granted)();

@@ -1,15 +1,13 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { beforeEach, describe, expect, it } from 'vitest';
-import { DirLock } from '../../../src/store/dir-lock.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StateStore } from '../../../src/store/state-store.js';
 
 const RUNS = path.resolve(__dirname, '../../fixtures/state-runs.mjs');
-const PROPER_LOCKFILE = createRequire(import.meta.url).resolve('proper-lockfile');
+const STATE_LOCK = path.resolve(__dirname, '../../../dist/store/state-lock.js');
 
 describe('StateStore across processes', () => {
   let dir: string;
@@ -18,6 +16,7 @@ describe('StateStore across processes', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'state-store-mp-'));
     file = path.join(dir, 'state.json');
   });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('4 processes x 200 runs: every task, the shared task and the circuit count land exactly', async () => {
     expect(existsSync(path.resolve(__dirname, '../../../dist/store/state-store.js')), 'run `npm run build` first').toBe(true);
@@ -43,87 +42,65 @@ describe('StateStore across processes', () => {
     expect(readdirSync(path.join(dir, 'state.tasks')).filter((name) => !/^[0-9a-f]{2}\.json$/.test(name))).toEqual([]);
   }, 60_000);
 
-  it('waits for a live proper-lockfile holder (an older server) and goes on once it releases', async () => {
-    // The holder keeps the lock 600 ms, refreshing it as proper-lockfile does, then prints when it let go.
-    const holder = spawn(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `import lockfile from ${JSON.stringify(PROPER_LOCKFILE)};
-         const file = ${JSON.stringify(file)};
-         const release = await lockfile.lock(file, { realpath: false, lockfilePath: file + '.lock', stale: 10000 });
-         process.stdout.write('locked\\n');
-         setTimeout(async () => { const at = Date.now(); await release(); process.stdout.write('released ' + at + '\\n'); }, 600);`,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+  it('waits for a live holder in another process, without blocking the event loop, and goes on once it releases', async () => {
+    // The holder keeps the lock 600 ms, then prints when it let go.
+    const holder = lockHolder(
+      file,
+      'setTimeout(async () => { const at = Date.now(); await release(); say(`released ${at}`); }, 600);',
     );
-    let out = '';
-    const locked = new Promise<void>((resolve, reject) => {
-      holder.stdout.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-        if (out.includes('locked')) resolve();
-      });
-      holder.on('exit', (code) => reject(new Error(`lock holder exited before locking (${code})`)));
-    });
-    await locked;
-    const exited = new Promise((resolve) => holder.on('exit', resolve));
-
+    await holder.locked;
     const store = new StateStore(file);
     let ticks = 0;
     const ticker = setInterval(() => (ticks += 1), 10);
     const committedAt = await store.transact(['t'], () => Date.now());
     clearInterval(ticker);
-    await exited;
-    const releasedAt = Number(/released (\d+)/.exec(out)?.[1]);
+    await holder.exited;
+    const releasedAt = Number(/released (\d+)/.exec(holder.out())?.[1]);
     expect(committedAt).toBeGreaterThanOrEqual(releasedAt);
-    // The wait yielded to the event loop rather than blocking the server for 600 ms.
     expect(ticks).toBeGreaterThan(5);
   }, 20_000);
 
-  it('an older server (proper-lockfile) is refused while this one holds the lock, and gets it once released', async () => {
-    // The lock is a file now, proper-lockfile's a directory: each one's create must fail on the other's.
-    const lockfile = (await import(PROPER_LOCKFILE)) as { lock: (file: string, options: object) => Promise<() => Promise<void>> };
-    const options = { realpath: false, lockfilePath: `${file}.lock`, stale: 10_000, retries: 0 };
-    const ours = new DirLock(`${file}.lock`, 10_000);
-    expect(ours.tryAcquire()).toBe(true);
-    const refused = await lockfile.lock(file, options).then(
-      () => 'taken',
-      (error: NodeJS.ErrnoException) => error.code,
-    );
-    expect(refused).toBe('ELOCKED');
-    expect(ours.release()).toBeNull();
-    const release = await lockfile.lock(file, options);
-    expect(ours.tryAcquire()).toBe(false); // and the other way round
-    await release();
+  it('takes over at once the lock of a holder that was SIGKILLed, even dated an hour ahead, and says who it was', async () => {
+    const holder = lockHolder(file, 'setInterval(() => {}, 1000);');
+    await holder.locked;
+    holder.child.kill('SIGKILL');
+    await holder.exited;
+    const ahead = new Date(Date.now() + 3_600_000);
+    utimesSync(`${file}.lock`, ahead, ahead);
+    const warnings: string[] = [];
+    const store = new StateStore(file, { onWarning: (m) => warnings.push(m) });
+    const started = performance.now();
+    await store.transact(['t'], () => undefined);
+    expect(performance.now() - started).toBeLessThan(1_000);
     expect(existsSync(`${file}.lock`)).toBe(false);
-  });
-
-  it('takes over a lock whose holder died (mtime older than the stale time), and only then', async () => {
-    const lock = `${file}.lock`;
-    mkdirSync(lock);
-    const store = new StateStore(file, { staleLockMs: 2_000 });
-    // Fresh: a live holder. The transaction waits until the dir's mtime is 2 s old.
-    const started = Date.now();
-    await store.transact(['t'], () => undefined);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
-    expect(existsSync(lock)).toBe(false);
-
-    // Already stale: taken over at once.
-    mkdirSync(lock);
-    const old = new Date(Date.now() - 60_000);
-    utimesSync(lock, old, old);
-    const again = Date.now();
-    await store.transact(['t'], () => undefined);
-    expect(Date.now() - again).toBeLessThan(1_000);
-    expect(existsSync(lock)).toBe(false);
-
-    // A stale lock file (this server's own format, left by a crash): taken over at once too.
-    writeFileSync(lock, '');
-    utimesSync(lock, old, old);
-    const third = Date.now();
-    await store.transact(['t'], () => undefined);
-    expect(Date.now() - third).toBeLessThan(1_000);
-    expect(existsSync(lock)).toBe(false);
+    expect(warnings).toEqual([`the state lock ${file}.lock was held by pid ${holder.child.pid} (gone): taken over`]);
   }, 20_000);
 });
+
+/** A process holding the store's lock (from dist/) until `then` (JS, with `release` and `say`) lets go. */
+function lockHolder(file: string, then: string) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { StateLock } from ${JSON.stringify(STATE_LOCK)};
+       const say = (line) => process.stdout.write(line + '\\n');
+       const file = ${JSON.stringify(file)};
+       const release = await new StateLock(file + '.lock', { guards: file, staleMs: 10_000, maxWaitMs: 15_000, warn: say }).acquire();
+       say('locked');
+       ${then}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const locked = new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('locked')) resolve();
+    });
+    child.on('exit', (code) => reject(new Error(`lock holder exited before locking (${code})`)));
+  });
+  return { child, locked, exited, out: () => out };
+}

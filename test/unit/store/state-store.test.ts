@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isStateStoreError, shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state-store.js';
 import type { TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
 
@@ -32,6 +32,7 @@ describe('StateStore', () => {
     file = path.join(dir, 'state.json');
     warnings = [];
   });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
   const open = () => new StateStore(file, { onWarning: (m) => warnings.push(m) });
 
   it('starts empty when there is no file, and persists transactions for a new instance (a restart)', async () => {
@@ -183,6 +184,7 @@ describe('StateStore under faults', () => {
     file = path.join(dir, 'state.json');
     warnings = [];
   });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
   const open = () => new StateStore(file, { onWarning: (m) => warnings.push(m) });
   const shardFile = (taskId: string) => path.join(dir, 'state.tasks', `${shardOf(taskId).toString(16).padStart(2, '0')}.json`);
   const asideOf = (target: string) =>
@@ -304,5 +306,62 @@ describe('StateStore under faults', () => {
     const problems = await store.inspect();
     expect(problems.join('\n')).toContain(`${shardFile('x')} is not a regular file`);
     expect(problems.join('\n')).toContain(`${file} is not a regular file`);
+  });
+});
+
+describe('StateStore: a damaged state.json keeps what is valid', () => {
+  let dir: string;
+  let file: string;
+  let warnings: string[];
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'state-store-repair-'));
+    file = path.join(dir, 'state.json');
+    warnings = [];
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const open = () => new StateStore(file, { onWarning: (m) => warnings.push(m) });
+  const open5 = { state: 'open', consecutiveFailures: 5, openedAt: 1_000, retryAt: 61_000 } as const;
+  const asides = () => readdirSync(dir).filter((name) => name.startsWith('state.json.corrupt-'));
+
+  it('one wrong-typed top-level field (prunedAt: "x") loses no circuit: the field is repaired, a copy kept, one warning', async () => {
+    const original = JSON.stringify({
+      version: 1,
+      breakers: { 'm:latest': open5, 'n:latest': { state: 'closed', consecutiveFailures: 2 } },
+      prunedAt: 'x',
+    });
+    writeFileSync(file, original);
+    const store = open();
+    expect((await store.snapshot()).breakers['m:latest']).toEqual(open5);
+    expect((await store.snapshot()).breakers['n:latest']).toEqual({ state: 'closed', consecutiveFailures: 2 });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/prunedAt/);
+
+    await store.transact([], () => undefined);
+    const repaired = JSON.parse(readFileSync(file, 'utf8'));
+    expect(repaired.breakers['m:latest']).toEqual(open5);
+    expect(repaired.prunedAt).toBe(0);
+    expect(asides().map((name) => readFileSync(path.join(dir, name), 'utf8'))).toEqual([original]);
+  });
+
+  it('a missing or mistyped version is repaired too; another version number is another format, set aside whole', async () => {
+    writeFileSync(file, JSON.stringify({ breakers: { 'm:latest': open5 }, prunedAt: 0 }));
+    expect((await open().snapshot()).breakers['m:latest']).toEqual(open5);
+    writeFileSync(file, JSON.stringify({ version: 2, breakers: { 'm:latest': open5 } }));
+    const store = open();
+    expect((await store.snapshot()).breakers['m:latest']).toBeUndefined();
+    await store.transact([], () => undefined);
+    expect(asides()).toHaveLength(1);
+    expect(warnings.join('\n')).toMatch(/version 2 is not 1/);
+  });
+
+  it('says what is wrong with a file once per version of it, not on every read', async () => {
+    writeFileSync(file, '{"version":1,"breakers":');
+    const store = open();
+    for (let i = 0; i < 3; i += 1) await store.snapshot();
+    expect(warnings).toHaveLength(1);
+    writeFileSync(file, '{"version":1,"breakers":{"m":{"state":"weird"}},"prunedAt":0}');
+    for (let i = 0; i < 3; i += 1) await store.snapshot();
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toContain('circuit "m"');
   });
 });
