@@ -21,7 +21,7 @@ export interface Grant {
   readonly release: () => void;
   /** Its model was not loaded as far as this server knew: the call will wait for a load. */
   readonly cold: boolean;
-  /** Tell the dispatcher the answer has begun: a cold call's model is loaded now, so `ollama ps` is asked again. */
+  /** Tell the dispatcher the answer has begun: a cold call's model is loaded now (see Residency.loadedOne). */
   readonly answerBegan: () => void;
   /**
    * Send the keep-alive the call asked for. False while calls for other models wait here: Ollama
@@ -195,7 +195,7 @@ export class Dispatcher {
     this.#options.residency.started(call.modelKey, sendKeepAlive ? call.keepAliveMs : undefined, evicted);
     const cold = !before.loaded.includes(call.modelKey);
     const residency = this.#options.residency;
-    call.grant({ release: this.#releaser(call), cold, sendKeepAlive, answerBegan: () => cold && residency.refresh() });
+    call.grant({ release: this.#releaser(call), cold, sendKeepAlive, answerBegan: () => cold && residency.loadedOne() });
   }
 
   #releaser(call: Waiter): () => void {

@@ -73,14 +73,18 @@ export class Residency {
   /** Ask `ollama ps` unless its last answer is fresh or a question is under way. */
   refreshIfStale(): void {
     if (this.#options.clock() - this.#askedAt < PS_FRESH_MS) return;
-    this.refresh();
+    this.#refresh();
   }
 
   /**
-   * Ask `ollama ps` now (unless a question is under way): a model has just been loaded, so what is
-   * loaded, and how many models fit together, may have changed.
+   * A model has just been loaded: when how many models fit together is learned, ask `ollama ps` now
+   * (unless a question is under way), since Ollama may have kept the others beside it.
    */
-  refresh(): void {
+  loadedOne(): void {
+    if (this.#options.capacity === null) this.#refresh();
+  }
+
+  #refresh(): void {
     const read = this.#options.readLoaded;
     if (read === null || this.#asking !== null) return;
     this.#askedAt = this.#options.clock();
