@@ -10,7 +10,8 @@ import { SWEEP_INTERVAL_MS } from '../app/orphan-sweep.js';
 import { liveProcView, selfIdentity } from '../store/proc-reader.js';
 import { SLOTS_DIR_NAME, viewSlots, type SlotView } from '../store/shared-slots.js';
 import { RedisSlotTable } from '../store/redis-slot-table.js';
-import { isDescribedBackend, openStateBackend } from '../store/state-backend.js';
+import { isDescribedBackend } from '../store/state-backend.js';
+import { openStateBackend } from '../store/open-state-backend.js';
 
 /**
  * `ollama-runner-mcp doctor`: check the setup the way the server sees it, print the report to

@@ -19,7 +19,7 @@ import {
   STATE_PREFIX_RULE,
   SWITCH_AFTER_RANGE,
 } from './ranges.js';
-import { isRedisUrlError, parseRedisUrl } from '../store/redis-url.js';
+import { isRedisUrlError, parseRedisUrl } from './redis-url.js';
 
 /** Everything the server can be told, validated once at start-up. Each field names its variable. */
 export interface Config {

@@ -8,7 +8,7 @@ import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData } from '../store/state-schema.js';
 import type { StoreWriteFailure, TaskScope } from '../store/state-store.js';
 import type { SlotView } from '../store/shared-slots.js';
-import { redactRedisUrl } from '../store/redis-url.js';
+import { redactRedisUrl } from '../config/redis-url.js';
 import { checkStateBackend, stateFixHint } from './state-backend-check.js';
 import type { HealthReport } from './health-report-schema.js';
 

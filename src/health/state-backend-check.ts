@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Config } from '../config/config.js';
 import { isDescribedBackend, type StateBackendStatus } from '../store/state-backend.js';
-import { redactRedisUrl } from '../store/redis-url.js';
+import { redactRedisUrl } from '../config/redis-url.js';
 
 /**
  * Where the ledger and circuits live, and (team mode) whether that Redis answers now. The state

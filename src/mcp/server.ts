@@ -80,7 +80,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     import('../app/run-service.js'),
     import('../app/process-hygiene.js'),
     import('../ollama/model-process.js'),
-    import('../store/state-backend.js'),
+    import('../store/open-state-backend.js'),
     import('../telemetry/run-log.js'),
     import('../ollama/child-env.js'),
     import('../ollama/installed-models.js'),

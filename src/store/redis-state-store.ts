@@ -7,7 +7,7 @@ import type { DescribedStateBackend, StateBackendStatus } from './state-backend.
 import { ESCALATED_AGE_FACTOR, NEVER_PRUNE } from '../policy/task-ledger.js';
 import { dict, mainFileJson, parseMainFile, parseShardFile, type StateData } from './state-schema.js';
 import { StateStoreError, type StoreWriteFailure, type TaskScope } from './state-store.js';
-import { parseRedisUrl, isRedisUrlError, withoutSecret, type RedisTarget } from './redis-url.js';
+import { parseRedisUrl, isRedisUrlError, withoutSecret, type RedisTarget } from '../config/redis-url.js';
 import { CAS_SCRIPT, KEEP, casArguments, conflictBackoffMs, redisKeys, type RedisKeys } from './redis-cas.js';
 
 export interface RedisStateStoreOptions {

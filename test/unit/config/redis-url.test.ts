@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isRedisUrlError, parseRedisUrl, redactRedisUrl, withoutSecret } from '../../../src/store/redis-url.js';
+import { isRedisUrlError, parseRedisUrl, redactRedisUrl, withoutSecret } from '../../../src/config/redis-url.js';
 
 describe('parseRedisUrl', () => {
   it('reads host, port, db, user and password, and TLS from rediss://', () => {
