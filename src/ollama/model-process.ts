@@ -95,18 +95,10 @@ type Ending = 'answer_timeout' | 'start_timeout' | 'deadline' | 'cancel';
  */
 export async function runModelProcess(request: ModelProcessRequest): Promise<ProcessOutcome> {
   const started = performance.now();
-  const stdoutChunks: Buffer[] = [];
-  let stdoutBytes = 0;
-  let truncated = false;
-  let stderrTail = Buffer.alloc(0);
-  let startMs: number | null = null;
-  let lastData = started;
-
   const { execa } = await loadExeca();
   const subprocess = execa(request.bin, request.args, {
-    // Lean options: the prompt is written to the stdin pipe below instead of `input`, one exit hook
-    // replaces `cleanup`, and the limits are plain timers that signal the whole process group
-    // (execa's own `timeout`/`cancelSignal` reach the group leader only).
+    // The prompt is written to the stdin pipe below; one exit hook replaces `cleanup`; the limits are
+    // timers that signal the whole process group (execa's `timeout`/`cancelSignal` reach the leader only).
     stdin: 'pipe',
     cleanup: false,
     buffer: false,
@@ -117,77 +109,148 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
     detached: OWN_PROCESS_GROUP,
     windowsHide: true,
   });
-  const pid = subprocess.pid;
-  let ending: Ending | null = null;
-  const group = pid === undefined ? null : new GroupTerminator(pid, request.killGraceMs);
-  const stop = (why: Ending) => {
-    ending ??= why;
-    group?.terminate();
-  };
-  const limits = new Limits(request, stop);
-  const onAbort = () => stop('cancel');
-  if (pid !== undefined) {
-    killOnExit(pid);
-    limits.start();
-    request.signal?.addEventListener('abort', onAbort, { once: true });
-    if (request.signal?.aborted) onAbort();
-    request.onSpawn?.(pid);
-  }
+  const control = new ProcessControl(subprocess.pid, request);
+  const output = new OutputCapture(
+    request,
+    started,
+    () => control.answerBegan(),
+    () => control.terminate(),
+  );
   // Written whole, then closed: the CLI reads stdin to EOF before it starts. A CLI that exits
   // before reading it makes this EPIPE, which execa ignores (the exit code tells what happened).
   subprocess.stdin?.end(request.prompt);
+  subprocess.stdout?.on('data', (chunk: Buffer) => output.stdout(chunk));
+  subprocess.stderr?.on('data', (chunk: Buffer) => output.stderr(chunk));
 
-  subprocess.stdout?.on('data', (chunk: Buffer) => {
-    lastData = performance.now();
-    if (startMs === null) {
-      startMs = Math.round(lastData - started);
-      limits.answerBegan();
-      request.onFirstByte?.();
+  const end = await untilExitAndDrained(subprocess, () => output.lastData);
+  control.exited();
+  return outcomeOf(request, end, control.ending, output, Math.round(performance.now() - started));
+}
+
+/** What ended the process, from the limits, a cancel or the output cap, and the group's signals. */
+class ProcessControl {
+  ending: Ending | null = null;
+  readonly #pid: number | undefined;
+  readonly #request: ModelProcessRequest;
+  readonly #group: GroupTerminator | null;
+  readonly #limits: Limits;
+  readonly #onAbort = () => this.#stop('cancel');
+
+  constructor(pid: number | undefined, request: ModelProcessRequest) {
+    this.#pid = pid;
+    this.#request = request;
+    this.#group = pid === undefined ? null : new GroupTerminator(pid, request.killGraceMs);
+    this.#limits = new Limits(request, (why) => this.#stop(why));
+    if (pid === undefined) return;
+    killOnExit(pid);
+    this.#limits.start();
+    request.signal?.addEventListener('abort', this.#onAbort, { once: true });
+    if (request.signal?.aborted) this.#onAbort();
+    request.onSpawn?.(pid);
+  }
+
+  answerBegan(): void {
+    this.#limits.answerBegan();
+  }
+
+  /** Stop the process without naming a limit (the output cap). */
+  terminate(): void {
+    this.#group?.terminate();
+  }
+
+  exited(): void {
+    this.#limits.clear();
+    this.#request.signal?.removeEventListener('abort', this.#onAbort);
+    if (this.#pid !== undefined) liveGroups.delete(this.#pid);
+    this.#group?.exited();
+  }
+
+  #stop(why: Ending): void {
+    this.ending ??= why;
+    this.terminate();
+  }
+}
+
+/** stdout kept up to the cap (the first byte starts the answer's clock), and the last KiB of stderr. */
+class OutputCapture {
+  readonly #chunks: Buffer[] = [];
+  #bytes = 0;
+  truncated = false;
+  startMs: number | null = null;
+  #stderrTail = Buffer.alloc(0);
+  lastData: number;
+
+  constructor(
+    private readonly request: ModelProcessRequest,
+    private readonly started: number,
+    private readonly onFirstByte: () => void,
+    private readonly onCapReached: () => void,
+  ) {
+    this.lastData = started;
+  }
+
+  stdout(chunk: Buffer): void {
+    this.lastData = performance.now();
+    if (this.startMs === null) {
+      this.startMs = Math.round(this.lastData - this.started);
+      this.onFirstByte();
+      this.request.onFirstByte?.();
     }
-    if (truncated) return;
-    const room = request.maxOutputBytes - stdoutBytes;
-    if (chunk.length > room) {
-      stdoutChunks.push(chunk.subarray(0, room));
-      stdoutBytes += room;
-      truncated = true;
-      group?.terminate();
-    } else {
-      stdoutChunks.push(chunk);
-      stdoutBytes += chunk.length;
+    if (this.truncated) return;
+    const room = this.request.maxOutputBytes - this.#bytes;
+    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    this.#chunks.push(kept);
+    this.#bytes += kept.length;
+    if (kept !== chunk) {
+      this.truncated = true;
+      this.onCapReached();
     }
-    request.onOutput?.(stdoutBytes);
-  });
-  subprocess.stderr?.on('data', (chunk: Buffer) => {
-    lastData = performance.now();
-    const joined = Buffer.concat([stderrTail, chunk]);
-    stderrTail = joined.length > STDERR_TAIL_BYTES ? joined.subarray(joined.length - STDERR_TAIL_BYTES) : joined;
-  });
+    this.request.onOutput?.(this.#bytes);
+  }
 
-  const end = await untilExitAndDrained(subprocess, () => lastData);
-  limits.clear();
-  request.signal?.removeEventListener('abort', onAbort);
-  if (pid !== undefined) liveGroups.delete(pid);
-  group?.exited();
+  stderr(chunk: Buffer): void {
+    this.lastData = performance.now();
+    const joined = Buffer.concat([this.#stderrTail, chunk]);
+    this.#stderrTail = joined.length > STDERR_TAIL_BYTES ? joined.subarray(joined.length - STDERR_TAIL_BYTES) : joined;
+  }
 
+  /** The answer as text, a multi-byte character cut in half by the cap dropped. */
+  text(): string {
+    const bytes = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#bytes);
+    this.#chunks.length = 0;
+    return bytes.toString('utf8').replace(/\uFFFD$/, '');
+  }
+
+  stderrText(): string {
+    return this.#stderrTail.toString('utf8');
+  }
+}
+
+function outcomeOf(
+  request: ModelProcessRequest,
+  end: ProcessEnd,
+  ending: Ending | null,
+  output: OutputCapture,
+  durationMs: number,
+): ProcessOutcome {
   const result = end.result;
   const spawnFailed = result !== null && result.failed && result.exitCode === undefined && ending === null && !result.signal;
-  const finalEnding: Ending | null = ending;
-  const deadlineReached = finalEnding === 'deadline';
-  const beganAnswer = startMs !== null;
+  const deadlineReached = ending === 'deadline';
+  const beganAnswer = output.startMs !== null;
   return {
-    stdout: decodeUtf8Prefix(stdoutChunks.length === 1 ? stdoutChunks[0]! : Buffer.concat(stdoutChunks, stdoutBytes)),
-    stderrTail: stderrTail.toString('utf8'),
+    stdout: output.text(),
+    stderrTail: output.stderrText(),
     exitCode: end.exitCode,
     signal: end.signal,
-    timedOut: finalEnding === 'answer_timeout' || (deadlineReached && beganAnswer),
-    startTimedOut: finalEnding === 'start_timeout' || (deadlineReached && !beganAnswer),
+    timedOut: ending === 'answer_timeout' || (deadlineReached && beganAnswer),
+    startTimedOut: ending === 'start_timeout' || (deadlineReached && !beganAnswer),
     deadlineReached,
-    truncated,
-    cancelled: finalEnding === 'cancel',
+    truncated: output.truncated,
+    cancelled: ending === 'cancel',
     spawnError: spawnFailed ? spawnErrorMessage(request.bin, (result as { code?: string }).code ?? null, result.message) : null,
-    durationMs: Math.round(performance.now() - started),
-    startMs,
-    pid: pid ?? null,
+    durationMs,
+    startMs: output.startMs,
+    pid: end.pid,
     timeoutMs: request.timeoutMs,
     startTimeoutMs: request.startTimeoutMs,
     maxOutputBytes: request.maxOutputBytes,
@@ -232,6 +295,7 @@ type ExecaResult = Awaited<Subprocess>;
 interface ProcessEnd {
   /** execa's result when every pipe closed; null when the attempt stopped reading pipes a helper holds. */
   readonly result: ExecaResult | null;
+  readonly pid: number | null;
   readonly exitCode: number | null;
   readonly signal: string | null;
 }
@@ -244,27 +308,24 @@ interface ProcessEnd {
 function untilExitAndDrained(subprocess: Subprocess, lastData: () => number): Promise<ProcessEnd> {
   return new Promise((resolve) => {
     let exit: { code: number | null; signal: string | null } | null = null;
-    let drainTimer: NodeJS.Timeout | undefined;
     let exitedAt = 0;
-    const finish = (end: ProcessEnd) => {
+    let drainTimer: NodeJS.Timeout | undefined;
+    const finish = (result: ExecaResult | null) => {
       clearTimeout(drainTimer);
-      resolve(end);
+      const exitCode = exit?.code ?? result?.exitCode ?? null;
+      resolve({ result, pid: subprocess.pid ?? null, exitCode, signal: exit?.signal ?? result?.signal ?? null });
     };
-    void subprocess.then(
-      (result) =>
-        finish({ result, exitCode: exit?.code ?? result.exitCode ?? null, signal: exit?.signal ?? result.signal ?? null }),
-      () => finish({ result: null, exitCode: exit?.code ?? null, signal: exit?.signal ?? null }),
-    );
+    void subprocess.then(finish, () => finish(null));
     const checkDrained = () => {
       const now = performance.now();
       const quietFor = now - Math.max(lastData(), exitedAt);
-      if (quietFor >= DRAIN_QUIET_MS || now - exitedAt >= DRAIN_MAX_MS) {
-        subprocess.stdout?.destroy();
-        subprocess.stderr?.destroy();
-        finish({ result: null, exitCode: exit?.code ?? null, signal: exit?.signal ?? null });
-      } else {
+      if (quietFor < DRAIN_QUIET_MS && now - exitedAt < DRAIN_MAX_MS) {
         drainTimer = setTimeout(checkDrained, Math.min(DRAIN_QUIET_MS - quietFor, DRAIN_MAX_MS - (now - exitedAt)));
+        return;
       }
+      subprocess.stdout?.destroy();
+      subprocess.stderr?.destroy();
+      finish(null);
     };
     subprocess.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
       exit = { code, signal };
@@ -272,9 +333,4 @@ function untilExitAndDrained(subprocess: Subprocess, lastData: () => number): Pr
       drainTimer = setTimeout(checkDrained, DRAIN_QUIET_MS);
     });
   });
-}
-
-/** Decode, dropping a multi-byte character cut in half by the output cap. */
-function decodeUtf8Prefix(bytes: Buffer): string {
-  return bytes.toString('utf8').replace(/\uFFFD$/, '');
 }
