@@ -28,6 +28,7 @@ import {
   ms,
   removeAllTempDirs,
 } from './lib.mjs';
+import { AGENT_TARGETS, BEFORE, agentViewLines, measureAgentView } from './agent-view.mjs';
 import { measureOverhead } from './overhead.mjs';
 import { measureReportCli } from './report-cli.mjs';
 import { measureStartup } from './startup.mjs';
@@ -148,7 +149,7 @@ async function main() {
 
   // ---------------------------------------------------------------- 1. spawn baselines, added latency
   say(
-    `[1/5] spawn baselines and added latency: ${PLAN.rounds} interleaved rounds after ${PLAN.warmup} warm-up rounds, ${fast.label} ...`,
+    `[1/6] spawn baselines and added latency: ${PLAN.rounds} interleaved rounds after ${PLAN.warmup} warm-up rounds, ${fast.label} ...`,
   );
   const overhead = await withNoise(() =>
     measureOverhead({ fake: fast, floorBin: floorDriver.bin, rounds: PLAN.rounds, warmup: PLAN.warmup, cpuProfDir: CPU_PROF }),
@@ -156,14 +157,14 @@ async function main() {
   printOverhead(overhead);
 
   // ---------------------------------------------------------------- 2. throughput
-  say(`[2/5] throughput: ${PLAN.runs} runs of a 100 ms ${slow.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
+  say(`[2/6] throughput: ${PLAN.runs} runs of a 100 ms ${slow.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
   const throughput = await withNoise(() =>
     measureThroughput({ bin: slow.bin, runs: PLAN.runs, concurrency: 8, modelMs: 100, reps: PLAN.reps }),
   );
   printThroughput(throughput);
 
   // ---------------------------------------------------------------- 3. ledger
-  say(`[3/5] ledger transaction: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
+  say(`[3/6] ledger transaction: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
   const state = await withNoise(() =>
     measureState({ tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup }),
   );
@@ -174,18 +175,26 @@ async function main() {
   (await stateRedisLines(redisPlan, state)).forEach((line) => say(line));
 
   // ---------------------------------------------------------------- 4. start-up
-  say(`[4/5] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);
+  say(`[4/6] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);
   const startup = await withNoise(() => measureStartup({ samples: PLAN.startups, fakeBin: fast.bin }));
   printStartup(startup);
 
   // ---------------------------------------------------------------- 5. report
   say(
-    `[5/5] report --json through the CLI on a generated ${PLAN.reportLines.toLocaleString('en-US')}-line runs.jsonl, next to a bare JSON.parse loop, ${PLAN.reportReps} rep(s) each ...`,
+    `[5/6] report --json through the CLI on a generated ${PLAN.reportLines.toLocaleString('en-US')}-line runs.jsonl, next to a bare JSON.parse loop, ${PLAN.reportReps} rep(s) each ...`,
   );
   const report = await withNoise(() =>
     measureReportCli({ lines: PLAN.reportLines, reps: PLAN.reportReps, withJq: process.env.BENCH_JQ === '1' }),
   );
   printReport(report);
+
+  // ---------------------------------------------------------------- 6. what the agent reads
+  say(
+    '[6/6] what the agent reads: result sizes as a structuredContent client hands them over, tools/list, the largest reply ...',
+  );
+  const agent = await measureAgentView();
+  agentViewLines(agent).forEach((line) => say(line));
+  say();
 
   const totalS = (performance.now() - started) / 1000;
   machine.loadavgEnd = machineInfo().loadavg;
@@ -199,7 +208,7 @@ async function main() {
   } else {
     machine.otherCpu = machine.ownCpu = 'n/a';
   }
-  const rows = targetRows({ overhead, throughput, state, startup, report });
+  const rows = [...targetRows({ overhead, throughput, state, startup, report }), ...agentRows(agent)];
   say('Targets (value and baseline from this run)');
   say(renderTable(rows));
   const missed = rows.filter((r) => r.result === 'FAIL');
@@ -412,6 +421,47 @@ function targetRows({ overhead: o, throughput: t, state: s, startup: u, report: 
     `the floor (node reading 1 MiB chunks and parsing each line, keeping nothing) peaks at ${r.floor.peakRssMb.toFixed(0)} MB; the ${(r.cli.peakRssMb - r.floor.peakRssMb).toFixed(0)} MB above it is what the report keeps while reading (per-run figures for percentiles, per-task maps) and the garbage it leaves.`,
   );
   return rows;
+}
+
+/** Issue 19's figures: what the agent pays in context per result and per session, and the largest reply. */
+function agentRows(a) {
+  const pass = (ok) => (ok ? 'PASS' : 'FAIL');
+  const bytes = (n) => `${n.toLocaleString('en-US')} bytes`;
+  const why = "each byte is in the agent's context (bench/agent-view.mjs prints what is left)";
+  return [
+    {
+      measure: 'ok result as the model reads it (JSON of structuredContent), beyond the answer',
+      value: bytes(a.ok),
+      baseline: `before issue 19: ${bytes(BEFORE.ok)}`,
+      target: `<= ${AGENT_TARGETS.ok} (aim ${AGENT_TARGETS.okAim})`,
+      result: a.ok <= AGENT_TARGETS.okAim ? 'PASS (aim)' : pass(a.ok <= AGENT_TARGETS.ok),
+      why,
+    },
+    {
+      measure: 'retryable failure as the model reads it',
+      value: bytes(a.failure),
+      baseline: `before issue 19: ${bytes(BEFORE.failure)}`,
+      target: `<= ${AGENT_TARGETS.failure}`,
+      result: pass(a.failure <= AGENT_TARGETS.failure),
+      why,
+    },
+    {
+      measure: 'model-visible tools/list (names, titles, descriptions, input schemas)',
+      value: bytes(a.tools.visible),
+      baseline: `before issue 19: ${bytes(BEFORE.toolsVisible)}`,
+      target: `<= ${AGENT_TARGETS.toolsVisible} (aim ${AGENT_TARGETS.toolsAim})`,
+      result: a.tools.visible <= AGENT_TARGETS.toolsAim ? 'PASS (aim)' : pass(a.tools.visible <= AGENT_TARGETS.toolsVisible),
+      why: 'paid in every session before any call',
+    },
+    {
+      measure: 'largest reply: ollama_run_many of six 0.9 MB answers',
+      value: a.largestReply.arrived ? `${(a.largestReply.bytes / 2 ** 20).toFixed(2)} MiB` : 'never arrived',
+      baseline: 'before issue 19: never arrived (over 10 MiB)',
+      target: `< ${AGENT_TARGETS.replyMiB} MiB`,
+      result: pass(a.largestReply.arrived && a.largestReply.bytes < AGENT_TARGETS.replyMiB * 2 ** 20),
+      why: a.largestReply.arrived ? '' : a.largestReply.error,
+    },
+  ];
 }
 
 function ledgerWhy(s, x, contended) {
