@@ -22,6 +22,7 @@ describe('what a client that reads structuredContent hands the model', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '2', OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000' });
+    await server.client.listTools(); // the SDK client then checks every ok result against its outputSchema
   });
   afterAll(async () => server?.close());
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toRunMetadata, type Attempt } from '../../../src/app/run-report.js';
-import { toRunReply } from '../../../src/app/run-reply.js';
-import { toBatchReply, summarize } from '../../../src/app/run-batch.js';
+import { runReplySchema, toRunReply } from '../../../src/app/run-reply.js';
+import { batchReplySchema, toBatchReply, summarize } from '../../../src/app/run-batch.js';
 import type { RunMetadata, RunResult } from '../../../src/app/run-result.js';
 import type { CircuitView } from '../../../src/policy/breaker.js';
 import { decideEscalation, type EscalationDecision } from '../../../src/policy/escalation.js';
@@ -83,6 +83,9 @@ describe('the concise reply makes exactly the escalation decisions of the full m
       expect(concise.status).toBe(m.status);
       // detailed = the same concise fields, plus the whole record
       expect(detailed).toEqual({ ...concise, metadata: m });
+      // Both match the declared output schema exactly (clients such as the Python SDK check it).
+      expect(runReplySchema.strict().parse(concise)).toEqual(concise);
+      expect(runReplySchema.strict().parse(detailed)).toEqual(detailed);
       if (m.escalate) {
         expect(concise.next).toMatch(/^Stop: do not retry this task\b/);
         expect(concise.next).toMatch(/escalate it/);
@@ -203,5 +206,7 @@ describe('a batch reply', () => {
     const detailed = toBatchReply({ batch_id: 'b', results, summary: summarize(results) }, 'detailed');
     expect(detailed).toMatchObject({ batch_id: 'b', summary: summarize(results) });
     expect(detailed.results[1]!.metadata).toEqual(results[1]!.metadata);
+    expect(batchReplySchema.strict().parse(reply)).toEqual(reply);
+    expect(batchReplySchema.strict().parse(detailed)).toEqual(detailed);
   });
 });
