@@ -27,7 +27,7 @@ async function start(dir, extra = {}) {
     throw e;
   }
   const call = async (name, args) => {
-    const r = await c.callTool({ name, arguments: args });
+    const r = await c.callTool({ name, arguments: { response_format: 'detailed', ...args } });
     return { r, text: r.content.map((x) => x.text).join('\n') };
   };
   return { c, call, err: () => err };

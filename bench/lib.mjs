@@ -203,8 +203,13 @@ export async function startServer({ bin, telemetryDir, env = {}, nodeArgs = [], 
     client,
     pid: transport.pid,
     stderr: () => stderr,
+    /** `ollama_run` with its whole record (`response_format: "detailed"`): the benchmarks read duration_ms and queue_ms. */
     async run(args) {
-      const result = await client.callTool({ name: 'ollama_run', arguments: args }, undefined, { timeout: 120_000 });
+      const result = await client.callTool(
+        { name: 'ollama_run', arguments: { response_format: 'detailed', ...args } },
+        undefined,
+        { timeout: 120_000 },
+      );
       const metadata = result.structuredContent?.metadata;
       if (!metadata || metadata.status !== 'ok') {
         const text = (result.content ?? []).map((c) => c.text).join('\n');

@@ -29,6 +29,7 @@ import {
   ms,
   removeAllTempDirs,
 } from './lib.mjs';
+import { AGENT_TARGETS, BEFORE, agentViewLines, measureAgentView } from './agent-view.mjs';
 import { measureOverhead } from './overhead.mjs';
 import { measureReportCli, reportLines, reportTargetRows } from './report-cli.mjs';
 import { measureSummaryWithSince } from './report-since.mjs';
@@ -151,7 +152,7 @@ async function main() {
 
   // ---------------------------------------------------------------- 1. spawn baselines, added latency
   say(
-    `[1/6] spawn baselines and added latency: ${PLAN.rounds} interleaved rounds after ${PLAN.warmup} warm-up rounds, ${fast.label} ...`,
+    `[1/7] spawn baselines and added latency: ${PLAN.rounds} interleaved rounds after ${PLAN.warmup} warm-up rounds, ${fast.label} ...`,
   );
   const overhead = await withNoise(() =>
     measureOverhead({ fake: fast, floorBin: floorDriver.bin, rounds: PLAN.rounds, warmup: PLAN.warmup, cpuProfDir: CPU_PROF }),
@@ -159,14 +160,14 @@ async function main() {
   printOverhead(overhead);
 
   // ---------------------------------------------------------------- 2. throughput
-  say(`[2/6] throughput: ${PLAN.runs} runs of a 100 ms ${slow.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
+  say(`[2/7] throughput: ${PLAN.runs} runs of a 100 ms ${slow.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
   const throughput = await withNoise(() =>
     measureThroughput({ bin: slow.bin, runs: PLAN.runs, concurrency: 8, modelMs: 100, reps: PLAN.reps }),
   );
   printThroughput(throughput);
 
   // ---------------------------------------------------------------- 3. ledger
-  say(`[3/6] ledger transaction: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
+  say(`[3/7] ledger transaction: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
   const state = await withNoise(() =>
     measureState({ tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup }),
   );
@@ -177,13 +178,13 @@ async function main() {
   (await stateRedisLines(redisPlan, state)).forEach((line) => say(line));
 
   // ---------------------------------------------------------------- 4. start-up
-  say(`[4/6] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);
+  say(`[4/7] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);
   const startup = await withNoise(() => measureStartup({ samples: PLAN.startups, fakeBin: fast.bin }));
   printStartup(startup);
 
   // ---------------------------------------------------------------- 5. report
   say(
-    `[5/6] report --json through the CLI: ${PLAN.report.realisticLines.toLocaleString('en-US')}, ${PLAN.report.floorLines.toLocaleString('en-US')} (next to a bare JSON.parse loop) and ${PLAN.report.largeLines.toLocaleString('en-US')} lines; --since 24h after ${PLAN.since.days} days of rotated files ...`,
+    `[5/7] report --json through the CLI: ${PLAN.report.realisticLines.toLocaleString('en-US')}, ${PLAN.report.floorLines.toLocaleString('en-US')} (next to a bare JSON.parse loop) and ${PLAN.report.largeLines.toLocaleString('en-US')} lines; --since 24h after ${PLAN.since.days} days of rotated files ...`,
   );
   const report = await withNoise(async () => ({
     ...(await measureReportCli({ ...PLAN.report, withJq: process.env.BENCH_JQ === '1' })),
@@ -194,11 +195,19 @@ async function main() {
   say();
 
   // ---------------------------------------------------------------- 6. scheduling
-  say('[6/6] scheduling against one shared fake Ollama, next to plain FIFO dispatch in the same run ...');
+  say('[6/7] scheduling against one shared fake Ollama, next to plain FIFO dispatch in the same run ...');
   const scheduling = await withNoise(() => measureScheduling());
   const schedulingTargets = schedulingRows(scheduling);
   for (const r of schedulingTargets) say(`  ${r.measure}: ${r.value} (FIFO: ${r.baseline})${r.note ? `\n    ${r.note}` : ''}`);
   say(`  other processes used ${noise(scheduling)} of the CPUs meanwhile`);
+  say();
+
+  // ---------------------------------------------------------------- 7. what the agent reads
+  say(
+    '[7/7] what the agent reads: result sizes as a structuredContent client hands them over, tools/list, the largest reply ...',
+  );
+  const agent = await measureAgentView();
+  agentViewLines(agent).forEach((line) => say(line));
   say();
 
   const totalS = (performance.now() - started) / 1000;
@@ -220,6 +229,7 @@ async function main() {
       result: r.pass ? 'PASS' : 'FAIL',
       why: r.note ?? 'see the scheduling section above',
     })),
+    ...agentRows(agent),
   ];
   say('Targets (value and baseline from this run)');
   say(renderTable(rows));
@@ -393,6 +403,47 @@ function targetRows({ overhead: o, throughput: t, state: s, startup: u, report: 
   );
   rows.push(...reportTargetRows(r, TARGETS));
   return rows;
+}
+
+/** Issue 19's figures: what the agent pays in context per result and per session, and the largest reply. */
+function agentRows(a) {
+  const pass = (ok) => (ok ? 'PASS' : 'FAIL');
+  const bytes = (n) => `${n.toLocaleString('en-US')} bytes`;
+  const why = "each byte is in the agent's context (bench/agent-view.mjs prints what is left)";
+  return [
+    {
+      measure: 'ok result as the model reads it (JSON of structuredContent), beyond the answer',
+      value: bytes(a.ok),
+      baseline: `before issue 19: ${bytes(BEFORE.ok)}`,
+      target: `<= ${AGENT_TARGETS.ok} (aim ${AGENT_TARGETS.okAim})`,
+      result: a.ok <= AGENT_TARGETS.okAim ? 'PASS (aim)' : pass(a.ok <= AGENT_TARGETS.ok),
+      why,
+    },
+    {
+      measure: 'retryable failure as the model reads it',
+      value: bytes(a.failure),
+      baseline: `before issue 19: ${bytes(BEFORE.failure)}`,
+      target: `<= ${AGENT_TARGETS.failure}`,
+      result: pass(a.failure <= AGENT_TARGETS.failure),
+      why,
+    },
+    {
+      measure: 'model-visible tools/list (names, titles, descriptions, input schemas)',
+      value: bytes(a.tools.visible),
+      baseline: `before issue 19: ${bytes(BEFORE.toolsVisible)}`,
+      target: `<= ${AGENT_TARGETS.toolsVisible} (aim ${AGENT_TARGETS.toolsAim})`,
+      result: a.tools.visible <= AGENT_TARGETS.toolsAim ? 'PASS (aim)' : pass(a.tools.visible <= AGENT_TARGETS.toolsVisible),
+      why: 'paid in every session before any call',
+    },
+    {
+      measure: 'largest reply: ollama_run_many of six 0.9 MB answers',
+      value: a.largestReply.arrived ? `${(a.largestReply.bytes / 2 ** 20).toFixed(2)} MiB` : 'never arrived',
+      baseline: 'before issue 19: never arrived (over 10 MiB)',
+      target: `< ${AGENT_TARGETS.replyMiB} MiB`,
+      result: pass(a.largestReply.arrived && a.largestReply.bytes < AGENT_TARGETS.replyMiB * 2 ** 20),
+      why: a.largestReply.arrived ? '' : a.largestReply.error,
+    },
+  ];
 }
 
 function ledgerWhy(s, x) {

@@ -12,9 +12,10 @@ export function blockedError(taskId: string | undefined, reason: EscalationReaso
   return `task "${taskId}" escalated earlier (${reason}) and OLLAMA_MCP_ESCALATION=block refuses further runs until it is reset with ollama_reset`;
 }
 
+/** Says how long the model is out of use: a time for the model, not for retrying the task, which escalates. */
 export function circuitOpenError(circuit: CircuitView): string {
-  const wait = circuit.retry_after_seconds === null ? 'shortly' : `in ${circuit.retry_after_seconds} s`;
-  return `the model's circuit is open after ${circuit.consecutive_failures} failures in a row; it will accept a run again ${wait}`;
+  const wait = circuit.retry_after_seconds === null ? 'until its probe run decides' : `for ${circuit.retry_after_seconds} s`;
+  return `the model's circuit is open after ${circuit.consecutive_failures} failures in a row: the model takes no runs ${wait}`;
 }
 
 /**
@@ -29,7 +30,8 @@ export function stoppedWaitingError(late: boolean, waitingFor: string, inBatch =
 }
 
 export function probeWaitTimedOutError(timeoutMs: number, circuit: CircuitView): string {
-  const retry = circuit.retry_after_seconds === null ? '' : ` Retry in about ${circuit.retry_after_seconds} s.`;
+  const retry =
+    circuit.retry_after_seconds === null ? '' : ` The model takes no runs for about ${circuit.retry_after_seconds} s.`;
   return `this call waited its whole timeout (${Math.round(timeoutMs / 1000)} s) for the model's half-open probe run, which is still in flight; the probe's verdict decides whether the model takes runs again.${retry}`;
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import type { RunResult } from './run-result.js';
+import { runReplySchema, toRunReply, type ResponseFormat } from './run-reply.js';
 import type { RunContext, RunRequest, RunService } from './run-service.js';
 import type { RunPhase } from './run-progress.js';
 
@@ -16,18 +17,29 @@ export interface BatchOptions {
   readonly onJobDone?: (done: number) => void;
 }
 
+/** The counts of a batch; the concise reply leaves out the counts that are 0 (all but total and ok). */
 export const batchSummarySchema = z.object({
   total: z.number().int(),
   ok: z.number().int(),
-  failed: z.number().int(),
-  timed_out: z.number().int(),
-  escalated: z.number().int(),
-  not_started: z.number().int(),
-  cancelled: z.number().int(),
+  failed: z.number().int().optional(),
+  timed_out: z.number().int().optional(),
+  escalated: z.number().int().optional(),
+  not_started: z.number().int().optional(),
+  cancelled: z.number().int().optional(),
   escalate: z.boolean().describe('true if any job escalated: stop retrying those tasks and hand them upwards'),
 });
 
-export type BatchSummary = z.infer<typeof batchSummarySchema>;
+export type BatchSummary = Required<z.infer<typeof batchSummarySchema>>;
+
+/** A batch as the agent reads it: the summary and what to do first, then one run reply per job. */
+export const batchReplySchema = z.object({
+  summary: batchSummarySchema,
+  next: z.string().optional(),
+  results: z.array(runReplySchema).describe("one per job, in the jobs' order"),
+  batch_id: z.string().optional().describe('detailed only: shared by every runs.jsonl line of this call'),
+});
+
+export type BatchReply = z.infer<typeof batchReplySchema>;
 
 export interface BatchResult {
   readonly batch_id: string;
@@ -63,6 +75,8 @@ export async function runBatch(
     const context: RunContext = {
       batchId,
       batchLimit: Math.max(1, options.concurrency),
+      // Every job's answer shares the one reply.
+      replyShare: jobs.length,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.deadlineAt !== undefined ? { deadlineAt: options.deadlineAt } : {}),
       onPhase: (event) => {
@@ -98,4 +112,40 @@ export function summarize(results: readonly RunResult[]): BatchSummary {
     cancelled: count((r) => r.metadata.status === 'cancelled'),
     escalate: escalated > 0,
   };
+}
+
+/** The reply of a batch in either format. Pure: each job's reply is its run's (see toRunReply). */
+export function toBatchReply(batch: BatchResult, format: ResponseFormat): BatchReply {
+  const next = batchNextStep(batch.results);
+  const summary =
+    format === 'detailed'
+      ? batch.summary
+      : (Object.fromEntries(
+          Object.entries(batch.summary).filter(([key, value]) => value !== 0 || key === 'total' || key === 'ok'),
+        ) as BatchReply['summary']);
+  return {
+    summary,
+    ...(next !== null ? { next } : {}),
+    results: batch.results.map((result) => toRunReply(result, format)),
+    ...(format === 'detailed' ? { batch_id: batch.batch_id } : {}),
+  };
+}
+
+/** Which jobs must stop and escalate, and which failed otherwise; null when every job is ok. */
+function batchNextStep(results: readonly RunResult[]): string | null {
+  const jobs = (test: (r: RunResult) => boolean) => results.flatMap((r, index) => (test(r) ? [index] : []));
+  const escalated = jobs((r) => r.metadata.escalate);
+  const failed = jobs((r) => !r.metadata.ok && !r.metadata.escalate);
+  const sentences: string[] = [];
+  if (escalated.length > 0) {
+    const which = escalated.length === 1 ? `job ${escalated[0]}` : `jobs ${escalated.join(', ')}`;
+    sentences.push(
+      `Stop: do not retry ${which}; escalate ${escalated.length === 1 ? 'it' : 'them'} to a human or a stronger model (each job's next says why).`,
+    );
+  }
+  if (failed.length > 0) {
+    const which = failed.length === 1 ? `Job ${failed[0]}` : `Jobs ${failed.join(', ')}`;
+    sentences.push(`${which} failed: do what each one's next says.`);
+  }
+  return sentences.length === 0 ? null : sentences.join(' ');
 }

@@ -5,6 +5,7 @@ import type { EscalationDecision } from '../policy/escalation.js';
 import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
 import type { RunStatus } from '../policy/run-status.js';
 import type { FallbackEntry, RunMetadata, RunWarning } from './run-result.js';
+import type { SavedText } from './answer-files.js';
 import type { Classification } from '../ollama/classify-outcome.js';
 import type { ProcessOutcome } from '../ollama/model-process.js';
 import { NO_USAGE, type RunUsage } from '../ollama/verbose-stats.js';
@@ -52,8 +53,16 @@ export interface StepFacts {
   readonly busyRetries: number;
 }
 
+/** Texts of an attempt kept in files because the reply carries only their start. */
+export interface SavedTexts {
+  readonly output: SavedText | null;
+  readonly thinking: SavedText | null;
+}
+
+const NO_FILES: SavedTexts = { output: null, thinking: null };
+
 /** The result's metadata of an attempt. Pure. */
-export function toRunMetadata(attempt: Attempt, warnings: RunWarning[]): RunMetadata {
+export function toRunMetadata(attempt: Attempt, warnings: RunWarning[], files: SavedTexts = NO_FILES): RunMetadata {
   const { request, settled, outcome, status, classification, maxRetries } = attempt;
   const policy = OUTCOME_POLICY[status];
   const errorText = classification.error?.slice(0, ERROR_TEXT_MAX) ?? null;
@@ -89,6 +98,8 @@ export function toRunMetadata(attempt: Attempt, warnings: RunWarning[]): RunMeta
     chain_id: attempt.step?.chainId ?? null,
     fallback: attempt.step ? [...attempt.step.fallback] : [],
     busy_retries: attempt.step?.busyRetries ?? 0,
+    output_file: files.output,
+    thinking_file: files.thinking,
   };
 }
 
@@ -126,6 +137,8 @@ export interface RecordContext {
   readonly serverPid: number;
   /** The attempt's place in its call; absent for a call's only try. */
   readonly step?: Pick<StepFacts, 'chainStep' | 'busyTry' | 'willRetry'>;
+  /** Characters of the output (and thinking, when asked for) the reply carries. @default all of them */
+  readonly returned?: { readonly outputChars: number; readonly thinkingChars: number | null };
 }
 
 /** The runs.jsonl line of an attempt, from its result's metadata. Pure. */
@@ -151,9 +164,22 @@ export function toRunRecord(metadata: RunMetadata, context: RecordContext): RunR
     error: metadata.error?.message ?? null,
     server_pid: context.serverPid,
     warnings: metadata.warnings,
+    ...receivedFields(metadata, context.returned),
     prompt: context.prompt,
     output: context.output,
   };
+}
+
+/** What the caller received of a large answer: present only when the reply cut something. */
+function receivedFields(metadata: RunMetadata, returned: RecordContext['returned']): Partial<RunRecord> {
+  const fields: { -readonly [K in keyof RunRecord]?: RunRecord[K] } = {};
+  if (returned && returned.outputChars < metadata.output_chars) fields.returned_output_chars = returned.outputChars;
+  if (metadata.output_file) fields.output_file = metadata.output_file.path;
+  if (returned && returned.thinkingChars !== null && returned.thinkingChars < metadata.thinking_chars) {
+    fields.returned_thinking_chars = returned.thinkingChars;
+  }
+  if (metadata.thinking_file) fields.thinking_file = metadata.thinking_file.path;
+  return fields;
 }
 
 /**

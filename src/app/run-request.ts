@@ -35,6 +35,8 @@ export interface RunContext {
   readonly onPhase?: (phase: RunPhase) => void;
   /** Told the stdout bytes received so far, while the model runs. */
   readonly onOutput?: (bytes: number) => void;
+  /** How many results share the reply (a batch's job count): each gets that share of its size. @default 1 */
+  readonly replyShare?: number;
 }
 
 /** Is the model installed? `unknown`: the list could not be read, so the run goes ahead and speaks for itself. */

@@ -23,8 +23,16 @@ export const circuitViewSchema = z.object({
  *   last saved state.
  * - `prompt_may_be_truncated`: the prompt's token count reached the context size the model ran
  *   with, so Ollama probably kept only the end of it (see policy/prompt-fit.ts).
+ * - `answer_not_saved`: the answer was too large for the reply and could not be kept whole in a
+ *   file either (full or read-only disk): the caller has only the part the reply carries.
  */
-const RUN_WARNING_KINDS = ['ledger_not_updated', 'ledger_unreadable', 'circuit_not_updated', 'prompt_may_be_truncated'] as const;
+const RUN_WARNING_KINDS = [
+  'ledger_not_updated',
+  'ledger_unreadable',
+  'circuit_not_updated',
+  'prompt_may_be_truncated',
+  'answer_not_saved',
+] as const;
 export type RunWarningKind = (typeof RUN_WARNING_KINDS)[number];
 
 export const runWarningSchema = z.object({
@@ -33,6 +41,13 @@ export const runWarningSchema = z.object({
 });
 
 export type RunWarning = z.infer<typeof runWarningSchema>;
+
+/** A text kept whole in a file because the reply carries only its start. */
+export const savedTextSchema = z.object({
+  path: z.string(),
+  chars: z.number().int(),
+  bytes: z.number().int(),
+});
 
 /** A model of a fallback chain that could not serve the call, before the one that produced the result. */
 export const fallbackEntrySchema = z.object({
@@ -104,6 +119,10 @@ export const runMetadataSchema = z.object({
     .number()
     .int()
     .describe('retries inside this call after Ollama answered "server busy" (503) or "usage limit" (429)'),
+  output_file: savedTextSchema
+    .nullable()
+    .describe('the whole answer, when the reply carries only its start (in output, or in the text content); else null'),
+  thinking_file: savedTextSchema.nullable().describe('the whole thinking text, when `thinking` carries only its start'),
 });
 
 export type RunMetadata = z.infer<typeof runMetadataSchema>;

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
+import path from 'node:path';
+import { AnswerFiles } from './answer-files.js';
+import { fitReply, type FittedReply } from './reply-fit.js';
 import { AttemptLedger } from './attempt-ledger.js';
 import { NOT_STARTED_ERROR, notInstalledError } from './attempt-errors.js';
 import { ProbeWaiters } from './probe-waiters.js';
@@ -66,6 +69,8 @@ export interface RunServiceDeps {
   readonly sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<boolean>;
   /** The cap shared by every server process (OLLAMA_MCP_SHARED_CONCURRENCY). @default none */
   readonly sharedSlots?: SharedSlots | null;
+  /** Where answers too large for a reply are kept whole. @default `answers/` in the telemetry dir; null: nowhere */
+  readonly answers?: AnswerFiles | null;
 }
 
 /** One try as it goes through the steps, with the warnings its result will carry. */
@@ -98,6 +103,7 @@ export class RunService {
   readonly #shutdown = new AbortController();
   readonly #calls: CallRunnerDeps;
   readonly #contextCheck: ContextCheck;
+  readonly #answers: AnswerFiles | null;
 
   constructor(deps: RunServiceDeps) {
     const config = deps.config;
@@ -111,6 +117,8 @@ export class RunService {
     const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     this.#preflight = deps.preflight;
+    this.#answers =
+      deps.answers === undefined ? new AnswerFiles({ dir: path.join(config.telemetryDir, 'answers') }) : deps.answers;
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
     this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
     const monotonic = deps.monotonicClock ?? (() => performance.now());
@@ -355,8 +363,12 @@ export class RunService {
     const step = call.step ? stepFacts(call.step, plain.status) : undefined;
     const attempt = step ? inCall(plain, step, call.step!) : plain;
     if (!step?.willRetry) context.onPhase?.({ phase: 'done' });
-    const metadata = toRunMetadata(attempt, call.warnings);
     const answer = attempt.classification.answer;
+    const includeThinking = attempt.request.includeThinking === true;
+    // Decided before the line is written, so that the line says what the caller received.
+    const reply = await this.#fitReply(attempt, step?.willRetry === true, context.replyShare ?? 1);
+    const warnings = [...call.warnings, ...reply.warnings];
+    const metadata = toRunMetadata(attempt, warnings, { output: reply.outputFile, thinking: reply.thinkingFile });
     await this.#log.record(
       toRunRecord(metadata, {
         ts: this.#clock(),
@@ -367,13 +379,18 @@ export class RunService {
         output: answer,
         serverPid: process.pid,
         ...(step ? { step } : {}),
+        returned: { outputChars: reply.output.length, thinkingChars: includeThinking ? (reply.thinking ?? '').length : null },
       }),
     );
-    return {
-      output: answer,
-      ...(attempt.request.includeThinking ? { thinking: attempt.classification.thinking } : {}),
-      metadata,
-    };
+    return { output: reply.output, ...(includeThinking ? { thinking: reply.thinking ?? '' } : {}), metadata };
+  }
+
+  /** The answer as the reply carries it. A try the server goes past reaches no caller: left whole. */
+  #fitReply(attempt: Attempt, passedOver: boolean, share: number): Promise<FittedReply> {
+    const { answer, thinking } = attempt.classification;
+    const includeThinking = attempt.request.includeThinking === true;
+    if (passedOver) return Promise.resolve({ output: answer, thinking, outputFile: null, thinkingFile: null, warnings: [] });
+    return fitReply({ runId: attempt.runId, answer, thinking, includeThinking, share }, this.#answers);
   }
 }
 

@@ -83,6 +83,8 @@ export interface Config {
   readonly maxOutputBytes: number;
   /** `OLLAMA_MCP_LOG_CONTENT`: `1`/`true` logs prompt and output text in runs.jsonl. @default false */
   readonly logContent: boolean;
+  /** `OLLAMA_MCP_RUNS_SUMMARY_TOOL`: also list `ollama_runs_summary` (a review tool; the agent's protocol needs it not). @default false */
+  readonly runsSummaryTool: boolean;
   /** `OLLAMA_MCP_TASK_TTL_DAYS`: task ledger entries untouched this long are pruned (1-3650). @default 30 */
   readonly taskTtlMs: number;
   /** `OLLAMA_MCP_MAX_TASKS`: at most this many task ledger entries are kept (100-1000000). @default 10000 */
@@ -246,6 +248,7 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     killGraceMs: int('OLLAMA_MCP_KILL_GRACE_MS', 2_000, 100, 60_000),
     maxOutputBytes: int('OLLAMA_MCP_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 104_857_600),
     logContent: bool('OLLAMA_MCP_LOG_CONTENT'),
+    runsSummaryTool: bool('OLLAMA_MCP_RUNS_SUMMARY_TOOL'),
     taskTtlMs: int('OLLAMA_MCP_TASK_TTL_DAYS', 30, 1, 3_650) * 86_400_000,
     maxTasks: int('OLLAMA_MCP_MAX_TASKS', 10_000, 100, 1_000_000),
     progressIntervalMs: int('OLLAMA_MCP_PROGRESS_INTERVAL_MS', 5_000, 100, 60_000),

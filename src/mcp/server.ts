@@ -116,10 +116,13 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
   return { store, log, runs, installedModels, hygiene };
 }
 
-const INSTRUCTIONS = `This server runs tasks on local Ollama models.
-Every ollama_run / ollama_run_many result has metadata.escalate. When it is true, stop retrying that task and hand it upwards; metadata.escalation_reason says why.
-Pass the same task_id on every retry of the same work so the server can count failures for you.
-Call ollama_health before delegating to see which models are installed and usable.`;
+/** The Floor Manager protocol, in five lines: clients show it to the model once per session (cut at 2 KB). */
+export const INSTRUCTIONS = `This server runs tasks on local Ollama models. The protocol:
+1. Before delegating, call ollama_health: it lists the installed models and warns of models refusing runs.
+2. Give each piece of work a stable task_id and pass the same one on every retry; add fallback_models when another model would do.
+3. Read escalate on every result (each job's in a batch). true: STOP, never run that task again; hand it to a human or a stronger model with escalation_reason and error.
+4. Otherwise do what next says (retry with the same task_id while retries_left allows, or change the call). model_available_in_seconds is when a model takes runs again, never an invitation to retry an escalated task.
+5. After a human fixed the cause, ollama_reset clears the task or closes the model's circuit. Add response_format: "detailed" for the full record.`;
 
 /**
  * The SDK's Ajv validator, made at its first use (only `elicitInput` uses it, which this server never
@@ -154,7 +157,8 @@ export function createMcpServer(app: App): Server {
       settingsFor: (model) => app.tiers.settingsFor(model),
       logControl: app.logControl,
     }),
-    ollamaRunsSummaryTool({ telemetryDir: app.config.telemetryDir }),
+    // A review tool: listed only when asked for, so that an agent's session does not pay for it.
+    ...(app.config.runsSummaryTool ? [ollamaRunsSummaryTool({ telemetryDir: app.config.telemetryDir })] : []),
   ]);
   return server;
 }

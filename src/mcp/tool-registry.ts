@@ -29,6 +29,8 @@ export interface ToolDefinition<In extends z.ZodType, Out extends z.ZodType> {
   readonly title: string;
   readonly description: string;
   readonly inputSchema: In;
+  /** What `tools/list` shows of the arguments, when it is a looser form of `inputSchema` (which is what is checked). */
+  readonly listedInputSchema?: z.ZodType;
   readonly outputSchema: Out;
   readonly annotations: ToolAnnotations;
   handle(input: z.output<In>, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
@@ -86,7 +88,7 @@ function listTools(tools: readonly AnyToolDefinition[]) {
     name: tool.name,
     title: tool.title,
     description: tool.description,
-    inputSchema: jsonSchemaOf(tool.inputSchema, 'input'),
+    inputSchema: jsonSchemaOf(tool.listedInputSchema ?? tool.inputSchema, 'input'),
     outputSchema: jsonSchemaOf(tool.outputSchema, 'output'),
     annotations: tool.annotations,
   }));
@@ -112,8 +114,64 @@ function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObje
   const known = jsonSchemas[io].get(schema);
   if (known) return known;
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  jsonSchemas[io].set(schema, json as JsonSchemaObject);
-  return json as JsonSchemaObject;
+  const lean = leanJsonSchema(json, io) as JsonSchemaObject;
+  jsonSchemas[io].set(schema, lean);
+  return lean;
+}
+
+/**
+ * Bounds the server checks itself (and explains when it refuses a call), left out of the listed
+ * schemas: the agent pays for every byte of `tools/list` in every session.
+ */
+const CHECKED_BY_THE_SERVER = new Set([
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minItems',
+  'maxItems',
+  'propertyNames',
+]);
+
+/**
+ * The listed form of a tool's JSON schema. Input schemas keep a description on the tool's own
+ * arguments only (a job of `ollama_run_many` is described by `ollama_run`'s); output schemas keep
+ * none: no model reads them, and the README describes every field.
+ */
+function leanJsonSchema(root: Record<string, unknown>, io: 'input' | 'output'): Record<string, unknown> {
+  const lean = strip(root, false) as Record<string, unknown>;
+  if (io === 'input' && isObject(root.properties)) {
+    lean.properties = mapValues(root.properties, (argument) => strip(argument, true, true));
+  }
+  return lean;
+}
+
+/** `node` without the server's bounds, and without descriptions (but on its top level when `describeTop`). */
+function strip(node: unknown, describeTop: boolean, top = true): unknown {
+  if (Array.isArray(node)) return node.map((item) => strip(item, describeTop, false));
+  if (!isObject(node)) return node;
+  const lean: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (CHECKED_BY_THE_SERVER.has(key)) continue;
+    if (key === 'description' && typeof value === 'string' && !(describeTop && top)) continue;
+    // `additionalProperties: {}` allows anything, as leaving it out does.
+    if (key === 'additionalProperties' && isObject(value) && Object.keys(value).length === 0) continue;
+    // `properties` maps field names (not keywords) to schemas.
+    lean[key] = key === 'properties' ? mapValues(value, (v) => strip(v, describeTop, false)) : strip(value, describeTop, false);
+  }
+  return lean;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function mapValues(value: unknown, map: (v: unknown) => unknown): unknown {
+  if (!isObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, map(v)]));
 }
 
 /** One line per problem, each naming the argument, what is allowed and what was given. */

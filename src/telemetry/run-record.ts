@@ -83,6 +83,17 @@ export interface RunRecord {
    * (`prompt_may_be_truncated`), as in the result's `metadata.warnings`; `[]` normally.
    */
   readonly warnings: readonly { readonly kind: string; readonly message: string }[];
+  /**
+   * Characters of the answer the caller received, when the reply could not carry all `output_chars`
+   * of it (the rest is in `output_file`). Absent when the caller received it whole, and from older lines.
+   */
+  readonly returned_output_chars?: number;
+  /** The file keeping the whole answer, when the reply (its structured or its text content) carried only its start. */
+  readonly output_file?: string;
+  /** As `returned_output_chars`, for the thinking text a call asked for (`include_thinking`). */
+  readonly returned_thinking_chars?: number;
+  /** As `output_file`, for the thinking text. */
+  readonly thinking_file?: string;
   /** Only with OLLAMA_MCP_LOG_CONTENT=1. */
   readonly prompt?: string;
   /** Only with OLLAMA_MCP_LOG_CONTENT=1. */

@@ -1,9 +1,36 @@
 import * as z from 'zod';
 import type { HealthDeps } from '../health/collect-health.js';
 import { healthReportSchema, type HealthReport } from '../health/health-report-schema.js';
+import type { ResponseFormat } from '../app/run-reply.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 
-export const ollamaHealthInputSchema = z.strictObject({});
+export const ollamaHealthInputSchema = z.strictObject({ response_format: RESPONSE_FORMAT_FIELD });
+
+/**
+ * The concise report holds what the agent picks a model by: whether anything is broken (each
+ * problem with its fix), the warnings (an open circuit among them), the installed models and the
+ * ones Ollama has loaded; `detailed` is the whole report. The schema validates both.
+ */
+export const healthReplySchema = healthReportSchema
+  .partial()
+  .required({ ok: true })
+  .extend({
+    models: z.object({ installed: z.array(z.string()), loaded: z.array(z.string()).optional() }).optional(),
+  });
+
+type HealthReply = z.infer<typeof healthReplySchema>;
+
+export function toHealthReply(report: HealthReport, format: ResponseFormat): HealthReply {
+  if (format === 'detailed') return report;
+  const loaded = report.runs.loaded_models;
+  return {
+    ok: report.ok,
+    ...(report.problems.length > 0 ? { problems: report.problems } : {}),
+    ...(report.warnings.length > 0 ? { warnings: report.warnings } : {}),
+    models: { installed: report.models.installed, ...(loaded.length > 0 ? { loaded } : {}) },
+  };
+}
 
 /** `ollama_health`: a read-only check of everything `ollama_run` needs. It never starts a model. */
 /** `deps`: what the check reads, built on the first call (see App.services). */
@@ -12,23 +39,19 @@ export function ollamaHealthTool(deps: () => Promise<HealthDeps>): AnyToolDefini
     name: 'ollama_health',
     title: 'Check Ollama and the models',
     description: [
-      'Check, without running a model, whether Ollama and the models are usable: the ollama CLI and its version,',
-      "whether the Ollama server answers, which models are installed, each model's circuit breaker",
-      '(an open circuit refuses runs for retry_after_seconds), the run queue, and whether the telemetry dir is writable.',
-      'Call it before delegating work, or when ollama_run keeps failing with ollama_unreachable, cli_not_found or model_not_found.',
-      'The call itself succeeds (isError false) even when something is broken: read `ok`, and `problems`, where each problem says how to fix it.',
-      'Takes no arguments; answers within about 10 s.',
+      'Check, without running a model, whether Ollama works: the installed and loaded models, and warnings of models refusing runs.',
+      'Call it before delegating. Read `ok` and `problems` (each says its fix); the call succeeds either way.',
     ].join(' '),
     inputSchema: ollamaHealthInputSchema,
-    outputSchema: healthReportSchema,
+    outputSchema: healthReplySchema,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    async handle() {
-      return present(await check(), false);
+    async handle(input: z.output<typeof ollamaHealthInputSchema>) {
+      return present(await check(), input.response_format ?? 'concise', false);
     },
-    async onInvalidInput(problem) {
+    async onInvalidInput(problem, rawArguments) {
       const report = await check();
-      const callProblem = `this call was invalid and its arguments were ignored (ollama_health takes no arguments): ${problem}`;
-      return present({ ...report, problems: [callProblem, ...report.problems] }, true);
+      const callProblem = `this call was invalid and its arguments were ignored (ollama_health takes only response_format): ${problem}`;
+      return present({ ...report, problems: [callProblem, ...report.problems] }, requestedFormat(rawArguments), true);
     },
   };
 
@@ -39,8 +62,8 @@ export function ollamaHealthTool(deps: () => Promise<HealthDeps>): AnyToolDefini
   }
 }
 
-async function present(report: HealthReport, isError: boolean): Promise<ToolOutcome<HealthReport>> {
+async function present(report: HealthReport, format: ResponseFormat, isError: boolean): Promise<ToolOutcome<HealthReply>> {
   // Loaded with the check, on the first call.
   const { renderHealth } = await import('../health/render-health.js');
-  return { structured: report, text: renderHealth(report), isError };
+  return { structured: toHealthReply(report, format), text: renderHealth(report), isError };
 }

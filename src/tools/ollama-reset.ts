@@ -7,26 +7,36 @@ import type { ModelSettings } from '../app/run-service.js';
 import type { StateBackend } from '../store/state-backend.js';
 import { isStateStoreError } from '../store/state-store-error.js';
 import type { ControlLogger } from './control-log.js';
-import { MODEL_FIELD, TASK_ID_FIELD } from './shared-fields.js';
+import { MODEL_FIELD, RESPONSE_FORMAT_FIELD, requestedFormat, TASK_ID_FIELD } from './shared-fields.js';
+import type { ResponseFormat } from '../app/run-reply.js';
 import { describeTask, taskStatusSchema } from './ollama-task-status.js';
 import { circuitViewSchema } from '../app/run-result.js';
 
+/** The concise result is `done`, `cleared` and `message`; `detailed` adds what was there before. */
 export const resetResultSchema = z.object({
   done: z.boolean(),
-  cleared: z.enum(['task', 'circuit']).nullable(),
+  cleared: z.enum(['task', 'circuit']).nullable().optional(),
   message: z.string(),
-  task_before: taskStatusSchema.nullable().describe("the task's ledger before it was cleared"),
-  circuit_before: circuitViewSchema.extend({ model: z.string() }).nullable().describe("the model's circuit before it was closed"),
+  task_before: taskStatusSchema.nullable().optional().describe("the task's ledger before it was cleared"),
+  circuit_before: circuitViewSchema
+    .extend({ model: z.string() })
+    .nullable()
+    .optional()
+    .describe("the model's circuit before it was closed"),
 });
 
 type ResetResult = z.infer<typeof resetResultSchema>;
 
+function toResetReply(result: ResetResult, format: ResponseFormat): ResetResult {
+  if (format === 'detailed') return result;
+  return { done: result.done, ...(result.cleared ? { cleared: result.cleared } : {}), message: result.message };
+}
+
 const resetInputSchema = z
   .strictObject({
-    task_id: TASK_ID_FIELD.optional().describe(
-      "Clear this task's ledger: its failure count starts again at 0 (and a block is lifted).",
-    ),
-    model: MODEL_FIELD.optional().describe("Close this model's circuit (after a human fixed the cause)."),
+    task_id: TASK_ID_FIELD.optional().describe("Clear this task's record (failures back to 0, a block lifted)."),
+    model: MODEL_FIELD.optional().describe("Close this model's circuit."),
+    response_format: RESPONSE_FORMAT_FIELD,
   })
   .refine((input) => (input.task_id === undefined) !== (input.model === undefined), {
     message: 'give exactly one of `task_id` or `model`',
@@ -41,8 +51,8 @@ export function ollamaResetTool(deps: {
   logControl: ControlLogger;
 }): AnyToolDefinition {
   const clock = deps.clock ?? Date.now;
-  const rejected = (message: string): ToolOutcome<ResetResult> => ({
-    structured: { done: false, cleared: null, message, task_before: null, circuit_before: null },
+  const rejected = (message: string, format: ResponseFormat): ToolOutcome<ResetResult> => ({
+    structured: toResetReply({ done: false, cleared: null, message, task_before: null, circuit_before: null }, format),
     text: `REJECTED: ${message}`,
     isError: true,
   });
@@ -50,26 +60,24 @@ export function ollamaResetTool(deps: {
     name: 'ollama_reset',
     title: 'Clear a task or close a circuit',
     description:
-      "After a human fixed the cause: clear one task's retry ledger (give task_id), or close one model's circuit (give model). Exactly one of the two. Runs nothing; logged in runs.jsonl.",
+      "After a human fixed the cause: clear a task's record (task_id) or close a model's circuit (model); exactly one. Runs nothing.",
     inputSchema: resetInputSchema,
     outputSchema: resetResultSchema,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    async handle(input: { task_id?: string; model?: string }) {
+    async handle(input: { task_id?: string; model?: string; response_format?: ResponseFormat }) {
+      const format = input.response_format ?? 'concise';
       try {
-        return await reset(input);
+        const outcome = await reset(input);
+        return { ...outcome, structured: toResetReply(outcome.structured, format) };
       } catch (error) {
         if (!isStateStoreError(error)) throw error;
         // Nothing was cleared: say so as a result, not as an internal error.
         const message = `Nothing was cleared: the retry ledger cannot be written (${error.message}). Fix the telemetry dir (see ollama_health) and call ollama_reset again.`;
-        return {
-          structured: { done: false, cleared: null, message, task_before: null, circuit_before: null },
-          text: message,
-          isError: true,
-        };
+        return { ...rejected(message, format), text: message };
       }
     },
-    async onInvalidInput(problem) {
-      return rejected(problem);
+    async onInvalidInput(problem, rawArguments) {
+      return rejected(problem, requestedFormat(rawArguments));
     },
   };
 

@@ -2,18 +2,31 @@ import * as z from 'zod';
 import type { Config } from '../config/config.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
-import { batchSummarySchema, runBatch, summarize, type BatchProgress, type BatchResult } from '../app/run-batch.js';
-import { runResultSchema } from '../app/run-result.js';
+import {
+  batchReplySchema,
+  runBatch,
+  summarize,
+  toBatchReply,
+  type BatchProgress,
+  type BatchReply,
+  type BatchResult,
+} from '../app/run-batch.js';
+import type { ResponseFormat } from '../app/run-reply.js';
 import type { RunService } from '../app/run-service.js';
-import { ollamaRunInputSchema, renderRunResult, toRunRequest } from './ollama-run.js';
-import { MAX_BATCH_PROMPT_CHARS, timeoutField } from './shared-fields.js';
+import { ollamaRunJobSchema, toRunRequest } from './ollama-run.js';
+import { renderRunText } from './run-text.js';
+import { MAX_BATCH_PROMPT_CHARS, RESPONSE_FORMAT_FIELD, requestedFormat, timeoutField } from './shared-fields.js';
 
 export const MAX_BATCH_JOBS = 100;
 const MAX_BATCH_CONCURRENCY = 8;
 
+const JOBS_DESCRIPTION = "Each job takes ollama_run's arguments but response_format.";
+const CONCURRENCY_DESCRIPTION = 'Jobs at once, 1-8 (default 3).';
+const DEADLINE_DESCRIPTION = 'Limit of the whole batch; jobs not started by then end not_started.';
+
 export const ollamaRunManyInputSchema = z.strictObject({
   jobs: z
-    .array(ollamaRunInputSchema)
+    .array(ollamaRunJobSchema)
     .min(1, 'must hold at least one job')
     .max(MAX_BATCH_JOBS, `must hold at most ${MAX_BATCH_JOBS} jobs`)
     // Keeps every valid call within one message (MAX_MESSAGE_BYTES): a larger batch is refused here, clearly.
@@ -21,25 +34,27 @@ export const ollamaRunManyInputSchema = z.strictObject({
       error: (issue) =>
         `the prompts of one call must total at most ${MAX_BATCH_PROMPT_CHARS} characters (split the jobs into several calls), got ${totalPromptChars(issue.input as { prompt: string }[])}`,
     })
-    .describe(
-      'The jobs, each with the same fields as ollama_run (model, prompt, task_id, ...). Results come back in this order.',
-    ),
+    .describe(JOBS_DESCRIPTION),
   concurrency: z
     .number()
     .int('must be a whole number')
     .min(1, 'must be at least 1')
     .max(MAX_BATCH_CONCURRENCY, `must be at most ${MAX_BATCH_CONCURRENCY}`)
     .optional()
-    .describe("Jobs running at once (default 3; never above the server's OLLAMA_MCP_CONCURRENCY)."),
-  deadline_ms: timeoutField().describe(
-    'Overall limit: jobs still running then are stopped (timeout), jobs not started are reported as not_started.',
-  ),
+    .describe(CONCURRENCY_DESCRIPTION),
+  deadline_ms: timeoutField().describe(DEADLINE_DESCRIPTION),
+  response_format: RESPONSE_FORMAT_FIELD,
 });
 
-export const batchResultSchema = z.object({
-  batch_id: z.string().describe('shared by every runs.jsonl line of this call'),
-  results: z.array(runResultSchema).describe("one { output, metadata } per job, in the jobs' order"),
-  summary: batchSummarySchema,
+/**
+ * What tools/list shows: a job's arguments are ollama_run's, which the agent has read once already;
+ * listing them again would cost it as much again in every session. Each job is still checked whole.
+ */
+const listedInputSchema = z.strictObject({
+  jobs: z.array(z.looseObject({ model: z.string(), prompt: z.string() })).describe(JOBS_DESCRIPTION),
+  concurrency: z.number().int().optional().describe(CONCURRENCY_DESCRIPTION),
+  deadline_ms: z.number().int().optional().describe(DEADLINE_DESCRIPTION),
+  response_format: RESPONSE_FORMAT_FIELD,
 });
 
 type Input = z.output<typeof ollamaRunManyInputSchema>;
@@ -54,13 +69,12 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
     name: 'ollama_run_many',
     title: 'Run several local model jobs',
     description: [
-      'Fan out several independent jobs (each like an ollama_run call) and get every result back in input order, with a summary.',
-      'Jobs share the same retry ledger, circuit breakers and limits as ollama_run.',
-      'With deadline_ms, you always get partial results: jobs still running at the deadline end as timeouts, jobs not started as not_started.',
-      "Check summary.escalate and each job's metadata.escalate: escalated tasks must not be retried.",
+      'Run up to 100 ollama_run jobs; the replies come back in input order, with a summary.',
+      "Read each job's `escalate`: true means STOP, do not run that task again; hand it to a human or a stronger model.",
     ].join(' '),
     inputSchema: ollamaRunManyInputSchema,
-    outputSchema: batchResultSchema,
+    listedInputSchema,
+    outputSchema: batchReplySchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handle(input: Input, extra) {
       const startedAt = performance.now();
@@ -83,33 +97,39 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
           },
           progress,
         );
-        return present(result);
+        return present(result, input.response_format ?? 'concise');
       } finally {
         stop();
       }
     },
-    async onInvalidInput(problem) {
+    async onInvalidInput(problem, rawArguments) {
       await (await service()).rejectInvalid({}, problem, { tool: 'ollama_run_many' });
       const empty: BatchResult = { batch_id: '', results: [], summary: summarize([]) };
-      return { structured: empty, text: `REJECTED (invalid_input), nothing was run. ${problem}`, isError: true };
+      const structured: BatchReply = {
+        ...toBatchReply(empty, requestedFormat(rawArguments)),
+        next: `Nothing was run: fix the arguments and call again. ${problem}`,
+      };
+      return { structured, text: `REJECTED (invalid_input), nothing was run. ${problem}`, isError: true };
     },
   };
 }
 
-function present(result: BatchResult): ToolOutcome<BatchResult> {
+function present(result: BatchResult, format: ResponseFormat): ToolOutcome<BatchReply> {
+  const structured = toBatchReply(result, format);
   const s = result.summary;
   const lines = [
-    `Batch ${result.batch_id}: ${s.total} job(s): ${s.ok} ok, ${s.failed} failed (${s.timed_out} timed out, ${s.not_started} not started, ${s.cancelled} cancelled), ${s.escalated} escalated.`,
+    `Batch of ${s.total} job(s): ${s.ok} ok, ${s.failed} failed (${s.timed_out} timed out, ${s.not_started} not started, ${s.cancelled} cancelled), ${s.escalated} escalated.`,
   ];
   if (s.escalate) {
-    const tasks = result.results
-      .map((r, i) => ({ r, i }))
-      .filter(({ r }) => r.metadata.escalate)
-      .map(
-        ({ r, i }) => `job ${i}${r.metadata.task_id ? ` (task "${r.metadata.task_id}")` : ''}: ${r.metadata.escalation_reason}`,
-      );
+    const tasks = result.results.flatMap((r, i) =>
+      r.metadata.escalate
+        ? [`job ${i}${r.metadata.task_id ? ` (task "${r.metadata.task_id}")` : ''}: ${r.metadata.escalation_reason}`]
+        : [],
+    );
     lines.push(`ESCALATE: STOP RETRYING these and hand them upwards: ${tasks.join('; ')}.`);
   }
-  result.results.forEach((r, i) => lines.push(`--- job ${i} ---\n${renderRunResult(r)}`));
-  return { structured: result, text: lines.join('\n\n'), isError: s.failed > 0 };
+  if (structured.next !== undefined) lines.push(`NEXT: ${structured.next}`);
+  const total = result.results.length;
+  result.results.forEach((r, i) => lines.push(`--- job ${i} ---\n${renderRunText(r, format, total)}`));
+  return { structured, text: lines.join('\n\n'), isError: s.failed > 0 };
 }

@@ -4,13 +4,14 @@ import { SETTING_RANGES } from '../config/ranges.js';
 import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD, timeoutField } from './shared-fields.js';
 import { FALLBACK_MODELS_FIELD, fallbackModelsProblems } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
-import { runResultSchema, type RunResult } from '../app/run-result.js';
-import { ESCALATION_REASONS } from '../policy/run-status.js';
+import type { RunResult } from '../app/run-result.js';
+import { runReplySchema, toRunReply, type ResponseFormat, type RunReply } from '../app/run-reply.js';
 import { LiveRun } from '../app/run-progress.js';
 import type { QueueReason } from '../app/call-slots.js';
 import type { RunRequest, RunService } from '../app/run-service.js';
 import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
-import { usageLine } from './usage-line.js';
+import { renderRunText } from './run-text.js';
+import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
@@ -26,8 +27,7 @@ const ollamaRunFields = z.strictObject({
   prompt: z
     .string()
     .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)
-    .refine((value) => value.trim() !== '', 'must not be empty or only whitespace')
-    .describe('The full task for the model. Sent on stdin, never on the command line.'),
+    .refine((value) => value.trim() !== '', 'must not be empty or only whitespace'),
   task_id: TASK_ID_FIELD.optional(),
   retry_count: z
     .number()
@@ -35,21 +35,17 @@ const ollamaRunFields = z.strictObject({
     .min(0, 'must be 0 or more')
     .max(1000, 'must be at most 1000')
     .optional()
-    .describe('Failed attempts you already made. Optional with task_id (the server counts); needed for escalation without one.'),
+    .describe('Failed attempts made before (only without task_id).'),
   max_retries: z
     .number()
     .int('must be a whole number')
     .min(MAX_RETRIES.min, `must be ${MAX_RETRIES.min} or more`)
     .max(MAX_RETRIES.max, `must be at most ${MAX_RETRIES.max}`)
     .optional()
-    .describe(
-      'Failed attempts allowed before escalation (server default if omitted; 0 = no limit). With 3, the 4th failure escalates.',
-    ),
-  timeout_ms: timeoutField().describe(
-    "Limit of the model's answer in ms, counted from its first byte (server default if omitted); the model process is killed when it passes.",
-  ),
+    .describe('Failures allowed before escalation; 0 = no limit.'),
+  timeout_ms: timeoutField().describe('Limit of the answer, from its first byte.'),
   start_timeout_ms: timeoutField(SETTING_RANGES.start_timeout_ms).describe(
-    'Limit in ms of the wait before the answer begins (Ollama queueing the request, loading the model, reading the prompt); server default 5 minutes.',
+    'Limit of the wait before the answer begins (model load).',
   ),
   format: z
     .union([z.literal('json'), z.record(z.string(), z.unknown())], {
@@ -59,38 +55,38 @@ const ollamaRunFields = z.strictObject({
       message: `schema must be at most ${MAX_FORMAT_SCHEMA_CHARS} characters as JSON`,
     })
     .optional()
-    .describe('Constrain the answer: "json", or a JSON schema object (passed to `ollama run --format`).'),
+    .describe('"json" or a JSON schema for the answer.'),
   think: z
     .union([z.boolean(), z.enum(['high', 'medium', 'low'])], { error: 'must be true, false, "high", "medium" or "low"' })
     .optional()
-    .describe('Thinking for models that support it (Ollama 0.9+): false turns it off. Thinking text is never mixed into output.'),
+    .describe('Thinking on/off or level, for models that think.'),
   keepalive: z
     .string()
     .max(32, 'must be at most 32 characters')
     .regex(GO_DURATION, 'must be a duration with a unit, such as "5m", "30s" or "1h30m"')
     .optional()
-    .describe('How long Ollama keeps the model loaded afterwards, e.g. "10m".'),
-  include_thinking: z.boolean().optional().describe('Return the thinking text in `thinking` (default false).'),
-  allow_pull: z
-    .boolean()
-    .optional()
-    .describe(
-      'Let a model that is not installed be pulled by this run (it can take many minutes). By default a missing model fails at once.',
-    ),
-  deadline_ms: timeoutField().describe(
-    'Limit for the whole call: every model of the fallback chain and the waits between busy retries. Each model still gets at most timeout_ms.',
-  ),
+    .describe('How long the model stays loaded after, e.g. "10m".'),
+  include_thinking: z.boolean().optional(),
+  allow_pull: z.boolean().optional().describe('Pull the model if it is missing (slow).'),
+  deadline_ms: timeoutField().describe('Limit of the whole call, fallback models included.'),
 });
 
-export const ollamaRunInputSchema = ollamaRunFields.superRefine((input, ctx) => {
+function refineFallback(input: { model: string; fallback_models?: string[] | undefined }, ctx: z.RefinementCtx): void {
   for (const issue of fallbackModelsProblems(input.model, input.fallback_models)) {
     ctx.addIssue({ code: 'custom', path: ['fallback_models', issue.index], message: issue.message });
   }
-});
+}
+
+/** One job of `ollama_run_many`: the arguments of `ollama_run` but its response_format. */
+export const ollamaRunJobSchema = ollamaRunFields.superRefine(refineFallback);
+
+export const ollamaRunInputSchema = ollamaRunFields
+  .extend({ response_format: RESPONSE_FORMAT_FIELD.describe('"detailed" adds the full record (metadata).') })
+  .superRefine(refineFallback);
 
 export type OllamaRunInput = z.output<typeof ollamaRunInputSchema>;
 
-export function toRunRequest(input: OllamaRunInput): RunRequest {
+export function toRunRequest(input: z.output<typeof ollamaRunJobSchema>): RunRequest {
   return {
     model: input.model,
     prompt: input.prompt,
@@ -115,16 +111,13 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
     name: 'ollama_run',
     title: 'Run a local Ollama model',
     description: [
-      'Hand one self-contained task to a local Ollama model and get its answer.',
-      `Calls wait in this server's queue until Ollama can run them (loaded models first); the answer is killed after timeout_ms from its first byte (default ${config.timeoutMs} ms), the wait for it after start_timeout_ms (default ${config.startTimeoutMs} ms).`,
-      'Always pass the same task_id for retries of the same work. Read metadata.escalate on every result:',
-      'when it is true, STOP calling ollama_run for that task and hand it upwards (to a human or a stronger model);',
-      `escalation_reason says why (${ESCALATION_REASONS.join(', ')}).`,
-      'When metadata.circuit.retry_after_seconds is set, the model refuses runs until then.',
-      'fallback_models: models tried in order when the one before cannot serve (circuit open, not installed, crashed...); metadata.model is the one that answered, metadata.fallback the ones tried before.',
+      'Run one self-contained task on a local Ollama model.',
+      'Read `escalate` on every result: true means STOP, do not run this task again; hand it to a human or a stronger model.',
+      'Otherwise do what `next` says. Pass the same task_id on every retry.',
+      `Limits (ms): timeout_ms for the answer (default ${config.timeoutMs}), start_timeout_ms before it begins (default ${config.startTimeoutMs}).`,
     ].join(' '),
     inputSchema: ollamaRunInputSchema,
-    outputSchema: runResultSchema,
+    outputSchema: runReplySchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handle(input: OllamaRunInput, extra) {
       const live = new LiveRun();
@@ -134,13 +127,14 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
         message: describeLiveRun(live.model ?? input.model, live, performance.now() - startedAt),
       }));
       try {
-        return present(await (await service()).run(toRunRequest(input), { signal: extra.signal, ...live.listeners }));
+        const result = await (await service()).run(toRunRequest(input), { signal: extra.signal, ...live.listeners });
+        return present(result, input.response_format ?? 'concise');
       } finally {
         stop();
       }
     },
     async onInvalidInput(problem, rawArguments) {
-      return present(await (await service()).rejectInvalid(rawArguments, problem));
+      return present(await (await service()).rejectInvalid(rawArguments, problem), requestedFormat(rawArguments));
     },
   };
 }
@@ -198,61 +192,6 @@ export function describeQueueReason(model: string, reason: QueueReason): string 
   }
 }
 
-function present(result: RunResult): ToolOutcome<RunResult> {
-  return { structured: result, text: renderRunResult(result), isError: !result.metadata.ok };
-}
-
-/**
- * The text a client (and the model reading it) sees. Many clients show only this, so it carries
- * the answer, a one-line verdict and, when escalating, an instruction that cannot be missed.
- */
-export function renderRunResult({ output, metadata: m }: RunResult): string {
-  const parts: string[] = [];
-  if (m.escalate) {
-    parts.push(
-      [
-        `ESCALATE: STOP RETRYING${m.task_id ? ` TASK "${m.task_id}"` : ''}. Reason: ${m.escalation_reason}.`,
-        escalationAdvice(m.escalation_reason, m.retry_count, m.max_retries, m.circuit.retry_after_seconds),
-        'Hand this task upwards (to a human or a stronger model) instead of calling ollama_run for it again.',
-      ].join('\n'),
-    );
-  }
-  if (output !== '') parts.push(output);
-  const task = m.task_id ? `task ${m.task_id}, ` : '';
-  const fellBack =
-    m.fallback.length === 0 ? '' : ` after ${m.fallback.map((f) => `${f.model} (${f.status})`).join(', ')} could not serve it`;
-  const busy = m.busy_retries === 0 ? '' : `, ${m.busy_retries} busy ${m.busy_retries === 1 ? 'retry' : 'retries'}`;
-  const verdict = m.ok
-    ? `ok: ${m.model} answered in ${m.duration_ms} ms${fellBack} (${task}retry_count ${m.retry_count}${busy}).`
-    : `FAILED (${m.status}): ${m.error?.message ?? 'no detail'} [${task}model ${m.model}, retry_count ${m.retry_count}, max_retries ${m.max_retries}${
-        m.retries_left !== null && !m.escalate ? `, retries left ${m.retries_left}` : ''
-      }${m.circuit.retry_after_seconds !== null ? `, retry after ${m.circuit.retry_after_seconds} s` : ''}]`;
-  parts.push(m.status === 'invalid_input' ? `REJECTED (invalid_input), nothing was run. ${m.error?.message ?? ''}` : verdict);
-  const tokens = usageLine(m.usage);
-  if (tokens !== null) parts.push(tokens);
-  // The counting behind retry_count/escalate may lag: the agent must see it next to the verdict.
-  for (const warning of m.warnings) parts.push(`WARNING (${warning.kind}): ${warning.message}`);
-  parts.push(`metadata: ${JSON.stringify(m)}`);
-  return parts.join('\n\n');
-}
-
-function escalationAdvice(reason: string | null, retryCount: number, maxRetries: number, retryAfter: number | null): string {
-  switch (reason) {
-    case 'max_retries_exceeded':
-      return `The task has now failed ${retryCount + 1} times (max_retries ${maxRetries}).`;
-    case 'circuit_open':
-      return `The model has failed too many times in a row and refuses runs${retryAfter !== null ? ` for ${retryAfter} s` : ''}; other tasks on it will be refused too.`;
-    case 'model_not_found':
-      return 'The model is not installed on this machine; someone has to pull it (or pick an installed model).';
-    case 'ollama_unreachable':
-      return 'The Ollama server is not running or not reachable; someone has to start it (`ollama serve`).';
-    case 'signin_required':
-      return 'This cloud model needs `ollama signin` on the server machine.';
-    case 'cloud_access_denied':
-      return 'The ollama.com account may not run this cloud model (a subscription is needed), or cloud models are disabled on the server; a human has to change that, or pick a local model.';
-    case 'cli_not_found':
-      return 'The ollama CLI is missing on the server machine (or OLLAMA_BIN is wrong).';
-    default:
-      return '';
-  }
+function present(result: RunResult, format: ResponseFormat): ToolOutcome<RunReply> {
+  return { structured: toRunReply(result, format), text: renderRunText(result, format), isError: !result.metadata.ok };
 }

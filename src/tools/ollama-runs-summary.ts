@@ -1,6 +1,8 @@
 import * as z from 'zod';
 
 import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { ResponseFormat } from '../app/run-reply.js';
+import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
 import { isReportUsageError, parseSince, type RunFilters } from '../report/filters.js';
 import {
@@ -21,7 +23,7 @@ export const ollamaRunsSummaryInputSchema = z.strictObject({
     .min(1, 'must not be empty')
     .max(200, 'must be at most 200 characters')
     .optional()
-    .describe('Only this model ("llama3.2" also matches "llama3.2:latest").'),
+    .describe('Only this model.'),
   since: z
     .string()
     .max(100, 'must be at most 100 characters')
@@ -36,15 +38,13 @@ export const ollamaRunsSummaryInputSchema = z.strictObject({
       }
     })
     .default(DEFAULT_SUMMARY_SINCE)
-    .describe(
-      `Only runs since then: a duration back from now ("30m", "24h", "7d"), an ISO date or time ("2025-11-22", "2025-11-22T10:00Z"; UTC unless an offset is given), or "all" for the whole log. Default "${DEFAULT_SUMMARY_SINCE}".`,
-    ),
+    .describe(`Only runs since: "30m", "7d", an ISO date or time, or "all" (default "${DEFAULT_SUMMARY_SINCE}").`),
   status: z
     .union([z.enum(RUN_STATUSES), z.array(z.enum(RUN_STATUSES)).min(1, 'must list at least one status')], {
       error: `must be a run status (${RUN_STATUSES.join(', ')}) or a list of them`,
     })
     .optional()
-    .describe('Only runs that ended with this status (or any of these).'),
+    .describe('Only runs with this status (or any of these).'),
   task: z
     .string()
     .min(1, 'must not be empty')
@@ -57,10 +57,19 @@ export const ollamaRunsSummaryInputSchema = z.strictObject({
     .min(1, 'must be at least 1')
     .max(50, 'must be at most 50')
     .default(10)
-    .describe('How many models (most runs first) and escalated tasks (most recent first) to list. Default 10.'),
+    .describe('How many models and escalated tasks to list (default 10).'),
+  response_format: RESPONSE_FORMAT_FIELD,
 });
 
 export type OllamaRunsSummaryInput = z.output<typeof ollamaRunsSummaryInputSchema>;
+
+/** What tools/list shows: `status` without the list of statuses twice (the server names them when one is wrong). */
+const listedInputSchema = ollamaRunsSummaryInputSchema.extend({
+  status: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe('Only runs with this status, such as "timeout" (or any of a list).'),
+});
 
 /** The tool's view of a full summary: no timeline, the top N models and escalated tasks, short error texts. */
 function compactSummary(summary: RunsSummary, top: number): CompactRunsSummary {
@@ -87,8 +96,38 @@ function cutError(text: string | null): string | null {
   return text !== null && text.length > TOOL_ERROR_CHARS ? `${text.slice(0, TOOL_ERROR_CHARS - 3)}...` : text;
 }
 
+/** The concise summary leaves out the bookkeeping (files, filters, time range, schema) and what is 0 or empty. */
+export const runsSummaryReplySchema = compactRunsSummarySchema.partial();
+
+type RunsSummaryReply = z.infer<typeof runsSummaryReplySchema>;
+
+const CONCISE_FIELDS = [
+  'total_runs',
+  'total_ok',
+  'total_escalations',
+  'attention',
+  'escalation_causes',
+  'models',
+  'models_omitted',
+  'escalated_tasks',
+  'escalated_tasks_omitted',
+  'escalations_without_task',
+  'chains',
+  'error',
+] as const satisfies readonly (keyof CompactRunsSummary)[];
+
+function toRunsSummaryReply(summary: CompactRunsSummary, format: ResponseFormat): RunsSummaryReply {
+  if (format === 'detailed') return summary;
+  const kept = CONCISE_FIELDS.filter((key) => {
+    const value = summary[key];
+    if (key === 'chains') return summary.chains.calls > 0;
+    return value !== null && value !== 0 && !(Array.isArray(value) && value.length === 0);
+  });
+  return Object.fromEntries(kept.map((key) => [key, summary[key]]));
+}
+
 /** A result that says why no summary could be made, in the same shape as a summary. */
-function failed(error: string, now: Date): ToolOutcome<CompactRunsSummary> {
+function failed(error: string, now: Date, format: ResponseFormat): ToolOutcome<RunsSummaryReply> {
   const structured: CompactRunsSummary = {
     schema: SUMMARY_SCHEMA_VERSION,
     generated_at: now.toISOString(),
@@ -116,7 +155,7 @@ function failed(error: string, now: Date): ToolOutcome<CompactRunsSummary> {
     chains: { calls: 0, fell_through: 0, rows: [], busy_retries: 0, busy_gave_up: 0 },
     error,
   };
-  return { structured, text: `ollama_runs_summary FAILED: ${error}`, isError: true };
+  return { structured: toRunsSummaryReply(structured, format), text: `ollama_runs_summary FAILED: ${error}`, isError: true };
 }
 
 /**
@@ -131,24 +170,22 @@ export function ollamaRunsSummaryTool(deps: { readonly telemetryDir: string; rea
     name: 'ollama_runs_summary',
     title: 'Summary of recent runs',
     description: [
-      'Summarize the run log: what needs attention now (open circuits, escalated tasks not reset or answered since),',
-      'escalations grouped by cause (model, reason, status, error), per model the runs, ok %, failures by status,',
-      'latency of answers and time lost to failures, tokens (output tokens/s, prompt size, cold loads, maybe-truncated prompts),',
-      'fallback chains and busy retries; plus the most recently escalated tasks.',
-      `Covers the last ${DEFAULT_SUMMARY_SINCE} unless "since" says otherwise ("7d", "2025-11-22", or "all").`,
-      'Filter by model, task or status. Read-only: runs no model.',
+      'Summarize the run log (last 24h unless `since`): what needs attention now (open circuits, escalated tasks not reset),',
+      'escalations by cause, and per model runs, ok %, failures by status, latency and tokens. Read-only.',
     ].join(' '),
     inputSchema: ollamaRunsSummaryInputSchema,
-    outputSchema: compactRunsSummarySchema,
+    listedInputSchema,
+    outputSchema: runsSummaryReplySchema,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async handle(input: OllamaRunsSummaryInput) {
       const now = clock();
+      const format = input.response_format ?? 'concise';
       const filters: { -readonly [K in keyof RunFilters]: RunFilters[K] } = {};
       try {
         if (input.since.trim() !== 'all') filters.since = parseSince(input.since, now);
       } catch (error) {
         if (!isReportUsageError(error)) throw error;
-        return failed(`Invalid arguments: \`since\`: ${error.message.replace(/^since: /, '')}.`, now);
+        return failed(`Invalid arguments: \`since\`: ${error.message.replace(/^since: /, '')}.`, now, format);
       }
       if (input.model !== undefined) filters.model = input.model;
       if (input.task !== undefined) filters.task = input.task;
@@ -163,13 +200,17 @@ export function ollamaRunsSummaryTool(deps: { readonly telemetryDir: string; rea
       try {
         summary = await summarizeRuns(await listRunLogFiles(deps.telemetryDir), filters, { now });
       } catch (error) {
-        return failed(`could not read the run log in ${deps.telemetryDir}: ${(error as Error).message}`, now);
+        return failed(`could not read the run log in ${deps.telemetryDir}: ${(error as Error).message}`, now, format);
       }
       const compact = compactSummary(summary, input.top);
-      return { structured: compact, text: renderReportText(compact, { errorWidth: 80 }), isError: false };
+      return {
+        structured: toRunsSummaryReply(compact, format),
+        text: renderReportText(compact, { errorWidth: 80 }),
+        isError: false,
+      };
     },
-    async onInvalidInput(problem) {
-      return failed(problem, clock());
+    async onInvalidInput(problem, rawArguments) {
+      return failed(problem, clock(), requestedFormat(rawArguments));
     },
   };
 }

@@ -3,7 +3,8 @@ import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
 import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
 import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
 import type { StateBackend } from '../store/state-backend.js';
-import { TASK_ID_FIELD } from './shared-fields.js';
+import { RESPONSE_FORMAT_FIELD, requestedFormat, TASK_ID_VALUE } from './shared-fields.js';
+import type { ResponseFormat } from '../app/run-reply.js';
 import type { ControlLogger } from './control-log.js';
 
 export const taskStatusSchema = z.object({
@@ -23,6 +24,35 @@ export const taskStatusSchema = z.object({
 });
 
 export type TaskStatus = z.infer<typeof taskStatusSchema>;
+
+/**
+ * The concise status keeps what the agent acts on (failures in a row, the last outcome, whether
+ * the task escalated or is blocked, and what to do then); `detailed` is the whole record.
+ */
+export const taskStatusReplySchema = taskStatusSchema
+  .partial()
+  .required({ task_id: true, known: true, escalated: true })
+  .extend({ next: z.string().optional() });
+
+type TaskStatusReply = z.infer<typeof taskStatusReplySchema>;
+
+export function toTaskStatusReply(status: TaskStatus, format: ResponseFormat): TaskStatusReply {
+  const next = status.escalated
+    ? `Stop: do not run this task again; escalate it to a human or a stronger model (${status.escalation_reason}). After a human fixed the cause, ollama_reset clears it.`
+    : null;
+  if (format === 'detailed') return { ...status, ...(next !== null ? { next } : {}) };
+  return {
+    task_id: status.task_id,
+    known: status.known,
+    ...(status.failures > 0 ? { failures: status.failures } : {}),
+    ...(status.last_status !== null ? { last_status: status.last_status } : {}),
+    ...(status.last_model !== null ? { last_model: status.last_model } : {}),
+    escalated: status.escalated,
+    ...(status.escalated && status.escalation_reason !== null ? { escalation_reason: status.escalation_reason } : {}),
+    ...(status.blocked ? { blocked: true } : {}),
+    ...(next !== null ? { next } : {}),
+  };
+}
 
 export function describeTask(taskId: string, entry: TaskLedgerEntry | undefined, blockMode: boolean): TaskStatus {
   return {
@@ -60,24 +90,25 @@ export function ollamaTaskStatusTool(deps: {
   blockMode: boolean;
   logControl: ControlLogger;
 }): AnyToolDefinition {
-  const unknown = (taskId: string): ToolOutcome<TaskStatus> => {
+  const unknown = (taskId: string, format: ResponseFormat): ToolOutcome<TaskStatusReply> => {
     const status = describeTask(taskId, undefined, deps.blockMode);
-    return { structured: status, text: render(status), isError: true };
+    return { structured: toTaskStatusReply(status, format), text: render(status), isError: true };
   };
   return {
     name: 'ollama_task_status',
-    title: "A task's retry ledger",
+    title: "A task's record",
     description:
-      'Show what the server has recorded for a task_id: attempts, failures in a row (the next retry_count), last status and model, and whether it escalated (and is blocked). Runs nothing.',
-    inputSchema: z.strictObject({ task_id: TASK_ID_FIELD }),
-    outputSchema: taskStatusSchema,
+      "A task's record: failures in a row (its next retry_count), the last status and model, whether it escalated or is blocked. Runs nothing.",
+    inputSchema: z.strictObject({ task_id: TASK_ID_VALUE, response_format: RESPONSE_FORMAT_FIELD }),
+    outputSchema: taskStatusReplySchema,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    async handle({ task_id }: { task_id: string }) {
+    async handle({ task_id, response_format }: { task_id: string; response_format?: ResponseFormat }) {
+      const format = response_format ?? 'concise';
       let state: Awaited<ReturnType<StateBackend['snapshot']>>;
       try {
         state = await (await deps.store()).snapshot([task_id]);
       } catch (error) {
-        const outcome = unknown(task_id);
+        const outcome = unknown(task_id, format);
         const why = `the retry ledger cannot be read (${(error as Error).message}); the task's record is unknown, not absent. Fix the telemetry dir (see ollama_health).`;
         return { ...outcome, text: `FAILED: ${why}` };
       }
@@ -89,14 +120,14 @@ export function ollamaTaskStatusTool(deps: {
         action: 'status',
         detail: status.known ? `${status.failures} failure(s) in a row` : 'unknown task',
       });
-      return { structured: status, text: render(status), isError: false };
+      return { structured: toTaskStatusReply(status, format), text: render(status), isError: false };
     },
     async onInvalidInput(problem, raw) {
       const taskId =
         typeof (raw as { task_id?: unknown })?.task_id === 'string'
           ? String((raw as { task_id: string }).task_id).slice(0, 128)
           : '';
-      const outcome = unknown(taskId);
+      const outcome = unknown(taskId, requestedFormat(raw));
       return { ...outcome, text: `REJECTED: ${problem}` };
     },
   };

@@ -2,25 +2,34 @@ import * as z from 'zod';
 import { SETTING_RANGES } from '../config/ranges.js';
 import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from '../ollama/model-name.js';
 import { MAX_FALLBACK_MODELS } from '../policy/fallback.js';
+import { RESPONSE_FORMATS, type ResponseFormat } from '../app/run-reply.js';
+
+/** Every tool's `response_format`: the concise reply by default, the full record on request. */
+export const RESPONSE_FORMAT_FIELD = z.enum(RESPONSE_FORMATS, { error: 'must be "concise" or "detailed"' }).optional();
+
+/** The response_format of arguments that failed validation: "detailed" only when clearly asked for. */
+export function requestedFormat(rawArguments: unknown): ResponseFormat {
+  const asked = typeof rawArguments === 'object' && rawArguments !== null && Object.hasOwn(rawArguments, 'response_format');
+  return asked && (rawArguments as { response_format: unknown }).response_format === 'detailed' ? 'detailed' : 'concise';
+}
 
 /** Argument schemas shared by several tools, so every tool says the same thing about the same value. */
-export const MODEL_FIELD = z
+const MODEL_NAME = z
   .string()
   .min(1, 'must not be empty')
   .max(MODEL_NAME_MAX_LENGTH, `must be at most ${MODEL_NAME_MAX_LENGTH} characters`)
   .regex(
     MODEL_NAME_PATTERN,
     'must be an Ollama model name such as "qwen2.5-coder:7b" or "library/llama3.2:latest" (letters, digits, "._-", "/" between parts, one optional ":tag"; no spaces, no shell characters, not starting with "-")',
-  )
-  .describe('Installed Ollama model, e.g. "qwen2.5-coder:7b" or "llama3.2" (same as "llama3.2:latest").');
+  );
+
+export const MODEL_FIELD = MODEL_NAME.describe('Installed model, e.g. "qwen2.5-coder:7b".');
 
 /** `fallback_models`: up to 5 model names; duplicates and the call's own model are refused by {@link fallbackModelsProblems}. */
 export const FALLBACK_MODELS_FIELD = z
-  .array(MODEL_FIELD)
+  .array(MODEL_NAME)
   .max(MAX_FALLBACK_MODELS, `must list at most ${MAX_FALLBACK_MODELS} models`)
-  .describe(
-    'Models tried in order when the one before cannot serve this call: its circuit is open (skipped without a spawn), it is not installed, or it failed in a way that is about the model. [] turns off a default chain from the tiers file.',
-  );
+  .describe('Models to try in order when one cannot serve.');
 
 /** Names in `fallback_models` that repeat the call's model or an earlier entry (same model, any spelling). */
 export function fallbackModelsProblems(
@@ -43,14 +52,14 @@ export function fallbackModelsProblems(
 
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@#+-]*$/;
 
-export const TASK_ID_FIELD = z
+/** A task id, without a description (the tools that only look one up need none). */
+export const TASK_ID_VALUE = z
   .string()
   .min(1, 'must not be empty')
   .max(128, 'must be at most 128 characters')
-  .regex(TASK_ID, 'must start with a letter or digit and use only letters, digits and "._:/@#+-"')
-  .describe(
-    'Your stable id for this piece of work. Give the same id on every retry: the server counts failures per id and tells you when to escalate.',
-  );
+  .regex(TASK_ID, 'must start with a letter or digit and use only letters, digits and "._:/@#+-"');
+
+export const TASK_ID_FIELD = TASK_ID_VALUE.describe('Stable id of this work: the same on every retry.');
 
 /**
  * The prompts of one `ollama_run_many` call together: at 6 bytes a character (the worst JSON

@@ -7,10 +7,15 @@ async function runMany(
   args: Record<string, unknown>,
   onprogress?: (p: { progress: number; total?: number; message?: string }) => void,
 ) {
-  const result = await server.client.callTool({ name: 'ollama_run_many', arguments: args }, undefined, {
-    timeout: 60_000,
-    ...(onprogress ? { onprogress } : {}),
-  });
+  // The detailed reply: these tests read every job's whole record.
+  const result = await server.client.callTool(
+    { name: 'ollama_run_many', arguments: { response_format: 'detailed', ...args } },
+    undefined,
+    {
+      timeout: 60_000,
+      ...(onprogress ? { onprogress } : {}),
+    },
+  );
   return {
     ...(result.structuredContent as unknown as BatchResult),
     isError: result.isError === true,

@@ -126,6 +126,7 @@ describe('fallback chains', () => {
     const result = await server.client.callTool({
       name: 'ollama_run_many',
       arguments: {
+        response_format: 'detailed',
         jobs: [
           { model: 'broken:1b', fallback_models: ['good:1b'], prompt: 'one' },
           { model: 'good2:1b', prompt: 'two' },

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSandbox, readRuns, startServer, type RunningServer, type Sandbox } from './harness.js';
 
+/** The detailed result: these tests read the whole record. */
 async function call(server: RunningServer, name: string, args: Record<string, unknown>) {
-  const result = await server.client.callTool({ name, arguments: args });
+  const result = await server.client.callTool({ name, arguments: { response_format: 'detailed', ...args } });
   return {
     structured: result.structuredContent as Record<string, any>,
     isError: result.isError === true,

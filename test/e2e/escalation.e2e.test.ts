@@ -23,7 +23,7 @@ describe('retries and escalation per task_id', () => {
     const last = await server.run(fail);
     expect(last.metadata).toMatchObject({ retry_count: 4, escalate: true, escalation_reason: 'max_retries_exceeded' });
     expect(last.text).toMatch(/ESCALATE: STOP RETRYING TASK "task-A"/);
-    expect(last.text).toContain('Hand this task upwards');
+    expect(last.text).toContain('NEXT: Stop: do not retry this task; escalate it to a human or a stronger model');
   });
 
   it('other tasks keep their own count', async () => {

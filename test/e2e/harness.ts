@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { RunResult } from '../../src/app/run-result.js';
+import type { RunMetadata, RunResult } from '../../src/app/run-result.js';
+import type { RunReply } from '../../src/app/run-reply.js';
 
 export const ROOT = path.resolve(__dirname, '../..');
 export const SERVER_ENTRY = path.join(ROOT, 'dist/cli.js');
@@ -57,11 +58,13 @@ export interface RunningServer {
   readonly transport: StdioClientTransport;
   /** Everything the server wrote to stderr so far. */
   stderr(): string;
+  /** `ollama_run` with `response_format: "detailed"` unless `args` says otherwise: `metadata` is the whole record. */
   run(args: Record<string, unknown>, options?: { timeout?: number; signal?: AbortSignal }): Promise<CallResult>;
   close(): Promise<void>;
 }
 
-export interface CallResult extends RunResult {
+export interface CallResult extends RunReply {
+  readonly metadata: RunMetadata;
   readonly isError: boolean;
   readonly text: string;
 }
@@ -86,11 +89,15 @@ export async function startServer(sandbox: Sandbox, extraEnv: Record<string, str
     transport,
     stderr: () => stderr,
     async run(args, options = {}) {
-      const result = await client.callTool({ name: 'ollama_run', arguments: args }, undefined, {
-        timeout: options.timeout ?? 60_000,
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-      const structured = result.structuredContent as unknown as RunResult;
+      const result = await client.callTool(
+        { name: 'ollama_run', arguments: { response_format: 'detailed', ...args } },
+        undefined,
+        {
+          timeout: options.timeout ?? 60_000,
+          ...(options.signal ? { signal: options.signal } : {}),
+        },
+      );
+      const structured = result.structuredContent as unknown as RunReply & RunResult;
       const content = result.content as { type: string; text: string }[];
       return { ...structured, isError: result.isError === true, text: content.map((c) => c.text).join('\n') };
     },

@@ -13,7 +13,7 @@ describe('ollama_health end to end', () => {
     server = await startServer(sandbox, env);
     const { tools } = await server.client.listTools();
     expect(tools.map((t) => t.name)).toContain('ollama_health');
-    const result = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+    const result = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
     const text = (result.content as { type: string; text: string }[]).map((c) => c.text).join('\n');
     return { report: result.structuredContent as HealthReport, isError: result.isError === true, text };
   }

@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RunResult } from '../../src/app/run-result.js';
+import type { RunReply } from '../../src/app/run-reply.js';
 import {
   makeSandbox,
   readHttpToken,
@@ -97,7 +97,7 @@ describe('--http with default settings: a bearer token kept in the data dir', ()
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.auth } }));
     try {
       const result = await client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'hi' } });
-      expect((result.structuredContent as unknown as RunResult).metadata.status).toBe('ok');
+      expect((result.structuredContent as unknown as RunReply).status).toBe('ok');
     } finally {
       await client.close();
     }

@@ -7,7 +7,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RunResult } from '../../src/app/run-result.js';
+import type { RunReply } from '../../src/app/run-reply.js';
 import {
   isAlive,
   makeSandbox,
@@ -111,7 +111,7 @@ describe('a client that goes away mid-call', () => {
       const result = await client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'next' } }, undefined, {
         timeout: 8_000,
       });
-      expect((result.structuredContent as unknown as RunResult).metadata.status).toBe('ok');
+      expect((result.structuredContent as unknown as RunReply).status).toBe('ok');
     } finally {
       await client.close();
     }

@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { loadConfig } from '../../src/config/config.js';
 import { HttpServerError, isLoopbackHost, startHttpServer, type RunningHttpServer } from '../../src/transport/http/server.js';
 import { createApp, createMcpServer, type App } from '../../src/mcp/server.js';
-import type { RunResult } from '../../src/app/run-result.js';
+import type { RunReply } from '../../src/app/run-reply.js';
 import {
   makeSandbox,
   readTrace,
@@ -113,8 +113,8 @@ describe('Streamable HTTP transport (the built server as a child process, with i
       expect(tools.map((t) => t.name)).toContain('ollama_run');
       const result = await client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'hi' } });
       expect(result.isError).toBe(false);
-      const structured = result.structuredContent as unknown as RunResult;
-      expect(structured.metadata.status).toBe('ok');
+      const structured = result.structuredContent as unknown as RunReply;
+      expect(structured.status).toBe('ok');
       expect(structured.output).toBe('fake answer from llama3.2: hi');
     } finally {
       await client.close();

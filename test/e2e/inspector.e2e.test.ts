@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunResult } from '../../src/app/run-result.js';
+import type { RunReply } from '../../src/app/run-reply.js';
 import {
   makeSandbox,
   ROOT,
@@ -94,9 +94,9 @@ describe('MCP Inspector CLI over stdio (node dist/cli.js)', () => {
   it('tools/call ollama_run returns the fake answer, passing the settings given with -e', async () => {
     const result = parse<ToolCall>(await inspector([...stdio(), ...CALL_OLLAMA_RUN_HI]));
     expect(result.isError).toBe(false);
-    const structured = result.structuredContent as RunResult;
+    const structured = result.structuredContent as RunReply;
     expect(structured.output).toBe('fake answer from llama3.2: hi');
-    expect(structured.metadata.status).toBe('ok');
+    expect(structured.status).toBe('ok');
     expect(result.content[0]?.text).toContain('fake answer from llama3.2: hi');
     expect(existsSync(path.join(sandbox.telemetryDir, 'runs.jsonl'))).toBe(true); // OLLAMA_MCP_TELEMETRY_DIR arrived
   });
@@ -130,6 +130,6 @@ describe('MCP Inspector CLI over Streamable HTTP (dist/cli.js --http)', () => {
       'ollama_run',
     );
     const result = parse<ToolCall>(await inspector([...target, ...CALL_OLLAMA_RUN_HI]));
-    expect((result.structuredContent as RunResult).output).toBe('fake answer from llama3.2: hi');
+    expect((result.structuredContent as RunReply).output).toBe('fake answer from llama3.2: hi');
   });
 });

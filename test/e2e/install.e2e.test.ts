@@ -213,7 +213,10 @@ describe('installed from the packed tarball, run by a user who is not root', () 
         jsonrpc: '2.0',
         id: 2,
         method: 'tools/call',
-        params: { name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'hello', task_id: taskId } },
+        params: {
+          name: 'ollama_run',
+          arguments: { model: 'llama3.2', prompt: 'hello', task_id: taskId, response_format: 'detailed' },
+        },
       });
       await waitFor(
         () => server.responses().some((r) => r.id === 2),

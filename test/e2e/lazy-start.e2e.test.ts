@@ -48,7 +48,8 @@ describe('lazy loading', () => {
     const sandbox = makeSandbox();
     const record = path.join(sandbox.traceDir, 'modules.txt');
     const child = spawn(process.execPath, ['--import', RECORDER, SERVER_ENTRY], {
-      env: serverEnv(sandbox, { RECORD_MODULES_FILE: record }),
+      // With the review tool listed too, so that its first use can be checked.
+      env: serverEnv(sandbox, { RECORD_MODULES_FILE: record, OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' }),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -227,7 +227,7 @@ describe('a remote OLLAMA_HOST that cannot be reached, and versions, through the
     expect(r.metadata.error?.message).toBe(
       'Head "http://gpu-box:11434/": dial tcp: lookup gpu-box on 127.0.0.53:53: no such host',
     );
-    const health = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+    const health = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
     const report = health.structuredContent as { server: { reachable: boolean; version: string | null } };
     expect(report.server).toMatchObject({ reachable: false, version: null });
     await server.close();
@@ -237,7 +237,7 @@ describe('a remote OLLAMA_HOST that cannot be reached, and versions, through the
   it('ollama_health reports the CLI version and the server version apart', async () => {
     const sandbox = makeSandbox();
     server = await startServer(sandbox, { FAKE_OLLAMA_VERSION: '0.33.0', FAKE_OLLAMA_CLIENT_VERSION: '0.13.1' });
-    const health = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+    const health = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
     const report = health.structuredContent as {
       cli: { version: string };
       server: { version: string };

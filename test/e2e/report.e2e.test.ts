@@ -11,7 +11,7 @@ import { makeSandbox, SERVER_ENTRY, startServer } from './harness.js';
 describe('reviewing runs: report command and ollama_runs_summary', () => {
   it('summarises what the server logged, for the developer and for the agent', async () => {
     const sandbox = makeSandbox();
-    const server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
+    const server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100', OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' });
     try {
       await server.run({ model: 'llama3.2', prompt: 'ok' });
       await server.run({ model: 'llama3.2', prompt: 'ok again' });
@@ -161,7 +161,7 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
     const sandbox = makeSandbox();
     mkdirSync(sandbox.telemetryDir, { recursive: true });
     writeFileSync(path.join(sandbox.telemetryDir, 'runs.jsonl'), `${realisticDayLines().join('\n')}\n`);
-    const server = await startServer(sandbox);
+    const server = await startServer(sandbox, { OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' });
     try {
       const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: { since: 'all' } });
       const s = tool.structuredContent as {

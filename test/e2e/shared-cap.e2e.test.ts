@@ -8,7 +8,7 @@ import { makeSandbox, maxConcurrent, readRunTrace, readRuns, startServer, waitFo
 const SHARED = { OLLAMA_MCP_SHARED_CONCURRENCY: '2', OLLAMA_MCP_CONCURRENCY: '3' };
 
 async function health(server: RunningServer) {
-  const result = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+  const result = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
   const text = (result.content as { text: string }[]).map((c) => c.text).join('\n');
   return { report: result.structuredContent as Record<string, any>, text };
 }

@@ -17,7 +17,7 @@ import {
 noteRedisSkipped();
 
 async function health(server: RunningServer) {
-  const result = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+  const result = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
   const text = (result.content as { text: string }[]).map((c) => c.text).join('\n');
   return { report: result.structuredContent as Record<string, any>, text };
 }

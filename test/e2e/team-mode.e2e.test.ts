@@ -57,7 +57,10 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: servers on separate telemet
       for (const result of results) expect(result.metadata.warnings ?? []).toEqual([]);
 
       // Both servers read the same ledger.
-      const status = await b.client.callTool({ name: 'ollama_task_status', arguments: { task_id: 'team-task' } });
+      const status = await b.client.callTool({
+        name: 'ollama_task_status',
+        arguments: { task_id: 'team-task', response_format: 'detailed' },
+      });
       expect(status.structuredContent).toMatchObject({ known: true, attempts: 16, failures: 16 });
 
       // runs.jsonl stays local: each dir holds only its own server's 8 attempts.
@@ -67,7 +70,7 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: servers on separate telemet
       // No state files in team mode: the ledger is in Redis.
       expect(readdirSync(dirA.telemetryDir).filter((name) => name.startsWith('state'))).toEqual([]);
 
-      const health = await a.client.callTool({ name: 'ollama_health', arguments: {} });
+      const health = await a.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
       const report = health.structuredContent as {
         state_backend: unknown;
         ledger: { ok: boolean };
@@ -139,7 +142,7 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: servers on separate telemet
       const result = await server.run({ model: 'llama3.2', prompt: 'hello', task_id: 'offline-task' });
       expect(result.metadata.status).toBe('ok');
       expect((result.metadata.warnings ?? []).map((w) => w.kind)).toContain('ledger_unreadable');
-      const health = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+      const health = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
       const report = health.structuredContent as { ok: boolean; problems: string[]; state_backend: { reachable: boolean } };
       expect(report.ok).toBe(false);
       expect(report.state_backend.reachable).toBe(false);

@@ -85,6 +85,7 @@ describe('token usage from ollama run --verbose, through the built server', () =
     const result = await server.client.callTool({
       name: 'ollama_run_many',
       arguments: {
+        response_format: 'detailed',
         jobs: [
           { model: 'llama3.2', prompt: 'one' },
           { model: 'qwen2.5-coder:7b', prompt: 'two words' },

@@ -11,8 +11,9 @@ if (!isMounted(probe)) console.warn(probe.skip);
 else probe.unmount();
 const canMount = isMounted(probe);
 
+/** The detailed result: these tests read the whole record. */
 async function call(server: RunningServer, name: string, args: Record<string, unknown>) {
-  const result = await server.client.callTool({ name, arguments: args });
+  const result = await server.client.callTool({ name, arguments: { response_format: 'detailed', ...args } });
   const text = (result.content as { text: string }[]).map((c) => c.text).join('\n');
   return { structured: result.structuredContent as Record<string, any>, isError: result.isError === true, text };
 }

@@ -27,7 +27,7 @@ const rawCall = (id: number, tool: string, argumentsJson: string) =>
 interface ToolReply {
   readonly isError?: boolean;
   readonly content: { text: string }[];
-  readonly structuredContent?: { metadata?: { status: string } };
+  readonly structuredContent?: { status?: string };
 }
 
 function toolReply(line: JsonRpcLine): ToolReply {
@@ -88,7 +88,7 @@ describe('hostile arguments over stdio', () => {
   let nextId = 1;
   beforeAll(async () => {
     sandbox = makeSandbox();
-    server = startRawServer(serverEnv(sandbox));
+    server = startRawServer(serverEnv(sandbox, { OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' }));
     await server.initialize();
   });
   afterAll(async () => {
@@ -126,7 +126,7 @@ describe('hostile arguments over stdio', () => {
 
   it('still serves normal calls afterwards', async () => {
     server.send(toolCall(999, 'ollama_run', { model: 'llama3.2', prompt: 'fine' }));
-    expect(toolReply(await server.reply(999)).structuredContent?.metadata?.status).toBe('ok');
+    expect(toolReply(await server.reply(999)).structuredContent?.status).toBe('ok');
   });
 });
 

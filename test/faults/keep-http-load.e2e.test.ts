@@ -7,7 +7,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RunResult } from '../../src/app/run-result.js';
+import type { RunReply } from '../../src/app/run-reply.js';
 import {
   makeSandbox,
   maxConcurrent,
@@ -53,7 +53,7 @@ describe('the HTTP server under load', () => {
           ),
         ),
       );
-      const statuses = results.map((result) => (result.structuredContent as unknown as RunResult).metadata.status);
+      const statuses = results.map((result) => (result.structuredContent as unknown as RunReply).status);
       expect(statuses.filter((status) => status === 'ok')).toHaveLength(CALLS);
     } finally {
       await client.close();
@@ -133,7 +133,7 @@ describe('the HTTP server under load', () => {
     const client = new Client({ name: 'after', version: '1' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: server.auth } }));
     const result = await client.callTool({ name: 'ollama_run', arguments: { model: 'llama3.2', prompt: 'after' } });
-    expect((result.structuredContent as unknown as RunResult).metadata.status).toBe('ok');
+    expect((result.structuredContent as unknown as RunReply).status).toBe('ok');
     await client.close();
   });
 });

@@ -6,8 +6,9 @@ import { makeSandbox, readRuns, SERVER_ENTRY, startServer, type RunningServer, t
 /** Task ids that are members of Object.prototype: they pass validation and must be ordinary ids. */
 const IDS = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', 'toLocaleString'] as const;
 
+/** The detailed result: these tests read the whole record. */
 async function call(server: RunningServer, name: string, args: Record<string, unknown>) {
-  const result = await server.client.callTool({ name, arguments: args });
+  const result = await server.client.callTool({ name, arguments: { response_format: 'detailed', ...args } });
   const text = (result.content as { text: string }[]).map((c) => c.text).join('\n');
   return { structured: result.structuredContent as Record<string, any>, isError: result.isError === true, text };
 }
@@ -21,6 +22,7 @@ describe('task ids and model names that are Object.prototype member names, throu
     server = await startServer(sandbox, {
       OLLAMA_MCP_BREAKER_THRESHOLD: '100',
       FAKE_OLLAMA_MODELS: 'llama3.2:latest,tostring:latest',
+      OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1',
     });
   });
   afterAll(async () => server?.close());
@@ -67,6 +69,7 @@ describe('task ids and model names that are Object.prototype member names, throu
     const result = await server.client.callTool({
       name: 'ollama_run_many',
       arguments: {
+        response_format: 'detailed',
         jobs: IDS.map((id) => ({ model: 'llama3.2', prompt: `job ${id} @fake:exit=1`, task_id: `${id}` })),
       },
     });

@@ -48,7 +48,7 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: Redis stopped mid-run and r
         expect(kinds(result).some((kind) => LEDGER_WARNINGS.includes(kind))).toBe(true);
         expect(result.metadata.retry_count).toBeLessThanOrEqual(1);
       }
-      const health = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+      const health = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
       expect(health.structuredContent).toMatchObject({ ok: false, state_backend: { kind: 'redis', reachable: false } });
 
       // One line for the outage, and the runs' ledger warnings collapsed: not one line per run.
@@ -65,7 +65,7 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: Redis stopped mid-run and r
       expect(next.metadata.retry_count).toBe(1);
       expect(kinds(next)).toEqual([]);
       expect(server.stderr()).toMatch(/connected to Redis at redis:\/\/127\.0\.0\.1:\d+\/0 again/);
-      const healthy = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+      const healthy = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
       expect(healthy.structuredContent).toMatchObject({ state_backend: { reachable: true }, ledger: { ok: true } });
     } finally {
       await server.close();

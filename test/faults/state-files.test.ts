@@ -6,8 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/store/state-store.js';
 import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, startServer, type RunningServer, type Sandbox } from '../e2e/harness.js';
 
+/** The detailed result: these tests read the whole record. */
 async function call(server: RunningServer, name: string, args: Record<string, unknown>) {
-  const result = await server.client.callTool({ name, arguments: args });
+  const result = await server.client.callTool({ name, arguments: { response_format: 'detailed', ...args } });
   const text = (result.content as { text: string }[]).map((c) => c.text).join('\n');
   return { structured: result.structuredContent as Record<string, any>, isError: result.isError === true, text };
 }
@@ -176,14 +177,17 @@ describe('corrupt, empty and locked state files, through the built server', () =
       await client.connect(transport);
       try {
         const started = performance.now();
-        const result = await client.callTool({ name: 'ollama_run', arguments: { ...FAIL, task_id: 't', retry_count: 1 } });
+        const result = await client.callTool({
+          name: 'ollama_run',
+          arguments: { ...FAIL, task_id: 't', retry_count: 1, response_format: 'detailed' },
+        });
         expect(performance.now() - started).toBeLessThan(5_000); // EACCES fails the lock at once
         const metadata = (result.structuredContent as { metadata: Record<string, any> }).metadata;
         expect(metadata.retry_count).toBe(1); // only what the caller said: the ledger cannot be read
         // Neither the circuit (at admission) nor the ledger (after the run) could be read.
         expect(metadata.warnings.map((w: { kind: string }) => w.kind)).toEqual(['circuit_not_updated', 'ledger_unreadable']);
         expect(metadata.warnings[1].message).toMatch(/EACCES/);
-        const health = await client.callTool({ name: 'ollama_health', arguments: {} });
+        const health = await client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
         const text = (health.content as { text: string }[])[0]!.text;
         expect(text).not.toMatch(/✓ circuits/);
         expect((health.structuredContent as { ok: boolean }).ok).toBe(false);

@@ -90,7 +90,7 @@ describe('stdio message limits', () => {
     expect(refused.error?.message).toContain('over the limit of 33554432 bytes (32 MiB)');
     expect(server.stderr()).toContain('refused a message on stdin: Request too large');
     const done = await server.reply(1);
-    expect((done.result?.structuredContent as { metadata: { status: string } }).metadata.status).toBe('ok');
+    expect((done.result?.structuredContent as { status: string }).status).toBe('ok');
     server.send({ jsonrpc: '2.0', id: 3, method: 'ping' });
     expect(await server.reply(3)).toMatchObject({ result: {} });
     expect(readRuns(sandbox).map((run) => run.status)).toEqual(['ok']);

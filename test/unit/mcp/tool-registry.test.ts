@@ -85,3 +85,63 @@ describe('describeIssues', () => {
     expect(text).toContain('`jobs.2.model` is required');
   });
 });
+
+describe('tools/list: what every session pays for', () => {
+  it('lists input schemas without the bounds the server checks itself, and descriptions only on the arguments', async () => {
+    const { tool } = probeTool();
+    const client = await connected({
+      ...tool,
+      description: 'probe',
+      inputSchema: z.strictObject({
+        name: z
+          .string()
+          .min(1)
+          .max(10)
+          .regex(/^[a-z]+$/)
+          .describe('A name.'),
+        jobs: z
+          .array(z.strictObject({ n: z.number().int().min(0).max(9).describe('nested') }))
+          .max(3)
+          .describe('Jobs.'),
+      }),
+      outputSchema: z.object({ ok: z.boolean().describe('not read by any model') }),
+    });
+    const [listed] = (await client.listTools()).tools;
+    expect(listed!.inputSchema).toEqual({
+      type: 'object',
+      properties: {
+        name: { type: 'string', description: 'A name.' },
+        jobs: {
+          type: 'array',
+          items: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false },
+          description: 'Jobs.',
+        },
+      },
+      required: ['name', 'jobs'],
+      additionalProperties: false,
+    });
+    expect(listed!.outputSchema).toEqual({
+      type: 'object',
+      properties: { ok: { type: 'boolean' } },
+      required: ['ok'],
+      additionalProperties: false,
+    });
+  });
+
+  it('lists listedInputSchema when a tool has one, and still checks calls against inputSchema', async () => {
+    const { tool, calls } = probeTool();
+    const client = await connected({
+      ...tool,
+      inputSchema: z.strictObject({ a: z.number() }),
+      listedInputSchema: z.strictObject({ a: z.unknown() }),
+    });
+    expect((await client.listTools()).tools[0]!.inputSchema).toEqual({
+      type: 'object',
+      properties: { a: {} },
+      required: ['a'],
+      additionalProperties: false,
+    });
+    await client.callTool({ name: 'probe', arguments: { a: 'not a number' } });
+    expect(calls[0]!.kind).toBe('invalid');
+  });
+});

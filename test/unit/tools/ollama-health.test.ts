@@ -43,35 +43,37 @@ describe('ollama_health over MCP (in memory)', () => {
     return client;
   }
 
-  it('is listed as read-only, with no arguments and the report as outputSchema', async () => {
+  it('is listed as read-only, with only response_format, and an outputSchema for both formats', async () => {
     const client = await connect();
     const { tools } = await client.listTools();
     const tool = tools.find((t) => t.name === 'ollama_health');
     expect(tool).toBeDefined();
-    expect(tool!.description).toMatch(/^Check, without running a model, whether Ollama and the models are usable/);
-    expect(tool!.description).toMatch(/isError false/);
+    expect(tool!.description).toMatch(/^Check, without running a model, whether Ollama works/);
     expect(tool!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: false });
     expect(tool!.inputSchema).toMatchObject({ type: 'object', additionalProperties: false });
-    expect(tool!.outputSchema?.required).toEqual(
-      expect.arrayContaining([
-        'ok',
-        'problems',
-        'cli',
-        'server',
-        'models',
-        'circuits',
-        'runs',
-        'telemetry',
-        'config',
-        'checked_at',
-      ]),
+    expect(Object.keys(tool!.inputSchema.properties ?? {})).toEqual(['response_format']);
+    expect(tool!.outputSchema?.required).toEqual(['ok']);
+    expect(Object.keys(tool!.outputSchema?.properties ?? {})).toEqual(
+      expect.arrayContaining(['ok', 'problems', 'cli', 'server', 'models', 'circuits', 'runs', 'telemetry', 'config']),
     );
   });
 
-  it('healthy: structured report (validated by the client against outputSchema) and its text', async () => {
+  it('concise by default: ok, the models to pick from, and nothing empty', async () => {
+    const client = await connect();
+    await client.listTools();
+    const result = await client.callTool({ name: 'ollama_health', arguments: {} });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({
+      ok: true,
+      models: { installed: expect.arrayContaining(['llama3.2:latest']) },
+    });
+    expect(JSON.stringify(result.structuredContent).length).toBeLessThan(400);
+  });
+
+  it('healthy, detailed: the whole report (validated by the client against outputSchema) and its text', async () => {
     const client = await connect();
     await client.listTools(); // lets the client validate structuredContent against the outputSchema
-    const result = await client.callTool({ name: 'ollama_health', arguments: {} });
+    const result = await client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
     const report = result.structuredContent as HealthReport;
     expect(result.isError).toBeFalsy();
     expect(report).toMatchObject({
@@ -90,7 +92,7 @@ describe('ollama_health over MCP (in memory)', () => {
     await client.listTools();
     const result = await client.callTool({ name: 'ollama_health', arguments: {} });
     expect(result.isError).toBeFalsy();
-    expect(result.structuredContent).toMatchObject({ ok: false, server: { reachable: false } });
+    expect(result.structuredContent).toMatchObject({ ok: false, problems: [expect.stringMatching(/not reachable/)] });
   });
 
   it('unknown arguments: the report anyway, the call problem first, isError true', async () => {
@@ -98,7 +100,8 @@ describe('ollama_health over MCP (in memory)', () => {
     const result = await client.callTool({ name: 'ollama_health', arguments: { model: 'llama3.2' } });
     expect(result.isError).toBe(true);
     const report = result.structuredContent as HealthReport;
-    expect(report.problems[0]).toMatch(/takes no arguments.*unknown argument `model`/);
-    expect(report.server.reachable).toBe(true);
+    expect(report.problems[0]).toMatch(/takes only response_format.*unknown argument `model`/);
+    const detailed = await client.callTool({ name: 'ollama_health', arguments: { model: 'x', response_format: 'detailed' } });
+    expect((detailed.structuredContent as HealthReport).server.reachable).toBe(true);
   });
 });

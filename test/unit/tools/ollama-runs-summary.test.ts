@@ -32,8 +32,9 @@ async function connect(telemetryDir: string): Promise<void> {
   await client.listTools(); // the client validates results against the schemas listed here
 }
 
+/** The detailed summary (the tests below read its every field). */
 async function call(args: Record<string, unknown>): Promise<Called> {
-  const result = await client.callTool({ name: 'ollama_runs_summary', arguments: args });
+  const result = await client.callTool({ name: 'ollama_runs_summary', arguments: { response_format: 'detailed', ...args } });
   const content = result.content as { type: string; text: string }[];
   return {
     isError: result.isError === true,
@@ -58,7 +59,14 @@ describe('ollama_runs_summary', () => {
     const tool = tools.find((t) => t.name === 'ollama_runs_summary')!;
     expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
     expect(tool.inputSchema).toMatchObject({ additionalProperties: false });
-    expect(Object.keys(tool.inputSchema.properties ?? {}).sort()).toEqual(['model', 'since', 'status', 'task', 'top']);
+    expect(Object.keys(tool.inputSchema.properties ?? {}).sort()).toEqual([
+      'model',
+      'response_format',
+      'since',
+      'status',
+      'task',
+      'top',
+    ]);
     expect(tool.outputSchema).toBeDefined();
   });
 
@@ -86,6 +94,19 @@ describe('ollama_runs_summary', () => {
     expect(structured.escalated_tasks.map((t) => t.task_id)).toEqual(['t-beta', 't-delta']);
     expect(text).toContain('Runs: 13, ok 6 (46.2%), escalations 3');
     expect(text).toContain('t-beta');
+  });
+
+  it('concise by default: the figures and what needs attention, without the bookkeeping or what is empty', async () => {
+    await connect(BASIC_DIR);
+    const result = await client.callTool({ name: 'ollama_runs_summary', arguments: { since: 'all' } });
+    const concise = result.structuredContent as Record<string, unknown>;
+    const detailed = (await call({ since: 'all' })).structured;
+    expect(concise).toMatchObject({ total_runs: detailed.total_runs, total_escalations: detailed.total_escalations });
+    expect(concise.escalation_causes).toEqual(detailed.escalation_causes);
+    for (const key of ['schema', 'generated_at', 'filters', 'range', 'files', 'dirs', 'skipped_lines', 'error']) {
+      expect(concise, key).not.toHaveProperty(key);
+    }
+    expect(JSON.stringify(concise).length).toBeLessThan(JSON.stringify(detailed).length);
   });
 
   it('applies model, task and status filters', async () => {

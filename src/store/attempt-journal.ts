@@ -1,0 +1,116 @@
+import { mkdir, readdir, rename, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { ProcessId, ProcessPlace } from '../policy/process-identity.js';
+import { readTextIfAny, writeFileAtomic } from './durable-fs.js';
+
+/** The folder of the telemetry dir that holds one file per attempt whose model process runs. */
+export const ATTEMPTS_DIR_NAME = 'attempts';
+
+/** An attempt whose model process was started and whose runs.jsonl line is not written yet. */
+export interface OpenAttempt {
+  readonly runId: string;
+  readonly taskId: string | null;
+  readonly model: string;
+  readonly tool: string;
+  readonly batchId: string | null;
+  readonly chainId: string | null;
+  readonly chainStep: number | null;
+  /** The call's max_retries, for the verdict the next server gives it. */
+  readonly maxRetries: number;
+  /** The caller's own retry_count, if it passed one. */
+  readonly callerRetryCount: number | null;
+  readonly timeoutMs: number;
+  readonly startTimeoutMs: number;
+  readonly promptChars: number;
+  /** Epoch ms the model process was started. */
+  readonly startedAt: number;
+  /** The server that ran it. */
+  readonly server: ProcessId & ProcessPlace;
+}
+
+/**
+ * The attempts under way, one small file each (`attempts/<run_id>.json`), written before the model
+ * process starts and removed once the attempt's runs.jsonl line is written. A server that dies in
+ * between (SIGKILL, out of memory) leaves its file, and the next server settles the attempt as
+ * `interrupted` (app/interrupted-attempts.ts): so no attempt a model ran vanishes, and the ledger
+ * and the log agree.
+ */
+export class AttemptJournal {
+  readonly dir: string;
+  #dirReady = false;
+
+  constructor(telemetryDir: string) {
+    this.dir = path.join(telemetryDir, ATTEMPTS_DIR_NAME);
+  }
+
+  async open(attempt: OpenAttempt): Promise<void> {
+    if (!this.#dirReady) {
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      this.#dirReady = true;
+    }
+    await writeFileAtomic(this.#file(attempt.runId), JSON.stringify(attempt));
+  }
+
+  async close(runId: string): Promise<void> {
+    await unlink(this.#file(runId)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+  }
+
+  /** Every attempt recorded as under way (unreadable files are skipped: one written this instant, say). */
+  async list(): Promise<OpenAttempt[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const attempts: OpenAttempt[] = [];
+    for (const name of names.filter((n) => n.endsWith('.json'))) {
+      const attempt = parseOpenAttempt(await readTextIfAny(path.join(this.dir, name)));
+      if (attempt !== null) attempts.push(attempt);
+    }
+    return attempts;
+  }
+
+  /**
+   * Take an orphaned attempt to settle it: true for exactly one of several servers trying at once
+   * (the file is renamed away, atomically); call {@link close} once it is settled.
+   */
+  async claim(runId: string, by: number): Promise<boolean> {
+    try {
+      await rename(this.#file(runId), this.#file(runId, `.settling-${by}`));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Done settling a claimed attempt. */
+  async settled(runId: string, by: number): Promise<void> {
+    await unlink(this.#file(runId, `.settling-${by}`)).catch(() => {});
+  }
+
+  #file(runId: string, suffix = ''): string {
+    return path.join(this.dir, `${runId}.json${suffix}`);
+  }
+}
+
+function parseOpenAttempt(text: string | null): OpenAttempt | null {
+  if (text === null) return null;
+  try {
+    const value = JSON.parse(text) as Partial<OpenAttempt> | null;
+    const server = value?.server;
+    const valid =
+      typeof value?.runId === 'string' &&
+      /^[0-9a-f-]{36}$/.test(value.runId) &&
+      typeof value.model === 'string' &&
+      typeof value.startedAt === 'number' &&
+      typeof server?.pid === 'number' &&
+      typeof server.host === 'string';
+    return valid ? (value as OpenAttempt) : null;
+  } catch {
+    return null;
+  }
+}
