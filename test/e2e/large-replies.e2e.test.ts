@@ -94,12 +94,13 @@ describe('large answers over stdio, through the SDK client', () => {
     }
   });
 
-  it('control characters (6 bytes each once escaped) cannot multiply a reply past the limit', async () => {
-    const controls = '%01'.repeat(333_000); // 333,000 characters of \u0001 per answer
-    const jobs = Array.from({ length: 3 }, () => ({ model: 'llama3.2', prompt: `@fake:answer=${controls}` }));
+  it('control characters (6 bytes each once escaped) are cleaned out of answers, so they cannot multiply a reply', async () => {
+    const mixed = 'a%01'.repeat(249_000); // 249,000 letters, each followed by a \u0001
+    const jobs = Array.from({ length: 3 }, () => ({ model: 'llama3.2', prompt: `@fake:answer=${mixed}` }));
     const { structured, bytes } = await call(server, 'ollama_run_many', { jobs });
     const batch = structured as BatchReply;
     expect(bytes).toBeLessThan(8 * MiB);
-    expect(batch.results.map((r) => [r.status, r.output.length])).toEqual(Array(3).fill(['ok', 333_000]));
+    expect(batch.results.map((r) => [r.status, r.output.length])).toEqual(Array(3).fill(['ok', 249_000]));
+    expect(batch.results.every((r) => !r.output.includes('\u0001'))).toBe(true);
   });
 });

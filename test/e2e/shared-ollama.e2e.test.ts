@@ -77,12 +77,17 @@ describe('one shared Ollama: the waiting happens in this server, untimed', () =>
     const { serve, server } = await world({ FAKE_OLLAMA_LOAD_MS: '3000' }, { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '300' });
     const messages: string[] = [];
     const result = await server.client.callTool(
-      { name: 'ollama_run', arguments: { model: 'sim-a', prompt: 'quick @fake:sleep_ms=200', timeout_ms: 2_000 } },
+      {
+        name: 'ollama_run',
+        arguments: { model: 'sim-a', prompt: 'quick @fake:sleep_ms=200', timeout_ms: 2_000, response_format: 'detailed' },
+      },
       undefined,
       { onprogress: (p) => messages.push(p.message ?? ''), timeout: 30_000 },
     );
-    const metadata = (result.structuredContent as { metadata: Record<string, unknown> }).metadata;
+    const reply = result.structuredContent as { cold_load_ms?: number; metadata: Record<string, unknown> };
+    const metadata = reply.metadata;
     expect(metadata).toMatchObject({ status: 'ok', cold_load: true });
+    expect(reply.cold_load_ms).toBeGreaterThanOrEqual(3_000); // the concise part says it too
     expect(metadata.start_ms as number).toBeGreaterThanOrEqual(3_000);
     expect((metadata.usage as { load_ms: number }).load_ms).toBeGreaterThanOrEqual(3_000);
     expect(serve.loads()).toBe(1);
@@ -175,7 +180,7 @@ describe('one shared Ollama: the wait before the answer has its own limit', () =
       retryable: true,
       circuit: { state: 'closed', consecutive_failures: 0 },
     });
-    await expect.poll(() => serve.events().some((e) => e.event === 'load_aborted')).toBe(true);
+    await expect.poll(() => serve.events().some((e) => e.event === 'load_aborted'), { timeout: 10_000 }).toBe(true);
     expect(readRuns(sandbox).at(-1)).toMatchObject({ status: 'start_timeout', task_id: 'slow-load' });
     // Counted for the task: the next attempt is its second.
     const again = await server.run({ model: 'sim-a', prompt: 'x', task_id: 'slow-load', start_timeout_ms: 1_000 });
@@ -186,14 +191,14 @@ describe('one shared Ollama: the wait before the answer has its own limit', () =
     const { serve, server, sandbox } = await world({ FAKE_OLLAMA_LOAD_MS: '10000' });
     const controller = new AbortController();
     const call = server.run({ model: 'sim-a', prompt: 'x', task_id: 'cancel-load' }, { signal: controller.signal });
-    await expect.poll(() => serve.events().some((e) => e.event === 'load_start')).toBe(true);
+    await expect.poll(() => serve.events().some((e) => e.event === 'load_start'), { timeout: 10_000 }).toBe(true);
     const cancelledAt = Date.now();
     controller.abort();
     await expect(call).rejects.toThrow();
-    await expect.poll(() => serve.events().some((e) => e.event === 'load_aborted')).toBe(true);
-    await expect.poll(() => readRuns(sandbox).at(-1)?.status).toBe('cancelled');
+    await expect.poll(() => serve.events().some((e) => e.event === 'load_aborted'), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => readRuns(sandbox).at(-1)?.status, { timeout: 10_000 }).toBe('cancelled');
     expect(Date.now() - cancelledAt).toBeLessThan(5_000);
-    const status = await server.client.callTool({ name: 'ollama_health', arguments: {} });
+    const status = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
     const circuits = (status.structuredContent as { circuits: { model: string; consecutive_failures: number }[] }).circuits;
     expect(circuits.find((c) => c.model === 'sim-a:latest')?.consecutive_failures ?? 0).toBe(0);
   });

@@ -83,7 +83,7 @@ describe('a summary with since, on months of rotated files', () => {
   it('ollama_runs_summary with its default since=24h skips them too', async () => {
     const tool = ollamaRunsSummaryTool({ telemetryDir: dir, now: () => NOW });
     const before = bytesRead();
-    const outcome = await tool.handle({ since: '24h', top: 10 } as never, {} as never);
+    const outcome = await tool.handle({ since: '24h', top: 10, response_format: 'detailed' } as never, {} as never);
     const after = bytesRead();
     const summary = outcome.structured as { files: string[]; files_skipped: number; total_runs: number };
     expect(summary.files_skipped).toBe(HISTORY_DAYS);
