@@ -86,9 +86,8 @@ export class StateFile<T> {
 
 /**
  * lowdb's storage for one state file, read under the store's lock. A missing file reads as the
- * empty document (so `db.data` always mirrors the disk: lowdb keeps the old data when an adapter
- * reads nothing). Written through a temp file that is created 0600 and unique to its writer, then
- * renamed over the file, so lock-free readers never see a torn document.
+ * empty document (lowdb would keep the old data when an adapter reads nothing). Written with
+ * `writeFileAtomic`, so lock-free readers never see a torn document.
  */
 class GuardedJsonFile<T> implements Adapter<T> {
   /** Set by `read` when the file needed repairs: it is written back even if nothing else changed. */
