@@ -18,107 +18,61 @@ export interface OutcomePolicy {
   readonly escalateAtOnce: EscalationReason | null;
 }
 
-const policy = (p: OutcomePolicy): OutcomePolicy => p;
+/** The model itself failed: it counts toward its circuit and the task's retries; a retry may work. */
+const MODEL_FAILURE: OutcomePolicy = {
+  ok: false,
+  breaker: 'failure',
+  countsAsTaskFailure: true,
+  retryable: true,
+  escalateAtOnce: null,
+};
+/** Trouble outside the model that passes by itself: the circuit is left alone; it spends the task's retries. */
+const PASSING: OutcomePolicy = { ...MODEL_FAILURE, breaker: 'neutral' };
+/**
+ * The call as sent fails the same way again, the model is fine. It counts, so a caller that resends
+ * it anyway still reaches max_retries_exceeded; a changed call that succeeds clears the streak.
+ */
+const CALL_MUST_CHANGE: OutcomePolicy = { ...PASSING, retryable: false };
+/** No retry can fix it without a human: escalate on the first attempt. */
+const needsHuman = (reason: EscalationReason): OutcomePolicy => ({ ...CALL_MUST_CHANGE, escalateAtOnce: reason });
+/** Not a failed attempt of the task: nothing ran, or the caller stopped it. */
+const NOT_COUNTED: OutcomePolicy = { ...PASSING, countsAsTaskFailure: false };
 
 /** The failure table. Keep it in step with the README. */
 export const OUTCOME_POLICY: Readonly<Record<RunStatus, OutcomePolicy>> = {
-  ok: policy({ ok: true, breaker: 'success', countsAsTaskFailure: false, retryable: false, escalateAtOnce: null }),
-  timeout: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
+  ok: { ok: true, breaker: 'success', countsAsTaskFailure: false, retryable: false, escalateAtOnce: null },
+  timeout: MODEL_FAILURE,
   // The answer never began: the wait was in Ollama's queue (other clients), the disk, the machine or a
-  // huge prompt, not in the model's own work, so the circuit is left alone. A load that Ollama itself
-  // sees fail or stall is reported by Ollama (`llama-server process has terminated`, its own load
-  // timeout) and counts as `crashed`. It counts for the task, so a task that never starts still ends in
-  // max_retries_exceeded.
-  start_timeout: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
-  empty_output: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
-  output_limit: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
+  // huge prompt, not in the model's own work. A load that Ollama itself sees fail or stall is reported
+  // by Ollama (`llama-server process has terminated`, its own load timeout) and counts as `crashed`.
+  start_timeout: PASSING,
+  empty_output: MODEL_FAILURE,
+  output_limit: MODEL_FAILURE,
   // Includes the model failing to load or dying (`llama-server process has terminated`, `model runner has
-  // unexpectedly stopped`, out of memory): that is the model's health on this machine, so it counts.
-  crashed: policy({ ok: false, breaker: 'failure', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
-  server_busy: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
-  // The registry could not be reached while pulling: the network's fault, not the model's, and it
-  // passes. Retry later; it still spends the task's budget, so an offline machine ends in max_retries_exceeded.
-  pull_failed: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
-  // 429 usage limit: the account's quota, not the model's health. It lifts by itself (hourly/weekly),
-  // so retry later; like server_busy it counts toward max_retries instead of escalating at once.
-  rate_limited: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: true, escalateAtOnce: null }),
-  // 403 (no subscription / cloud disabled): only a human can change the account or the server's
-  // setting, so escalate on the first attempt; the model itself is healthy.
-  cloud_access_denied: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: true,
-    retryable: false,
-    escalateAtOnce: 'cloud_access_denied',
-  }),
-  // The caller's input does not fit this model: the same call fails the same way (not retryable as is),
-  // the model is fine. It counts as a failed attempt so a caller that resends it anyway still reaches
-  // max_retries_exceeded; a shortened prompt that succeeds clears the streak.
-  prompt_too_long: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: true, retryable: false, escalateAtOnce: null }),
-  // Embedding / image-generation / non-generating models: the choice of model is wrong, no retry fixes
-  // it and no human is needed (pick a text model). Counted for the same reason as prompt_too_long.
-  model_unsupported: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: true,
-    retryable: false,
-    escalateAtOnce: null,
-  }),
-  // A file the prompt names (read by a multimodal model) is not an image, unreadable or too big:
-  // the prompt must change; the model is fine. Counted like prompt_too_long.
-  input_file_error: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: true,
-    retryable: false,
-    escalateAtOnce: null,
-  }),
-  model_not_found: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: true,
-    retryable: false,
-    escalateAtOnce: 'model_not_found',
-  }),
+  // unexpectedly stopped`, out of memory): that is the model's health on this machine.
+  crashed: MODEL_FAILURE,
+  server_busy: PASSING,
+  // The registry could not be reached while pulling: the network's fault, not the model's.
+  pull_failed: PASSING,
+  // 429 usage limit: the account's quota, not the model's health; it lifts by itself (hourly/weekly).
+  rate_limited: PASSING,
+  // 403 (no subscription / cloud disabled): only a human can change the account or the server's setting.
+  cloud_access_denied: needsHuman('cloud_access_denied'),
+  prompt_too_long: CALL_MUST_CHANGE,
+  // Embedding / image-generation / non-generating models: pick a text model (no human needed).
+  model_unsupported: CALL_MUST_CHANGE,
+  // A file the prompt names (read by a multimodal model) is not an image, unreadable or too big.
+  input_file_error: CALL_MUST_CHANGE,
+  model_not_found: needsHuman('model_not_found'),
   // Also a remote OLLAMA_HOST that cannot be reached (`Head ...: dial tcp ...`): the server's fault, never the model's.
-  ollama_unreachable: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: true,
-    retryable: false,
-    escalateAtOnce: 'ollama_unreachable',
-  }),
-  signin_required: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: true,
-    retryable: false,
-    escalateAtOnce: 'signin_required',
-  }),
-  cli_not_found: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: true,
-    retryable: false,
-    escalateAtOnce: 'cli_not_found',
-  }),
-  circuit_open: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: false,
-    retryable: true,
-    escalateAtOnce: 'circuit_open',
-  }),
-  unsupported_option: policy({
-    ok: false,
-    breaker: 'neutral',
-    countsAsTaskFailure: false,
-    retryable: false,
-    escalateAtOnce: null,
-  }),
-  cancelled: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: false, retryable: true, escalateAtOnce: null }),
+  ollama_unreachable: needsHuman('ollama_unreachable'),
+  signin_required: needsHuman('signin_required'),
+  cli_not_found: needsHuman('cli_not_found'),
+  circuit_open: { ...NOT_COUNTED, escalateAtOnce: 'circuit_open' },
+  unsupported_option: { ...NOT_COUNTED, retryable: false },
+  cancelled: NOT_COUNTED,
   // A blocked attempt repeats the task's earlier escalation (the run service supplies its reason).
-  blocked: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: false, retryable: false, escalateAtOnce: null }),
-  not_started: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: false, retryable: true, escalateAtOnce: null }),
-  invalid_input: policy({ ok: false, breaker: 'neutral', countsAsTaskFailure: false, retryable: false, escalateAtOnce: null }),
+  blocked: { ...NOT_COUNTED, retryable: false },
+  not_started: NOT_COUNTED,
+  invalid_input: { ...NOT_COUNTED, retryable: false },
 };

@@ -58,7 +58,7 @@ export const RUN_STATUSES = [
   'crashed',
   /** `OLLAMA_BIN` could not be executed at all (not found, not executable). */
   'cli_not_found',
-  /** Rejected without spawning: the model's circuit is open (or the call's timeout ran out while it waited for the half-open probe). */
+  /** Rejected without spawning: the model's circuit is open (or the call's time ran out waiting for the half-open probe). */
   'circuit_open',
   /** The CLI refused the call's options (e.g. `--think` on a model that cannot think). */
   'unsupported_option',

@@ -4,7 +4,7 @@ import { livenessOf, type ProcView, type ProcessPlace } from '../policy/process-
 import { ensureDirSync } from './durable-fs.js';
 import { parseHolder, type Holder } from './holder.js';
 import type { SelfIdentity } from './proc-reader.js';
-import type { ReleaseSharedSlot, SlotTable, SlotView } from './slot-table.js';
+import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
 
 /** The folder of the state dir holding the shared slots. */
 export const SLOTS_DIR_NAME = 'slots';
@@ -128,8 +128,7 @@ export class FileSlotTable implements SlotTable {
         who = `server pid ${holder.pid}, which is gone`;
       }
       if (!dead) continue;
-      // Removed only if it still names the same holder: another process may have reclaimed and
-      // re-taken it meanwhile (the window between this readlink and the unlink is microseconds).
+      // Removed only if it still names the same holder: another process may have reclaimed and re-taken it meanwhile.
       const before = holder === null ? null : JSON.stringify(holder);
       const again = readHolder(file);
       if (again === 'free' || (again !== null && JSON.stringify(again) !== before)) continue;
@@ -201,13 +200,7 @@ export function viewSlots(
   for (let slot = 0; slot < limit; slot += 1) {
     const file = slotFile(dir, slot);
     const holder = readHolder(file);
-    if (holder === 'free') continue;
-    if (holder === null) {
-      views.push({ slot, pid: null, host: null, since: null, holder: 'unreadable' });
-      continue;
-    }
-    const state = heldHere.has(file) ? 'this_server' : livenessOf(holder, here, proc);
-    views.push({ slot, pid: holder.pid, host: holder.host, since: new Date(holder.at).toISOString(), holder: state });
+    if (holder !== 'free') views.push(slotView(slot, holder, heldHere.has(file), here, proc));
   }
   return views;
 }

@@ -52,7 +52,7 @@ export function redisKeys(prefix: string): RedisKeys {
   };
 }
 
-/** The EVAL/EVALSHA arguments after the script: numkeys, keys, values read, writes, TTLs (ms; 0: none). */
+/** The EVAL arguments after the script: numkeys, keys, values read, writes, TTLs (ms; 0: none). */
 export function casArguments(
   keys: readonly string[],
   read: readonly string[],

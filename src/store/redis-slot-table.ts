@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { livenessOf, type ProcView } from '../policy/process-identity.js';
+import type { ProcView } from '../policy/process-identity.js';
 import type { SelfIdentity } from './proc-reader.js';
 import { parseHolder } from './holder.js';
-import type { ReleaseSharedSlot, SlotTable, SlotView } from './slot-table.js';
+import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
 
 /** A slot is held for this long unless renewed; its holder renews it every third of it. */
 export const DEFAULT_SLOT_LEASE_MS = 15_000;
@@ -126,16 +126,8 @@ export class RedisSlotTable implements SlotTable {
     const views: SlotView[] = [];
     values.forEach((value, slot) => {
       if (value === null || value === undefined) return;
-      const holder = parseHolder(String(value));
-      if (holder === null) {
-        views.push({ slot, pid: null, host: null, since: null, holder: 'unreadable' });
-        return;
-      }
-      const state =
-        this.#held.get(this.#keys[slot]!) === String(value)
-          ? 'this_server'
-          : livenessOf(holder, this.#identity.place, this.#proc);
-      views.push({ slot, pid: holder.pid, host: holder.host, since: new Date(holder.at).toISOString(), holder: state });
+      const mine = this.#held.get(this.#keys[slot]!) === String(value);
+      views.push(slotView(slot, parseHolder(String(value)), mine, this.#identity.place, this.#proc));
     });
     return views;
   }

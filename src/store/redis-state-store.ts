@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createClient } from '@redis/client';
@@ -6,7 +5,7 @@ import { describeRedisError, isOffline } from './redis-errors.js';
 import type { DescribedStateBackend, StateBackendStatus } from './state-backend.js';
 import { ESCALATED_AGE_FACTOR, NEVER_PRUNE } from '../policy/task-ledger.js';
 import { dict, mainFileJson, parseMainFile, parseShardFile, type StateData } from './state-schema.js';
-import { StateStoreError, type StoreWriteFailure, type TaskScope } from './state-store.js';
+import { checkScope, StateStoreError, type StoreWriteFailure, type TaskScope } from './state-store.js';
 import { parseRedisUrl, isRedisUrlError, withoutSecret, type RedisTarget } from '../config/redis-url.js';
 import { CAS_SCRIPT, KEEP, casArguments, conflictBackoffMs, redisKeys, type RedisKeys } from './redis-cas.js';
 
@@ -36,20 +35,16 @@ type Client = ReturnType<typeof createClient>;
 
 /**
  * The task ledger and the circuits in one Redis, shared by every server pointed at it (team
- * mode). Keys (see redis-cas.ts): `<prefix>circuits` holds every circuit (the state.json format),
- * `<prefix>task:<id>` one task entry each, expiring OLLAMA_MCP_TASK_TTL_DAYS after its last update
- * (an escalated one four times later: it waits for a human). Redis times the expiry itself, so
- * this server's clock stepping moves no task's expiry.
+ * mode). `<prefix>circuits` holds every circuit (the state.json format), `<prefix>task:<id>` one
+ * task entry each, expiring OLLAMA_MCP_TASK_TTL_DAYS after its last update (an escalated one four
+ * times later): Redis times the expiry, so this server's clock stepping moves none.
  *
- * - `transact(scope, fn)` is optimistic and exact across machines: it reads the keys of the scope
- *   (MGET, atomic), applies `fn` (the same pure policy code as the file store), then a Lua script
- *   writes the changed keys only if none of them changed since the read (compare-and-set, run
- *   atomically by Redis). On a conflict it reads again and re-applies `fn`, after a short jittered
- *   pause, up to `maxTries` times. A transaction that changes nothing writes nothing.
- * - Faults never stop a run: commands time out after `commandTimeoutMs`, commands issued while the
- *   connection is down fail at once (no offline queue), the client reconnects by itself, and the
- *   failure surfaces as a `StateStoreError` (the ledger turns it into its warning). The connection
- *   lost and back are said once each on `warn`.
+ * - `transact(scope, fn)` is optimistic and exact across machines: it reads the scope's keys
+ *   (MGET), applies `fn`, then a Lua script writes the changed keys only if none changed since the
+ *   read. On a conflict it reads again and re-applies `fn` after a jittered pause, up to `maxTries`.
+ * - Faults never stop a run: commands time out, fail at once while the connection is down (no
+ *   offline queue) and surface as a `StateStoreError`; the client reconnects by itself, and the
+ *   connection lost and back are said once each on `warn`.
  * - The password never appears in a message: the URL is shown redacted, errors are scrubbed.
  */
 export class RedisStateStore implements DescribedStateBackend {
@@ -69,7 +64,6 @@ export class RedisStateStore implements DescribedStateBackend {
   #connectionError: string | null = null;
   #lostSaid = false;
   #everReady = false;
-  #scriptSha = createHash('sha1').update(CAS_SCRIPT).digest('hex');
   /** Per key, the malformed value last warned about: each is said once, not on every read. */
   readonly #warned = new Map<string, string>();
 
@@ -290,11 +284,7 @@ export class RedisStateStore implements DescribedStateBackend {
 
   /** Per key: KEEP, '' (delete) or the new value. */
   #writesOf(state: StateData, taskIds: readonly string[], before: readonly string[]): string[] {
-    for (const id of Object.keys(state.tasks)) {
-      if (!taskIds.includes(id)) {
-        throw new StateStoreError(`task ${JSON.stringify(id)} was written outside the transaction's scope`, { step: 'update' });
-      }
-    }
+    checkScope(state.tasks, taskIds);
     return this.#serialize(state, taskIds).map((after, index) => (after === before[index] ? KEEP : after));
   }
 
@@ -306,14 +296,7 @@ export class RedisStateStore implements DescribedStateBackend {
   ): Promise<boolean> {
     const keys = [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
     const ttls = [0, ...taskIds.map((id) => (state.tasks[id]?.escalated ? ESCALATED_AGE_FACTOR : 1) * this.#taskTtlMs)];
-    const args = casArguments(keys, raw, writes, ttls);
-    let reply: unknown;
-    try {
-      reply = await this.#client.sendCommand(['EVALSHA', this.#scriptSha, ...args]);
-    } catch (error) {
-      if (!/NOSCRIPT/.test((error as Error).message)) throw error;
-      reply = await this.#client.sendCommand(['EVAL', CAS_SCRIPT, ...args]);
-    }
+    const reply = await this.#client.sendCommand(['EVAL', CAS_SCRIPT, ...casArguments(keys, raw, writes, ttls)]);
     return Number(reply) === 1;
   }
 

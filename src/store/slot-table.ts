@@ -1,3 +1,6 @@
+import { livenessOf, type ProcessPlace, type ProcView } from '../policy/process-identity.js';
+import type { Holder } from './holder.js';
+
 /** One slot as `ollama_health` shows it. */
 export interface SlotView {
   readonly slot: number;
@@ -7,6 +10,13 @@ export interface SlotView {
   readonly host: string | null;
   /** `unknown`: held from another host or pid namespace; `unreadable`: not a holder this server wrote. */
   readonly holder: 'this_server' | 'alive' | 'dead' | 'unknown' | 'unreadable';
+}
+
+/** A taken slot as `view` shows it; `holder` null when it is not a holder this server writes. */
+export function slotView(slot: number, holder: Holder | null, mine: boolean, here: ProcessPlace, proc: ProcView): SlotView {
+  if (holder === null) return { slot, pid: null, host: null, since: null, holder: 'unreadable' };
+  const state = mine ? 'this_server' : livenessOf(holder, here, proc);
+  return { slot, pid: holder.pid, host: holder.host, since: new Date(holder.at).toISOString(), holder: state };
 }
 
 /** Frees a slot. Calling it twice is harmless. */

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { copyFile, rename } from 'node:fs/promises';
 import { Low, type Adapter } from 'lowdb';
 import { readTextIfAny, writeFileAtomic } from './durable-fs.js';
@@ -35,8 +34,8 @@ export class StateFile<T> {
   readonly #options: StateFileOptions<T>;
   /** `db.data` as `read` left it, serialised: `save` writes only when it changed. */
   #readText = '';
-  /** The version of the file (a hash of its text) last warned about. */
-  #warnedVersion: string | null = null;
+  /** The text of the file last warned about: each version is said once. */
+  #warnedText: string | null = null;
 
   constructor(path: string, options: StateFileOptions<T>) {
     this.path = path;
@@ -77,18 +76,16 @@ export class StateFile<T> {
   }
 
   #warnOnce(text: string, message: string): void {
-    const version = createHash('sha1').update(text).digest('hex');
-    if (version === this.#warnedVersion) return;
-    this.#warnedVersion = version;
+    if (text === this.#warnedText) return;
+    this.#warnedText = text;
     this.#options.warn(message);
   }
 }
 
 /**
  * lowdb's storage for one state file, read under the store's lock. A missing file reads as the
- * empty document (so `db.data` always mirrors the disk: lowdb keeps the old data when an adapter
- * reads nothing). Written through a temp file that is created 0600 and unique to its writer, then
- * renamed over the file, so lock-free readers never see a torn document.
+ * empty document (lowdb would keep the old data when an adapter reads nothing). Written with
+ * `writeFileAtomic`, so lock-free readers never see a torn document.
  */
 class GuardedJsonFile<T> implements Adapter<T> {
   /** Set by `read` when the file needed repairs: it is written back even if nothing else changed. */

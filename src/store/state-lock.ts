@@ -35,15 +35,13 @@ export type ReleaseLock = () => Promise<void>;
 const JUDGE_EVERY_MS = 100;
 
 /**
- * The state's cross-process lock: the file `<state>.lock`, created exclusively (`wx`: exactly one
- * process succeeds) with its holder written in it (pid, start time, host, boot, pid namespace),
- * removed to release. Waiting never blocks the thread: attempts back off with jitter.
+ * The state's cross-process lock: the file `<state>.lock`, created exclusively (`wx`) with its
+ * holder written in it, removed to release. Waiting backs off with jitter, never blocking the thread.
  *
- * A lock is judged by who holds it, never by its mtime: one whose holder is gone (see
- * policy/process-identity.ts) is taken over at once; any other (a live holder, one on another
- * host, a file this server did not write) once it has stayed the same for `staleMs` by this
- * process's monotonic clock. proper-lockfile judges staleness by mtime alone, the very thing a
- * crash followed by a clock step makes wrong, so this lock is written here.
+ * A lock is judged by who holds it, never by its mtime (which a crash followed by a clock step
+ * makes wrong, hence no proper-lockfile): one whose holder is gone is taken over at once; any other
+ * (a live holder, one on another host, a file this server did not write) once it has stayed the
+ * same for `staleMs` by this process's monotonic clock.
  */
 export class StateLock {
   readonly path: string;

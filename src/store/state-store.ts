@@ -183,7 +183,7 @@ export class StateStore {
       for (const taskId in state.tasks) regrouped[shardOf(taskId)]![taskId] = state.tasks[taskId]!;
       files.forEach((file, i) => (file.db.data = { tasks: regrouped[i]! }));
     } else {
-      for (const taskId in state.tasks) if (!scope.includes(taskId)) throw outOfScope(taskId);
+      checkScope(state.tasks, scope);
       for (const taskId of scope) {
         const { tasks } = this.#shards[shardOf(taskId)]!.db.data;
         if (Object.hasOwn(state.tasks, taskId)) tasks[taskId] = state.tasks[taskId]!;
@@ -221,8 +221,13 @@ function asStoreError(error: unknown, file: string): unknown {
   return new StateStoreError(`cannot update ${file}: ${(error as Error).message}`, { step: 'update', cause: error });
 }
 
-function outOfScope(taskId: string): StateStoreError {
-  return new StateStoreError(`task ${JSON.stringify(taskId)} was written outside the transaction's scope`, { step: 'update' });
+/** @throws StateStoreError when a transaction wrote a task outside its scope */
+export function checkScope(tasks: StateData['tasks'], scope: readonly string[]): void {
+  for (const taskId in tasks) {
+    if (!scope.includes(taskId)) {
+      throw new StateStoreError(`task ${JSON.stringify(taskId)} was written outside the transaction's scope`, { step: 'update' });
+    }
+  }
 }
 
 /** FNV-1a of the task id, folded onto the shard count. */

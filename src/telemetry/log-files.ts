@@ -1,20 +1,13 @@
 import { readdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
-// Imports only node: builtins on purpose: the multi-process rotation test transpiles src/telemetry/
-// alone and runs run-log.ts, jsonl-appender.ts and this file in plain `node` children.
+// Imports only node: builtins: the multi-process rotation test runs src/telemetry/ alone in plain `node`.
 
-/**
- * The names of the run log's files in one directory, and the order to read them in.
- *
- * - `runs.jsonl` is the first file.
- * - When the active file is full the writer moves on to `runs-YYYY-MM-DD-NNN.jsonl`: the UTC date
- *   the new file was started, then a sequence number from `001`, restarting at `001` on each new
- *   date. Past `999` the number simply grows a digit (`1000`); see {@link compareRunLogNames}.
- * - Reading order: `runs.jsonl`, then the dated files by date, then by sequence number.
- *   The active file, the one being appended to, is the last in reading order.
- *
- * Files are never renamed: several processes may be appending to any of them.
+/*
+ * The names of the run log's files and their reading order: `runs.jsonl` first, then
+ * `runs-YYYY-MM-DD-NNN.jsonl` (the UTC date the file was started, a number from `001` on each date)
+ * by date and number. The last one is the active file. Files are never renamed: several processes
+ * may be appending to any of them.
  */
 
 /** Name of the first file of the run log. */
@@ -33,8 +26,7 @@ const DATED_NAME = /^runs-(\d{4}-\d{2}-\d{2})-(\d{3,})\.jsonl$/;
 
 /**
  * Parses a run log file name (a base name, not a path).
- * @returns `undefined` for anything that is not one: `runs.jsonl.corrupt`, `other.jsonl`, `runs-old.jsonl`,
- *   `runs-2025-11-22-01.jsonl` (too short), `runs-2025-11-22-0001.jsonl` (not canonical), `runs-2025-02-30-001.jsonl`.
+ * @returns `undefined` for anything else: `runs.jsonl.corrupt`, `runs-2025-11-22-01.jsonl`, `runs-2025-02-30-001.jsonl`
  */
 export function parseRunLogName(name: string): RunLogFileName | undefined {
   if (name === RUN_LOG_FILE_NAME) return { date: null, seq: 0 };
@@ -53,10 +45,8 @@ export function formatRunLogName(file: RunLogFileName): string {
 }
 
 /**
- * Orders two run log file names (base names) for reading: `runs.jsonl` first, then by date, then by
- * sequence number compared as a number, so `...-999.jsonl` comes before `...-1000.jsonl` (a plain
- * string sort would put `1000` first; `ls -v` and `sort -V` get it right).
- * Names that are not run log files sort after every run log file, by string.
+ * Orders two run log file names for reading: `runs.jsonl` first, then by date, then by number as a
+ * number (`-999` before `-1000`). Other names sort after every run log file, by string.
  */
 export function compareRunLogNames(a: string, b: string): number {
   const pa = parseRunLogName(a);
@@ -82,13 +72,10 @@ export function sortRunLogNames(names: Iterable<string>): string[] {
 }
 
 /**
- * The file that follows `current` once `current` is full. Pure: every process that crosses the
- * limit of the same file on the same UTC date computes the same name, so they all append to one
- * new file instead of each starting its own.
- *
- * The new file is dated with the UTC date of `now`. If `now` is not after the current file's
- * date (the same day, or a clock that is behind), the date is kept and the sequence number goes
- * up instead, so the next file always sorts after the current one.
+ * The file that follows a full `current`: the same in every process on the same UTC date, so
+ * processes that cross the limit together append to one new file. Dated with `now`; when `now` is
+ * not after the current file's date (the same day, or a clock behind), the number goes up instead,
+ * so the next file always sorts after the current one.
  *
  * @param current a run log file name, or a path to one
  * @returns a name, or a path in the same directory when `current` is a path
@@ -139,9 +126,9 @@ function formatSeq(seq: number): string {
   return String(seq).padStart(3, '0');
 }
 
+/** @throws RangeError on an invalid Date (a caller's bug) */
 function utcDate(date: Date): string {
-  const iso = date.toISOString(); // throws RangeError on an invalid Date, which is a caller bug
-  return iso.slice(0, 10);
+  return date.toISOString().slice(0, 10);
 }
 
 function isRealDate(date: string): boolean {

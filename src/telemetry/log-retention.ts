@@ -2,8 +2,7 @@ import { open, stat, unlink } from 'node:fs/promises';
 
 import { listRunLogFiles } from './log-files.js';
 
-// Imports only node: builtins and src/telemetry/ on purpose: the multi-process rotation test
-// transpiles this folder alone and runs it in plain `node` children.
+// Imports only node: builtins and src/telemetry/: the multi-process rotation test runs this folder alone in plain `node`.
 
 /** How long the run log's files are kept, and how much of them. */
 export interface RetentionPolicy {
@@ -18,10 +17,7 @@ const DAY_MS = 86_400_000;
 /** 90 days and 1 GiB, as `OLLAMA_MCP_LOG_RETENTION_DAYS` and `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`. */
 export const DEFAULT_RETENTION: RetentionPolicy = { maxAgeMs: 90 * DAY_MS, maxTotalBytes: 1_073_741_824 };
 
-/**
- * The newest files are never deleted: the last one is the active file, and a process may still
- * append to the one before it for a second after another process moved on.
- */
+/** Never deleted: the active file, and the one before, which a process that listed the files a moment ago may still append to. */
 const KEEP_NEWEST = 2;
 /** Nor is a file written within the last minute: a process that was slow to notice a new file may still be on it. */
 const QUIET_MS = 60_000;
@@ -29,10 +25,9 @@ const QUIET_MS = 60_000;
 const TAIL_BYTES = 64 * 1024;
 
 /**
- * Whether every record of a log file is older than `timeMs`: its last write (mtime) and its last
- * record's `ts` both come before it. Reads only the file's tail, never the whole file. A file that
- * does not exist holds no record, so it is "older". When the tail holds no readable `ts` (one huge
- * last line, a torn tail), the mtime decides alone.
+ * Whether every record of a log file is older than `timeMs`: its mtime and its last record's `ts`
+ * (read from the file's tail) both come before it; the mtime alone when the tail holds no readable
+ * `ts`. A missing file holds no record, so it is "older".
  */
 export async function isOlderThan(file: string, timeMs: number): Promise<boolean> {
   let info;
@@ -92,11 +87,9 @@ export interface PruneResult {
 
 /**
  * Deletes the run log's rotated files that `policy` no longer keeps, oldest first: a file whose
- * records are all older than `maxAgeMs` (see {@link isOlderThan}), and the oldest files while all
- * of them together pass `maxTotalBytes`. The two newest files and any file written within the
- * last minute are never deleted, so no file a process appends to is. A reader that has a deleted file open keeps reading it (POSIX unlink);
- * a reader that listed it and opens it afterwards finds it missing, which readers take as empty.
- * Several processes may prune at once: a file another one deleted first is simply gone.
+ * records are all older than `maxAgeMs`, and the oldest files while all of them together pass
+ * `maxTotalBytes`. The two newest files and any file written within the last minute are never
+ * deleted, so no file a process appends to is. Several processes may prune at once.
  */
 export async function pruneRunLog(dir: string, policy: RetentionPolicy, now: Date): Promise<PruneResult> {
   const files = await listRunLogFiles(dir);

@@ -1,5 +1,4 @@
-// Run-time imports stay inside src/telemetry/ (type-only ones may come from anywhere): the
-// multi-process rotation test transpiles this folder alone and runs it in plain `node` children.
+// Run-time imports stay inside src/telemetry/: the multi-process rotation test runs this folder alone in plain `node`.
 import { join, resolve } from 'node:path';
 
 import { JsonlAppender } from './jsonl-appender.js';
@@ -25,9 +24,8 @@ export interface RunLogOptions {
   readonly onError?: (error: unknown, filePath: string) => void;
   /**
    * A record that would take the active file past this many bytes goes to a new file
-   * (`runs-YYYY-MM-DD-NNN.jsonl`, see `log-files.ts`); nothing is ever renamed. With several server
-   * processes a file can pass it by up to one line per other process (see `JsonlAppender`).
-   * A record bigger than this goes alone into a file.
+   * (`runs-YYYY-MM-DD-NNN.jsonl`); with several processes a file can pass it by one line per other
+   * process (see `JsonlAppender`).
    * @default 52428800 (50 MiB; `OLLAMA_MCP_LOG_MAX_BYTES`)
    */
   readonly maxBytes?: number;
@@ -81,10 +79,7 @@ export class RunLog {
     });
   }
 
-  /**
-   * Appends one record, without its prompt and output unless `logContent`. Never rejects. Written
-   * before this returns in the common case (see `JsonlAppender`); await it to be sure.
-   */
+  /** Appends one record, without its prompt and output unless `logContent`. Never rejects. */
   record(rec: RunRecord): Promise<void> {
     // Undefined keys are left out of the line.
     return this.#append(this.#logContent ? rec : { ...rec, prompt: undefined, output: undefined });

@@ -39,10 +39,10 @@ async function rawLines(file: string): Promise<{ text: string; bytes: number }[]
 }
 
 /** An appender over `dir`'s run log, the way RunLog builds it, with the knobs RunLog hides. */
-function rotatingAppender(maxBytes: number, recheckMs: number, now = fixedNow): JsonlAppender {
+function rotatingAppender(maxBytes: number, now = fixedNow): JsonlAppender {
   return new JsonlAppender(join(dir, 'runs.jsonl'), {
     onError: failOnError(),
-    rotation: { maxBytes, recheckMs, now, files: { list: () => listRunLogFiles(dir), next: nextLogFileName } },
+    rotation: { maxBytes, now, files: { list: () => listRunLogFiles(dir), next: nextLogFileName } },
   });
 }
 
@@ -151,16 +151,15 @@ describe('RunLog rotation in one process', () => {
     expect(await log.files()).toEqual([join(dir, 'runs.jsonl')]);
     expect(() => new RunLog(dir, { maxBytes: 0 })).toThrow(RangeError);
     expect(() => new RunLog(dir, { maxBytes: Number.NaN })).toThrow(/maxBytes/);
-    expect(() => rotatingAppender(1024, -1)).toThrow(/recheckMs/);
   });
 });
 
 describe('rotation with several writers on one log', () => {
-  // Two appenders on one directory behave like two processes: each has its own cache and queue.
+  // Two appenders on one directory behave like two processes: each has its own queue.
 
   it('joins the new file another writer started instead of starting its own', async () => {
-    const a = rotatingAppender(1000, 60_000);
-    const b = rotatingAppender(1000, 60_000);
+    const a = rotatingAppender(1000);
+    const b = rotatingAppender(1000);
     const line = (who: string, n: number): object => ({ who, n, pad: 'p'.repeat(280) }); // ~300 bytes
     await a.append(line('a', 0)); // a caches runs.jsonl
     await b.append(line('b', 0));
@@ -175,31 +174,26 @@ describe('rotation with several writers on one log', () => {
     expect(a.activeFile).toBe(files[1]);
   });
 
-  it('notices within recheckMs that another writer moved on while its cached file still has room', async () => {
-    const fresh = rotatingAppender(1000, 0);
-    const stale = rotatingAppender(1000, 60_000);
-    const other = rotatingAppender(1000, 60_000);
-    await fresh.append({ who: 'fresh', pad: 'p'.repeat(100) });
-    await stale.append({ who: 'stale', pad: 'p'.repeat(100) });
+  it('follows another writer to its new file at the next append, even while its own file still has room', async () => {
+    const a = rotatingAppender(1000);
+    const other = rotatingAppender(1000);
+    await a.append({ who: 'a', pad: 'p'.repeat(100) });
     await other.append({ who: 'other', pad: 'p'.repeat(300) });
-    // A line that does not fit what is left of runs.jsonl (~600 bytes used): other moves on.
-    await other.append({ who: 'other-big', pad: 'p'.repeat(500) });
-    // Both of these would fit in runs.jsonl. The one that re-lists follows other to -001;
-    // the one within its recheck period stays on its cached file (allowed: nothing is lost,
-    // and its own lines stay in order).
-    await fresh.append({ who: 'fresh-2' });
-    await stale.append({ who: 'stale-2' });
+    // A line that does not fit what is left of runs.jsonl (~450 bytes used): other moves on.
+    await other.append({ who: 'other-big', pad: 'p'.repeat(600) });
+    // This one would fit in runs.jsonl, but goes where the log now ends.
+    await a.append({ who: 'a-2' });
 
     const files = await listRunLogFiles(dir);
     expect(files.map((f) => basename(f))).toEqual(['runs.jsonl', dated(1)]);
     const who = async (f: string): Promise<unknown[]> => (await readAll(f)).records.map((r) => r.who);
-    expect(await who(files[0]!)).toEqual(['fresh', 'stale', 'other', 'stale-2']);
-    expect(await who(files[1]!)).toEqual(['other-big', 'fresh-2']);
+    expect(await who(files[0]!)).toEqual(['a', 'other']);
+    expect(await who(files[1]!)).toEqual(['other-big', 'a-2']);
   });
 
   it('never moves a writer back to an earlier file, keeping its lines in order', async () => {
-    const a = rotatingAppender(600, 0);
-    const b = rotatingAppender(600, 0);
+    const a = rotatingAppender(600);
+    const b = rotatingAppender(600);
     const seqs: Record<string, number[]> = { a: [], b: [] };
     await Promise.all(
       Array.from({ length: 120 }, (_, n) => {
