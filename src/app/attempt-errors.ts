@@ -29,10 +29,10 @@ export function stoppedWaitingError(late: boolean, waitingFor: string, inBatch =
     : `the call's deadline_ms passed while it waited for ${waitingFor}`;
 }
 
-export function probeWaitTimedOutError(timeoutMs: number, circuit: CircuitView): string {
+export function probeWaitTimedOutError(startTimeoutMs: number, circuit: CircuitView): string {
   const retry =
     circuit.retry_after_seconds === null ? '' : ` The model takes no runs for about ${circuit.retry_after_seconds} s.`;
-  return `this call waited its whole timeout (${Math.round(timeoutMs / 1000)} s) for the model's half-open probe run, which is still in flight; the probe's verdict decides whether the model takes runs again.${retry}`;
+  return `this call waited its whole start allowance (start_timeout_ms, ${Math.round(startTimeoutMs / 1000)} s) for the model's half-open probe run, which is still in flight; the probe's verdict decides whether the model takes runs again.${retry}`;
 }
 
 export function probeFailedError(circuitError: string): string {

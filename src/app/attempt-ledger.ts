@@ -30,11 +30,18 @@ export interface LedgerAttempt {
   /** Told what the ledger could not do for this attempt. */
   readonly note: (warning: RunWarning) => void;
   /**
-   * True when the server goes on after this attempt ends with `status` (a busy retry, or the next
-   * model of a fallback chain): the model's circuit takes the verdict, the task's ledger does not (it
-   * counts calls, and the call is not over). @default never
+   * The verdict of the chain's model before this one. If this attempt is refused without running and
+   * its call ends with it, that earlier failure stands for the task: a fallback that cannot take runs
+   * must not turn a retryable failure into an escalation, nor leave it uncounted.
    */
-  readonly goesOn?: (status: RunStatus) => boolean;
+  readonly standing?: Standing | null;
+}
+
+/** An earlier model's verdict in the same call (see LedgerAttempt.standing). */
+export interface Standing {
+  readonly model: string;
+  readonly status: RunStatus;
+  readonly runId: string;
 }
 
 export type Admission =
@@ -84,8 +91,11 @@ export class AttemptLedger {
     return (await this.#store.snapshot()).breakers[modelKey] ?? CLOSED;
   }
 
-  /** May the attempt run now? Refusals are recorded for the task. */
-  async admit(a: LedgerAttempt): Promise<Admission> {
+  /**
+   * May the attempt run now? A refusal is recorded for the task unless `goesOnIfRefused` (the call
+   * would then go on to a busy retry or the next model, and the task counts calls).
+   */
+  async admit(a: LedgerAttempt, goesOnIfRefused: boolean): Promise<Admission> {
     const { request, modelKey, runId } = a;
     const blocking = this.#config.escalationMode === 'block' && request.taskId !== undefined;
     try {
@@ -112,20 +122,23 @@ export class AttemptLedger {
         state.breakers[modelKey] = decision.next;
         if (decision.admitted) return { admitted: true, transition: decision.transition };
         if (decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
-        const retryCount = a.goesOn?.('circuit_open')
-          ? taskRetryCount(state, request)
-          : recordTask(state, request, runId, 'circuit_open', 'circuit_open', now);
-        return circuitOpen(retryCount, viewCircuit(decision.next, now, a.breaker));
+        const circuit = viewCircuit(decision.next, now, a.breaker);
+        if (goesOnIfRefused) return circuitOpen(taskRetryCount(state, request), circuit, CIRCUIT_OPEN);
+        const { retryCount, escalation } = recordRefusal(state, a, CIRCUIT_OPEN, now);
+        return circuitOpen(retryCount, circuit, escalation);
       });
     } catch (error) {
       return this.#admitUnsaved(a, (error as Error).message);
     }
   }
 
-  /** Record the attempt's outcome in the task ledger and the model's circuit, in one transaction. */
-  async settle(a: LedgerAttempt, status: RunStatus, transition: Settled['transition']): Promise<Settled> {
+  /**
+   * Record the attempt's outcome in the model's circuit and, unless its call `goesOn` (a busy retry,
+   * the next model: the task counts calls), in the task ledger, in one transaction.
+   */
+  async settle(a: LedgerAttempt, status: RunStatus, transition: Settled['transition'], goesOn: boolean): Promise<Settled> {
     const verdict = OUTCOME_POLICY[status].breaker;
-    const forTask = a.request.taskId !== undefined && !a.goesOn?.(status);
+    const forTask = a.request.taskId !== undefined && !goesOn;
     /** Reads `state` only; the caller applies `nextBreaker` and the task entry. */
     const decide = (state: StateData, now: number) => {
       const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
@@ -165,17 +178,19 @@ export class AttemptLedger {
     }
   }
 
-  /** A call whose own timeout ran out while the probe was still in flight: recorded for its task, not escalated. */
-  async settleProbeWaitTimeout(a: LedgerAttempt): Promise<Settled> {
+  /**
+   * A call whose own limit ran out while the probe was still in flight: not escalated (the model has
+   * not failed again yet), and recorded for its task unless the call `goesOn`.
+   */
+  async settleProbeWaitTimeout(a: LedgerAttempt, goesOn: boolean): Promise<Settled> {
     const noEscalation: EscalationDecision = { escalate: false, reason: null };
     try {
       return await this.#store.transact(taskScope(a.request), (state): Settled => {
         const now = this.#clock();
-        const retryCount = a.goesOn?.('circuit_open')
-          ? taskRetryCount(state, a.request)
-          : recordTask(state, a.request, a.runId, 'circuit_open', null, now);
         const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
-        return { retryCount, escalation: noEscalation, circuit, transition: null };
+        if (goesOn) return { retryCount: taskRetryCount(state, a.request), escalation: noEscalation, circuit, transition: null };
+        const { retryCount, escalation } = recordRefusal(state, a, noEscalation, now);
+        return { retryCount, escalation, circuit, transition: null };
       });
     } catch (error) {
       this.#warn(`ledger not updated for run ${a.runId}: ${(error as Error).message}`);
@@ -233,7 +248,7 @@ export class AttemptLedger {
     if (!decision.admitted && decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
     a.note(circuitNotUpdated(modelKey, message, decision.admitted));
     if (decision.admitted) return { admitted: true, transition: null };
-    return circuitOpen(retryCountFor(entry, request.retryCount), viewCircuit(decision.next, now, a.breaker));
+    return circuitOpen(retryCountFor(entry, request.retryCount), viewCircuit(decision.next, now, a.breaker), CIRCUIT_OPEN);
   }
 
   /** The ledger could not be updated: count from what can still be read, and say so in the result. */
@@ -279,13 +294,37 @@ export class AttemptLedger {
   }
 }
 
-function circuitOpen(retryCount: number, circuit: Settled['circuit']): Admission {
+const CIRCUIT_OPEN: EscalationDecision = { escalate: true, reason: 'circuit_open' };
+
+function circuitOpen(retryCount: number, circuit: Settled['circuit'], escalation: EscalationDecision): Admission {
   return {
     admitted: false,
     status: 'circuit_open',
     error: circuitOpenError(circuit),
-    settled: { retryCount, escalation: { escalate: true, reason: 'circuit_open' }, circuit, transition: null },
+    settled: { retryCount, escalation, circuit, transition: null },
   };
+}
+
+/**
+ * Record, for the task, a refusal that ends its call: the verdict of the chain's model before it when
+ * there is one (it ran, and its failure is what the call comes to), else the refusal itself with
+ * `refused`, its own escalation.
+ */
+function recordRefusal(
+  state: StateData,
+  a: LedgerAttempt,
+  refused: EscalationDecision,
+  now: number,
+): { retryCount: number; escalation: EscalationDecision } {
+  const standing = a.standing;
+  if (!standing)
+    return { retryCount: recordTask(state, a.request, a.runId, 'circuit_open', refused.reason, now), escalation: refused };
+  const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
+  const retryCount = retryCountFor(entry, a.request.retryCount);
+  const escalation = decideEscalation({ status: standing.status, retryCount, maxRetries: a.maxRetries, openedCircuit: false });
+  const request = { ...a.request, model: standing.model };
+  recordTask(state, request, standing.runId, standing.status, escalation.reason, now);
+  return { retryCount, escalation };
 }
 
 /** The task's retry_count as recorded, without adding an attempt. */

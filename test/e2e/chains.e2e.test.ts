@@ -70,6 +70,32 @@ describe('fallback chains', () => {
     expect(skipped).toMatchObject({ status: 'circuit_open', will_retry: true, escalate: false, duration_ms: 0 });
   });
 
+  it("a last model whose circuit is open does not make the task escalate: the primary's failure is the result, and counted", async () => {
+    // flaky:1b's circuit is open (the test before). A chain ending in it must not turn the primary's
+    // retryable failure into an escalation, nor leave the failure uncounted.
+    const call = () =>
+      server.run({ model: 'good2:1b', fallback_models: ['flaky:1b'], prompt: 'fails @fake:exit=1', task_id: 'last-open' });
+    const first = await call();
+    expect(first.metadata).toMatchObject({
+      status: 'crashed',
+      model: 'good2:1b',
+      escalate: false,
+      retryable: true,
+      retry_count: 0,
+      fallback: [],
+    });
+    const second = await call();
+    expect(second.metadata).toMatchObject({ status: 'crashed', escalate: false, retry_count: 1 });
+    expect(
+      readRuns(sandbox)
+        .filter((l) => l.task_id === 'last-open')
+        .map((l) => [l.model, l.will_retry]),
+    ).toEqual([
+      ['good2:1b', false],
+      ['good2:1b', false],
+    ]);
+  });
+
   it('a chain in which every model fails counts one failed attempt per call and escalates after max_retries calls', async () => {
     const call = {
       model: 'broken2:1b',

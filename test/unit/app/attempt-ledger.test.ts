@@ -42,7 +42,7 @@ describe('AttemptLedger', () => {
   it('counts a task’s failures and escalates once they pass max_retries', async () => {
     const s = ledger();
     const verdicts = [];
-    for (let i = 0; i < 3; i += 1) verdicts.push(await s.l.settle(s.attempt('t').a, 'crashed', null));
+    for (let i = 0; i < 3; i += 1) verdicts.push(await s.l.settle(s.attempt('t').a, 'crashed', null, false));
     expect(verdicts.map((v) => v.retryCount)).toEqual([0, 1, 2]);
     expect(verdicts.map((v) => v.escalation.escalate)).toEqual([false, false, true]);
     expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ failures: 3, escalated: true });
@@ -51,10 +51,10 @@ describe('AttemptLedger', () => {
   it('opens the circuit at the threshold, then refuses and records the refusal for the task', async () => {
     const s = ledger();
     const breaker = { threshold: 2, cooldownMs: 60_000 };
-    await s.l.settle(s.attempt(undefined, { breaker }).a, 'crashed', null);
-    const second = await s.l.settle(s.attempt(undefined, { breaker }).a, 'crashed', null);
+    await s.l.settle(s.attempt(undefined, { breaker }).a, 'crashed', null, false);
+    const second = await s.l.settle(s.attempt(undefined, { breaker }).a, 'crashed', null, false);
     expect(second).toMatchObject({ transition: 'opened', circuit: { state: 'open', retry_after_seconds: 60 } });
-    const refusal = await s.l.admit(s.attempt('t', { breaker }).a);
+    const refusal = await s.l.admit(s.attempt('t', { breaker }).a, false);
     expect(refusal).toMatchObject({
       admitted: false,
       status: 'circuit_open',
@@ -62,27 +62,27 @@ describe('AttemptLedger', () => {
     });
     expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ lastStatus: 'circuit_open' });
     s.advance(60_000);
-    expect(await s.l.admit(s.attempt(undefined, { breaker }).a)).toMatchObject({ admitted: true });
+    expect(await s.l.admit(s.attempt(undefined, { breaker }).a, false)).toMatchObject({ admitted: true });
   });
 
   it('in block mode refuses a task that escalated, until it is reset', async () => {
     const s = ledger({ OLLAMA_MCP_ESCALATION: 'block' });
-    for (let i = 0; i < 3; i += 1) await s.l.settle(s.attempt('t', { maxRetries: 2 }).a, 'crashed', null);
-    const refusal = await s.l.admit(s.attempt('t').a);
+    for (let i = 0; i < 3; i += 1) await s.l.settle(s.attempt('t', { maxRetries: 2 }).a, 'crashed', null, false);
+    const refusal = await s.l.admit(s.attempt('t').a, false);
     expect(refusal).toMatchObject({ admitted: false, status: 'blocked', error: expect.stringMatching(/ollama_reset/) });
-    expect(await s.l.admit(s.attempt('other').a)).toMatchObject({ admitted: true });
+    expect(await s.l.admit(s.attempt('other').a, false)).toMatchObject({ admitted: true });
   });
 
   it('prunes entries older than the TTL, at most once an hour', async () => {
     const s = ledger({ OLLAMA_MCP_TASK_TTL_DAYS: '1' });
-    await s.l.settle(s.attempt('old').a, 'ok', null);
+    await s.l.settle(s.attempt('old').a, 'ok', null, false);
     s.advance(DAY - 10 * 60_000);
-    await s.l.settle(s.attempt('b').a, 'ok', null); // prunes: 'old' is not yet a day old
+    await s.l.settle(s.attempt('b').a, 'ok', null, false); // prunes: 'old' is not yet a day old
     s.advance(20 * 60_000);
-    await s.l.settle(s.attempt('c').a, 'ok', null); // 'old' is now past the TTL, but the last prune was 20 min ago
+    await s.l.settle(s.attempt('c').a, 'ok', null, false); // 'old' is now past the TTL, but the last prune was 20 min ago
     expect(Object.keys((await s.store.snapshot('all')).tasks).sort()).toEqual(['b', 'c', 'old']);
     s.advance(HOUR);
-    await s.l.settle(s.attempt('d').a, 'ok', null);
+    await s.l.settle(s.attempt('d').a, 'ok', null, false);
     expect(Object.keys((await s.store.snapshot('all')).tasks).sort()).toEqual(['b', 'c', 'd']);
   });
 
@@ -92,21 +92,20 @@ describe('AttemptLedger', () => {
     s.store.transact = () => Promise.reject(broken);
     s.store.snapshot = () => Promise.reject(broken);
     const { a, notes } = s.attempt('t', { request: { model: 'm', prompt: 'x', taskId: 't', retryCount: 1 } });
-    expect(await s.l.admit(a)).toMatchObject({ admitted: true });
-    const settled = await s.l.settle(a, 'crashed', null);
+    expect(await s.l.admit(a, false)).toMatchObject({ admitted: true });
+    const settled = await s.l.settle(a, 'crashed', null, false);
     expect(settled).toMatchObject({ retryCount: 1, escalation: { escalate: false }, circuit: { state: 'closed' } });
     expect(notes.map((w) => w.kind)).toEqual(['circuit_not_updated', 'ledger_unreadable']);
     expect(s.warnings.some((w) => /ledger not readable either/.test(w))).toBe(true);
   });
 
-  it('a try the call goes on from (busy retry, next model of a chain) updates the circuit, not the task', async () => {
+  it('an attempt the call goes on from (busy retry, next model of a chain) updates the circuit, not the task', async () => {
     const s = ledger();
     const breaker = { threshold: 2, cooldownMs: 60_000 };
-    const goesOn = () => true;
-    await s.l.settle(s.attempt('t').a, 'crashed', null); // the task's one failed call so far
-    const step = await s.l.settle(s.attempt('t', { breaker, goesOn }).a, 'crashed', null);
+    await s.l.settle(s.attempt('t').a, 'crashed', null, false); // the task's one failed call so far
+    const step = await s.l.settle(s.attempt('t', { breaker }).a, 'crashed', null, true);
     expect(step).toMatchObject({ retryCount: 1, circuit: { consecutive_failures: 2, state: 'open' } });
-    const skipped = await s.l.admit(s.attempt('t', { breaker, goesOn }).a);
+    const skipped = await s.l.admit(s.attempt('t', { breaker }).a, true);
     expect(skipped).toMatchObject({ admitted: false, status: 'circuit_open', settled: { retryCount: 1 } });
     expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ attempts: 1, failures: 1, escalated: false });
   });

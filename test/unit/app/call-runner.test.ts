@@ -29,7 +29,13 @@ interface Seen {
  */
 function harness(
   script: RunStatus[],
-  options: { tryMs?: number; settings?: Record<string, Partial<ModelSettings>>; sleepAborts?: boolean } = {},
+  options: {
+    tryMs?: number;
+    settings?: Record<string, Partial<ModelSettings>>;
+    sleepAborts?: boolean;
+    /** Models whose circuit refuses runs. */
+    open?: readonly string[];
+  } = {},
 ) {
   let now = 1_000_000;
   const seen: Seen[] = [];
@@ -51,13 +57,15 @@ function harness(
     attempt: async (request, context, step) => {
       const status = script.shift() ?? 'ok';
       now += options.tryMs ?? 10;
-      seen.push({ model: request.model, context, step, willRetry: step.goesOn(status) });
-      return result(request.model, status, step);
+      const next = await step.after(status);
+      seen.push({ model: request.model, context, step, willRetry: next.kind !== 'stop' });
+      return { result: result(request.model, status, step), next };
     },
     cancelledWaiting: async (request, context, step) => {
-      seen.push({ model: request.model, context, step, willRetry: step.goesOn('cancelled') });
+      seen.push({ model: request.model, context, step, willRetry: (await step.after('cancelled')).kind !== 'stop' });
       return result(request.model, 'cancelled', step);
     },
+    refuses: async (model) => options.open?.includes(model) ?? false,
     settingsFor: (model) => ({ ...SETTINGS, ...options.settings?.[model] }),
     busyRetries: 3,
     clock: () => now,

@@ -43,72 +43,72 @@ function ledger(env: Record<string, string> = {}) {
 describe('the ledger when the wall clock steps', () => {
   it('a forward step past the TTL does not wipe the ledger at the next prune: escalated tasks keep their count', async () => {
     const s = ledger({ OLLAMA_MCP_TASK_TTL_DAYS: '30' });
-    for (let i = 0; i < 3; i += 1) await s.l.settle(s.attempt('escalated'), 'crashed', null);
-    for (const id of ['a', 'b', 'c']) await s.l.settle(s.attempt(id), 'ok', null);
+    for (let i = 0; i < 3; i += 1) await s.l.settle(s.attempt('escalated'), 'crashed', null, false);
+    for (const id of ['a', 'b', 'c']) await s.l.settle(s.attempt(id), 'ok', null, false);
     expect((await s.store.snapshot(['escalated'])).tasks.escalated).toMatchObject({ failures: 3, escalated: true });
 
     s.step(40 * DAY); // the clock jumps 40 days ahead (a bad RTC, a mistyped date)
-    await s.l.settle(s.attempt('d'), 'ok', null); // the next prune is due at once
+    await s.l.settle(s.attempt('d'), 'ok', null, false); // the next prune is due at once
     expect(await s.tasks()).toEqual(['a', 'b', 'c', 'd', 'escalated']);
 
     // The clock is put right again: the task goes on counting from where it was.
     s.step(-40 * DAY);
-    const next = await s.l.settle(s.attempt('escalated'), 'crashed', null);
+    const next = await s.l.settle(s.attempt('escalated'), 'crashed', null, false);
     expect(next.retryCount).toBe(3);
     expect(next.escalation.escalate).toBe(true);
   });
 
   it('a backward step does not stop pruning for the size of the step', async () => {
     const s = ledger({ OLLAMA_MCP_TASK_TTL_DAYS: '1' });
-    await s.l.settle(s.attempt('first'), 'ok', null); // prunes (nothing yet): the last prune is dated now
+    await s.l.settle(s.attempt('first'), 'ok', null, false); // prunes (nothing yet): the last prune is dated now
     s.step(-30 * DAY); // back a month: the last prune's date now lies a month ahead
-    await s.l.settle(s.attempt('x'), 'ok', null);
+    await s.l.settle(s.attempt('x'), 'ok', null, false);
     // Two days of runs, by the clock as it now runs: 'x' passes the 1-day TTL and is pruned.
     const others = { breaker: { threshold: 1_000, cooldownMs: MINUTE } };
     for (let hour = 0; hour < 50; hour += 1) {
       s.step(HOUR + MINUTE);
-      await s.l.settle(s.attempt(undefined, others), 'crashed', null);
+      await s.l.settle(s.attempt(undefined, others), 'crashed', null, false);
     }
     expect(await s.tasks()).toEqual(['first']);
   });
 
   it('a backward step never keeps an open circuit open longer than its cooldown', async () => {
     const s = ledger();
-    await s.l.settle(s.attempt(), 'crashed', null);
-    const opened = await s.l.settle(s.attempt(), 'crashed', null);
+    await s.l.settle(s.attempt(), 'crashed', null, false);
+    const opened = await s.l.settle(s.attempt(), 'crashed', null, false);
     expect(opened).toMatchObject({ transition: 'opened', circuit: { state: 'open', retry_after_seconds: 60 } });
 
     s.step(-DAY); // the clock is set back a day while the circuit is open
-    const refused = await s.l.admit(s.attempt('t'));
+    const refused = await s.l.admit(s.attempt('t'), false);
     expect(refused).toMatchObject({ admitted: false, status: 'circuit_open' });
     if (refused.admitted || refused.probeInFlight) throw new Error('expected a refusal');
     expect(refused.settled.circuit.retry_after_seconds).toBeLessThanOrEqual(60);
 
     s.step(MINUTE); // one cooldown later, by the clock as it now runs
-    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: true, transition: 'half_opened' });
+    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: true, transition: 'half_opened' });
   });
 
   it("a backward step never makes a dead probe's lease outlast its length", async () => {
     const s = ledger();
-    await s.l.settle(s.attempt(), 'crashed', null);
-    await s.l.settle(s.attempt(), 'crashed', null);
+    await s.l.settle(s.attempt(), 'crashed', null, false);
+    await s.l.settle(s.attempt(), 'crashed', null, false);
     s.step(MINUTE);
     const probe = s.attempt(undefined, { timeoutMs: 10_000 });
-    expect(await s.l.admit(probe)).toMatchObject({ admitted: true, transition: 'half_opened' });
+    expect(await s.l.admit(probe, false)).toMatchObject({ admitted: true, transition: 'half_opened' });
     // The probe's server dies; the clock steps back a day. Other calls wait for the probe's verdict...
     s.step(-DAY);
-    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: false, probeInFlight: true });
+    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: false, probeInFlight: true });
     // ... but no longer than the lease's own length (timeout + kill grace + 5 s) from when they first saw it.
     s.step(10_000 + 2_000 + 5_000);
-    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: true });
+    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: true });
   });
 
   it('a forward step at worst lets the probe through early, and only one', async () => {
     const s = ledger();
-    await s.l.settle(s.attempt(), 'crashed', null);
-    await s.l.settle(s.attempt(), 'crashed', null);
+    await s.l.settle(s.attempt(), 'crashed', null, false);
+    await s.l.settle(s.attempt(), 'crashed', null, false);
     s.step(DAY);
-    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: true, transition: 'half_opened' });
-    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: false, probeInFlight: true });
+    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: true, transition: 'half_opened' });
+    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: false, probeInFlight: true });
   });
 });

@@ -207,11 +207,11 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
     expect((await s.store.snapshot()).breakers['m:latest']).toEqual({ state: 'closed', consecutiveFailures: 0 });
   });
 
-  it('a waiter whose own timeout runs out first gets circuit_open without escalating, and may retry', async () => {
+  it('a waiter whose own start allowance runs out first gets circuit_open without escalating, and may retry', async () => {
     const s = service();
     await s.probeInFlight('slow', 600_000);
     const live = new LiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'patient', timeoutMs: 5_000 }, { ...live.listeners });
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'patient', startTimeoutMs: 5_000 }, { ...live.listeners });
     await vi.waitFor(() => waiting(live));
     s.advance(5_000);
     const result = await call;
@@ -222,7 +222,7 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
       retryable: true,
       circuit: { state: 'half_open' },
     });
-    expect(result.metadata.error?.message).toContain('waited its whole timeout');
+    expect(result.metadata.error?.message).toContain('waited its whole start allowance (start_timeout_ms, 5 s)');
     expect(s.spawned).toHaveLength(0);
   });
 });
@@ -355,5 +355,44 @@ describe('RunService: the ways a call ends without running', () => {
     expect(result.metadata).toMatchObject({ status: 'ok', retry_count: 2, escalate: false });
     expect(result.metadata.warnings.map((w) => w.kind)).toEqual(['circuit_not_updated', 'ledger_unreadable']);
     expect(s.spawned).toHaveLength(1);
+  });
+});
+
+describe('RunService: a fallback that cannot take runs never makes a task escalate sooner', () => {
+  it("when the chain's last model has an open circuit, the primary's retryable failure is the result, counted", async () => {
+    const s = service();
+    await s.setCircuit('m', { state: 'open', consecutiveFailures: 5, openedAt: s.now(), retryAt: s.now() + 60_000 });
+    s.failNext();
+    const result = await s.runs.run({ model: 'primary', fallbackModels: ['m'], prompt: 'x', taskId: 'first-try' });
+    expect(result.metadata).toMatchObject({
+      status: 'crashed',
+      model: 'primary',
+      escalate: false,
+      retryable: true,
+      retry_count: 0,
+      retries_left: 3,
+      fallback: [],
+    });
+    expect(s.spawned).toHaveLength(1); // the open model was not even tried
+    expect((await s.store.snapshot(['first-try'])).tasks['first-try']).toMatchObject({ failures: 1, lastStatus: 'crashed' });
+  });
+
+  it('when the last model turns out to refuse only after the call moved on to it, the earlier failure still stands', async () => {
+    const s = service();
+    await s.probeInFlight('elsewhere', 60_000); // `m` half open: its probe may yet close it, so the chain goes on
+    s.failNext();
+    const live = new LiveRun();
+    const call = s.runs.run({ model: 'primary', fallbackModels: ['m'], prompt: 'x', taskId: 'raced' }, live.listeners);
+    await vi.waitFor(() => waiting(live));
+    // The probe fails (in another server): `m` opens again, and the waiting attempt is refused.
+    await s.setCircuit('m', { state: 'open', consecutiveFailures: 6, openedAt: s.now(), retryAt: s.now() + 60_000 });
+    const result = await call;
+    expect(result.metadata).toMatchObject({ status: 'circuit_open', escalate: false, retry_count: 0, retries_left: 3 });
+    expect(result.metadata.error?.message).toMatch(/^models tried before: primary \(crashed\); m: /);
+    expect((await s.store.snapshot(['raced'])).tasks.raced).toMatchObject({
+      failures: 1,
+      lastStatus: 'crashed',
+      escalated: false,
+    });
   });
 });
