@@ -324,8 +324,8 @@ function shortDuration(ms: number): string {
   return `${ms / 3_600_000}h`;
 }
 
-export /** `5m` -> `5 minutes`. */
-function bucketWords(bucket: string): string {
+/** `5m` -> `5 minutes`. */
+export function bucketWords(bucket: string): string {
   const match = /^(\d+)([mhd])$/.exec(bucket);
   if (match === null) return bucket;
   const n = Number(match[1]);
