@@ -10,7 +10,7 @@ import { EscalationCauses } from './escalation-causes.js';
 import type { RunFilters } from './filters.js';
 import { DURATION_BUCKETS_MS } from './histogram.js';
 import { ModelRows } from './model-stats.js';
-import { LineReader, type RunLine } from './run-line.js';
+import { readControlLine, readRunLine, type RunLine } from './run-line.js';
 import type { RunsSummary } from './summary-schema.js';
 import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
 import { TimelineAccumulator } from './timeline.js';
@@ -104,7 +104,6 @@ export class SummaryBuilder {
   readonly #sinceMs: number | undefined;
   readonly #statuses: ReadonlySet<string> | undefined;
   readonly #modelFilterKey: string | undefined;
-  readonly #lines = new LineReader();
   readonly #models: ModelRows;
   readonly #tasks: EscalatedTasks;
   readonly #attention: AttentionTracker;
@@ -135,7 +134,7 @@ export class SummaryBuilder {
       this.#addControl(record);
       return;
     }
-    const line = this.#lines.run(record);
+    const line = readRunLine(record);
     if (line === null) {
       this.#unread.unrecognized += 1;
       return;
@@ -155,7 +154,7 @@ export class SummaryBuilder {
 
   /** A reset or status look-up logged beside the runs: not a run, but a reset settles what needed attention. */
   #addControl(record: JsonObject): void {
-    const line = this.#lines.control(record);
+    const line = readControlLine(record);
     if (!this.#isAbout(line.taskId, line.model, null)) return;
     this.#attention.control(line);
   }
