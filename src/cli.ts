@@ -219,9 +219,7 @@ async function serveStdio(config: Config): Promise<void> {
   };
   process.stdin.on('end', exitAfter('stdin closed', 0));
   process.stdin.on('close', exitAfter('stdin closed', 0));
-  process.on('SIGTERM', exitAfter('SIGTERM', 0));
-  process.on('SIGINT', exitAfter('SIGINT', 0));
-  process.on('SIGHUP', exitAfter('SIGHUP', 0));
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, exitAfter(signal, 0));
   // Any other close (stdin or stdout failed) must not end the server silently.
   server.onclose = () => {
     if (stopping) return;
@@ -239,35 +237,31 @@ async function serveStdio(config: Config): Promise<void> {
   await server.connect(transport);
 }
 
-/** Once the services started: says on stderr (stdout is the protocol) that it serves, and where the data goes. */
+/** Once the services started: say on stderr (stdout is the protocol) that it serves, and where the data goes. */
 function announceOnce(config: Config): () => void {
   let done = false;
   return () => {
     if (done) return;
     done = true;
-    announce(config);
-  };
-}
-
-function announce(config: Config): void {
-  if (process.stdin.isTTY) {
+    const telemetry = `${config.telemetryDir} (${config.telemetryDirReason})`;
+    if (!process.stdin.isTTY) {
+      // One line: a person who ran it in a pipe, or an MCP client's log, sees that it started.
+      process.stderr.write(
+        `${SERVER_NAME} ${SERVER_VERSION}: waiting for an MCP client on stdin/stdout. Telemetry: ${telemetry}\n`,
+      );
+      return;
+    }
     process.stderr.write(
       [
         `${SERVER_NAME} ${SERVER_VERSION} is running on stdio.`,
-        `Telemetry: ${config.telemetryDir} (${config.telemetryDirReason}); set OLLAMA_MCP_TELEMETRY_DIR to keep it elsewhere.`,
+        `Telemetry: ${telemetry}; set OLLAMA_MCP_TELEMETRY_DIR to keep it elsewhere.`,
         'It is meant to be launched by an MCP client, which talks to it over stdin/stdout. To connect one:',
         `  claude mcp add ollama-runner -- node ${process.argv[1] ?? 'dist/cli.js'}`,
         'See README.md for Claude Desktop and the settings. Press Ctrl+C to stop.',
         '',
       ].join('\n'),
     );
-  } else {
-    // One line, on stderr (stdout is the protocol): a person who ran it in a pipe, or an MCP client's
-    // log, sees that it started, and where the data goes.
-    process.stderr.write(
-      `${SERVER_NAME} ${SERVER_VERSION}: waiting for an MCP client on stdin/stdout. Telemetry: ${config.telemetryDir} (${config.telemetryDirReason})\n`,
-    );
-  }
+  };
 }
 
 // `report | head` closes the pipe early: that is not an error.
