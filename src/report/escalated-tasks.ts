@@ -20,16 +20,21 @@ interface TaskEntry {
  */
 export class EscalatedTasks {
   readonly #maxEscalated: number;
-  readonly #maxTracked: number;
-  /** Attempt counts of tasks not (yet) escalated, the least recently seen first. */
-  readonly #seen = new Map<string, number>();
+  /**
+   * Attempt counts in two generations of `maxTracked / 2`: when the young one is full, the old one is
+   * dropped. Not one Map evicting its oldest key: in V8 that is O(n) after deletions (a 300,000-line
+   * report took 9.8 s instead of 2.7 s).
+   */
+  readonly #generationSize: number;
+  #young = new Map<string, number>();
+  #old = new Map<string, number>();
   readonly #escalated = new Map<string, TaskEntry>();
   #truncated = false;
   #withoutTask = 0;
 
   constructor(maxEscalated: number, maxTracked: number) {
     this.#maxEscalated = maxEscalated;
-    this.#maxTracked = Math.max(1, maxTracked);
+    this.#generationSize = Math.max(1, Math.floor(maxTracked / 2));
   }
 
   /** A selected run the caller saw (not absorbed). */
@@ -72,14 +77,25 @@ export class EscalatedTasks {
   }
 
   #count(taskId: string): void {
-    this.#seen.set(taskId, this.#take(taskId) + 1); // now the most recently seen
-    if (this.#seen.size > this.#maxTracked) this.#seen.delete(this.#seen.keys().next().value!);
+    const young = this.#young.get(taskId);
+    if (young !== undefined) {
+      this.#young.set(taskId, young + 1);
+      return;
+    }
+    const old = this.#old.get(taskId) ?? 0;
+    this.#old.delete(taskId);
+    if (this.#young.size >= this.#generationSize) {
+      this.#old = this.#young;
+      this.#young = new Map();
+    }
+    this.#young.set(taskId, old + 1);
   }
 
-  /** The attempts counted for a task so far, forgotten from the counts. */
+  /** The attempts counted for a task before it escalated, forgotten from the counts. */
   #take(taskId: string): number {
-    const seen = this.#seen.get(taskId) ?? 0;
-    this.#seen.delete(taskId);
+    const seen = (this.#young.get(taskId) ?? 0) + (this.#old.get(taskId) ?? 0);
+    this.#young.delete(taskId);
+    this.#old.delete(taskId);
     return seen;
   }
 

@@ -381,18 +381,17 @@ describe('robustness and bounds', () => {
     expect((await summarize(tmp)).escalated_tasks[0]!.attempts).toBe(4);
   });
 
-  it('remembers the attempts of exactly the maxTrackedTasks most recently seen tasks', async () => {
+  it('forgets the attempts of a task not seen among the last maxTrackedTasks, not those of the most recent', async () => {
     const seen = (task: string, minute: number) =>
-      record({ ts: `2025-11-22T10:${String(minute).padStart(2, '0')}:00.000Z`, task_id: task, status: 'ok' });
+      record({ ts: `2025-11-22T10:0${minute}:00.000Z`, task_id: task, status: 'ok' });
     const escalated = (task: string, minute: number) =>
       record({ ts: `2025-11-22T10:${minute}:00.000Z`, task_id: task, status: 'timeout', escalate: true, retry_count: 0 });
-    // t1 is seen again after t2, so t2 is the least recently seen of four when t4 comes.
-    const lines = [seen('t1', 0), seen('t2', 1), seen('t1', 2), seen('t3', 3), seen('t4', 4)];
-    await writeLog(tmp, 'runs.jsonl', [...lines, escalated('t1', 10), escalated('t2', 11), escalated('t4', 12)]);
+    const lines = ['t1', 't2', 't3', 't4', 't5', 't6'].map((task, i) => seen(task, i));
+    await writeLog(tmp, 'runs.jsonl', [...lines, escalated('t6', 10), escalated('t1', 11)]);
     const attempts = Object.fromEntries(
-      (await summarize(tmp, {}, { maxTrackedTasks: 3 })).escalated_tasks.map((t) => [t.task_id, t.attempts]),
+      (await summarize(tmp, {}, { maxTrackedTasks: 4 })).escalated_tasks.map((t) => [t.task_id, t.attempts]),
     );
-    expect(attempts).toEqual({ t1: 3, t2: 1, t4: 2 }); // t2's earlier attempt was forgotten, t1's two were not
+    expect(attempts).toEqual({ t6: 2, t1: 1 });
   });
 
   it('collects models past the cap under "(other)"', async () => {
