@@ -73,7 +73,6 @@ export interface RunningHttpServer {
   /** The MCP endpoint, e.g. `http://127.0.0.1:3333/mcp`. */
   readonly url: string;
   readonly port: number;
-  /** Live sessions. */
   sessionCount(): number;
   /** Close every session (aborting its in-flight calls) and the listener. Safe to call twice. */
   close(): Promise<void>;
@@ -184,7 +183,7 @@ interface RequestContext extends Listener {
   readonly log: (message: string) => void;
 }
 
-/** One request, checked in order: Host and Origin, token, route and method, body, then its session. */
+/** One request: the checks before its body (`refusal`), its body, then its session. */
 async function handle(ctx: RequestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const refused = refusal(req, ctx);
   if (refused !== null) {
