@@ -47,11 +47,7 @@ export interface VersionOutput {
   readonly client: string | null;
 }
 
-/**
- * `ollama --version`: `ollama version is X` is the server's version; `Warning: client version is Y`
- * follows when the CLI's own differs, and stands alone (after `Warning: could not connect to a
- * running Ollama instance`) when there is no server.
- */
+/** The versions `ollama --version` printed (with no server, only the client's, after a warning). */
 export function parseVersions(output: string): VersionOutput {
   const server = /ollama version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
   const client = /client version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
