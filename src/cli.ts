@@ -6,9 +6,8 @@ import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } 
 import { DEFAULT_HTTP_PORT } from './config/ranges.js';
 import { isStateStoreError } from './store/state-store-error.js';
 
-// `report`, `doctor`, `--http` and the server itself are imported when asked for (await import): a
-// stdio start, which an MCP client waits on, loads only what stdio serving needs, and `report` none
-// of the server (the SDK, the tools and their schemas were most of its start-up).
+// `report`, `doctor`, `--http` and the server itself are imported when asked for: a stdio start, which
+// an MCP client waits on, loads only what stdio serving needs, and `report` none of the server.
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 

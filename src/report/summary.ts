@@ -55,16 +55,10 @@ export interface SummarizeOptions {
 
 /**
  * Summarizes run logs, streaming each file in the order given, in bounded memory whatever their
- * size (see {@link SummaryLimits}; percentiles within 1%, see `LogHistogram`).
- *
- * With `filters.since`, a rotated file (one followed by another file of its directory) whose
- * records are all older than `since` is not read: its mtime and last line tell (see
- * `isOlderThan`), so a summary of the last day costs the same after months of history. The
- * summary's `files` lists the files read, `files_skipped` counts the others.
- *
- * Records are taken as they are: a missing or mistyped field counts as absent, a JSON object
- * without a string `model` and `status` is not a run (`unrecognized_records`), and torn and blank
- * lines are counted, not errors. A missing file reads as empty; another I/O error rejects.
+ * size (see {@link SummaryLimits}); what is counted is in src/report/README.md. With
+ * `filters.since`, a rotated file whose records are all older is not read (`isOlderThan`), so a
+ * summary of the last day costs the same after months of history. A missing file reads as empty;
+ * another I/O error rejects.
  *
  * @param files paths, oldest first, each directory's files together (see `listRunLogFiles`)
  */
