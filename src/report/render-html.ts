@@ -42,14 +42,10 @@ const MAX_ATTENTION_TASKS = 100;
 const MAX_CAUSES = 50;
 
 /**
- * The report as one self-contained HTML page: a header (time range, files read, runs, skipped
- * lines, filters), then the outcomes per model (stacked bars and a table), the latency per model
- * (duration histogram and a p50/p95/max table), runs and failures over time with escalations and
- * circuit openings marked, and the escalated tasks. Chart.js is inlined and a Content-Security-Policy
- * forbids every network request, so the page opens offline and cannot call out. The summary is
- * embedded as JSON (`<script type="application/json" id="report-summary">`; its `escalated_tasks`
- * cut to the rows shown, errors to 500 characters); every text from the log is escaped. With no
- * runs the page says so and draws no chart. Pure: same summary and options, same page.
+ * The report as one self-contained HTML page: a header, then the sections (see `sections`). Chart.js
+ * is inlined and a Content-Security-Policy forbids every network request, so the page opens offline
+ * and cannot call out. The summary is embedded as JSON (`#report-summary`, cut to the rows shown);
+ * every text from the log is escaped. Pure: same summary and options, same page.
  */
 export function renderReportHtml(summary: RunsSummary, options: RenderHtmlOptions): string {
   const embedded = embeddedSummary(summary, options);

@@ -36,11 +36,8 @@ interface Context {
 }
 
 /**
- * The terminal report, in the order a reviewer needs it: a header (runs, range, files, filters,
- * skipped lines), **Needs attention now** (open circuits, tasks escalated and not resolved),
- * escalations grouped by cause, then per model the outcomes, the latency of answers and the time
- * lost to failures, the tokens, and the fallback chains and busy retries. Plain text unless `color`
- * is set; no line longer than `width`, and no control character from the log. Ends with a newline.
+ * The terminal report, its sections in the order a reviewer needs them. Plain text unless `color` is
+ * set; no line longer than `width`, and no control character from the log. Ends with a newline.
  */
 export function renderReportText(summary: SummaryView, options: RenderTextOptions = {}): string {
   const width = Math.max(MIN_WIDTH, Math.floor(options.width ?? DEFAULT_TEXT_WIDTH));
