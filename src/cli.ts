@@ -6,9 +6,8 @@ import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } 
 import { DEFAULT_HTTP_PORT } from './config/ranges.js';
 import { isStateStoreError } from './store/state-store-error.js';
 
-// `report`, `doctor`, `--http` and the server itself are imported when asked for (await import): a
-// stdio start, which an MCP client waits on, loads only what stdio serving needs, and `report` none
-// of the server (the SDK, the tools and their schemas were most of its start-up).
+// `report`, `doctor`, `--http` and the server itself are imported when asked for: a stdio start, which
+// an MCP client waits on, loads only what stdio serving needs, and `report` none of the server.
 
 const HELP = `${SERVER_NAME} ${SERVER_VERSION}: an MCP server (stdio) that runs local Ollama models safely.
 
@@ -40,20 +39,7 @@ function warn(message: string): void {
 }
 
 async function main(argv: readonly string[]): Promise<number> {
-  if (argv[0] === 'report') {
-    // Reads the log only: an unrelated bad setting must not stop a developer reviewing runs. The
-    // dir is chosen exactly as the server chooses it, so `report` reads what the server wrote.
-    let telemetryDir: string;
-    try {
-      telemetryDir = telemetryDirFor(currentTelemetryDirContext()).dir;
-    } catch (error) {
-      if (!isConfigError(error)) throw error;
-      warn(`configuration error: ${error.message}`);
-      return 2;
-    }
-    const { runReportCommand } = await import('./cli/report-command.js');
-    return runReportCommand(argv.slice(1), { telemetryDir, out: process.stdout, err: process.stderr });
-  }
+  if (argv[0] === 'report') return report(argv.slice(1));
   // Asked for, so the answer is the output (stdout), not a diagnostic: `--version | cut`, `--help | less`.
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${HELP}\n`);
@@ -66,26 +52,13 @@ async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   const httpModule = command === '--http' ? await import('./transport/http/server.js') : null;
   const http = httpModule ? parseHttpArgs(rest) : null;
-  if (typeof http === 'string') {
-    warn(`${http}. Run \`${SERVER_NAME} --help\`.`);
-    return 2;
-  }
+  if (typeof http === 'string') return usageError(`${http}. Run \`${SERVER_NAME} --help\`.`);
   if (command !== undefined && command !== 'doctor' && http === null) {
-    warn(`unknown argument \`${command}\`. Run \`${SERVER_NAME} --help\`.`);
-    return 2;
+    return usageError(`unknown argument \`${command}\`. Run \`${SERVER_NAME} --help\`.`);
   }
   try {
     const config = loadConfig(process.env);
-    if (command === 'doctor') {
-      if (rest.length > 0) {
-        warn(`doctor takes no arguments, got \`${rest.join(' ')}\``);
-        return 2;
-      }
-      const { loadModelTiers } = await import('./config/model-tiers.js');
-      await loadModelTiers(config); // a bad tier file stops the server: say so here too (exit 2)
-      const { runDoctor } = await import('./cli/doctor.js');
-      return await runDoctor(config);
-    }
+    if (command === 'doctor') return await doctor(config, rest);
     // Before anything opens a file there: a dir that cannot be written stops start-up with one
     // line naming it, instead of a stack trace the client shows as "Connection closed".
     await prepareTelemetryDir(config.telemetryDir);
@@ -94,16 +67,43 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (isConfigError(error) || httpModule?.isHttpServerError(error) || isTelemetryDirError(error)) {
-      warn(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
-      return 2;
+      return usageError(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
     }
     const cannotStart = stateStoreProblem(error);
-    if (cannotStart !== null) {
-      warn(cannotStart);
-      return 1;
-    }
-    throw error;
+    if (cannotStart === null) throw error;
+    warn(cannotStart);
+    return 1;
   }
+}
+
+/** Say what is wrong with the command line or the settings: exit code 2. */
+function usageError(message: string): 2 {
+  warn(message);
+  return 2;
+}
+
+/**
+ * `report` reads the log only: an unrelated bad setting must not stop a developer reviewing runs.
+ * The dir is chosen exactly as the server chooses it, so `report` reads what the server wrote.
+ */
+async function report(args: readonly string[]): Promise<number> {
+  let telemetryDir: string;
+  try {
+    telemetryDir = telemetryDirFor(currentTelemetryDirContext()).dir;
+  } catch (error) {
+    if (!isConfigError(error)) throw error;
+    return usageError(`configuration error: ${error.message}`);
+  }
+  const { runReportCommand } = await import('./cli/report-command.js');
+  return runReportCommand(args, { telemetryDir, out: process.stdout, err: process.stderr });
+}
+
+async function doctor(config: Config, args: readonly string[]): Promise<number> {
+  if (args.length > 0) return usageError(`doctor takes no arguments, got \`${args.join(' ')}\``);
+  const { loadModelTiers } = await import('./config/model-tiers.js');
+  await loadModelTiers(config); // a bad tier file stops the server: say so here too (exit 2)
+  const { runDoctor } = await import('./cli/doctor.js');
+  return runDoctor(config);
 }
 
 /** `--http [--host H] [--port N]`, or what is wrong with them. */
@@ -218,9 +218,7 @@ async function serveStdio(config: Config): Promise<void> {
   };
   process.stdin.on('end', exitAfter('stdin closed', 0));
   process.stdin.on('close', exitAfter('stdin closed', 0));
-  process.on('SIGTERM', exitAfter('SIGTERM', 0));
-  process.on('SIGINT', exitAfter('SIGINT', 0));
-  process.on('SIGHUP', exitAfter('SIGHUP', 0));
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, exitAfter(signal, 0));
   // Any other close (stdin or stdout failed) must not end the server silently.
   server.onclose = () => {
     if (stopping) return;
@@ -238,35 +236,31 @@ async function serveStdio(config: Config): Promise<void> {
   await server.connect(transport);
 }
 
-/** Once the services started: says on stderr (stdout is the protocol) that it serves, and where the data goes. */
+/** Once the services started: say on stderr (stdout is the protocol) that it serves, and where the data goes. */
 function announceOnce(config: Config): () => void {
   let done = false;
   return () => {
     if (done) return;
     done = true;
-    announce(config);
-  };
-}
-
-function announce(config: Config): void {
-  if (process.stdin.isTTY) {
+    const telemetry = `${config.telemetryDir} (${config.telemetryDirReason})`;
+    if (!process.stdin.isTTY) {
+      // One line: a person who ran it in a pipe, or an MCP client's log, sees that it started.
+      process.stderr.write(
+        `${SERVER_NAME} ${SERVER_VERSION}: waiting for an MCP client on stdin/stdout. Telemetry: ${telemetry}\n`,
+      );
+      return;
+    }
     process.stderr.write(
       [
         `${SERVER_NAME} ${SERVER_VERSION} is running on stdio.`,
-        `Telemetry: ${config.telemetryDir} (${config.telemetryDirReason}); set OLLAMA_MCP_TELEMETRY_DIR to keep it elsewhere.`,
+        `Telemetry: ${telemetry}; set OLLAMA_MCP_TELEMETRY_DIR to keep it elsewhere.`,
         'It is meant to be launched by an MCP client, which talks to it over stdin/stdout. To connect one:',
         `  claude mcp add ollama-runner -- node ${process.argv[1] ?? 'dist/cli.js'}`,
         'See README.md for Claude Desktop and the settings. Press Ctrl+C to stop.',
         '',
       ].join('\n'),
     );
-  } else {
-    // One line, on stderr (stdout is the protocol): a person who ran it in a pipe, or an MCP client's
-    // log, sees that it started, and where the data goes.
-    process.stderr.write(
-      `${SERVER_NAME} ${SERVER_VERSION}: waiting for an MCP client on stdin/stdout. Telemetry: ${config.telemetryDir} (${config.telemetryDirReason})\n`,
-    );
-  }
+  };
 }
 
 // `report | head` closes the pipe early: that is not an error.

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Config } from '../config/config.js';
-import { collectHealth, type HealthStateSource } from '../health/collect-health.js';
+import { collectHealth, type HealthStateSource, type ProcessesStatus } from '../health/collect-health.js';
 import { renderHealth } from '../health/render-health.js';
 import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
@@ -41,35 +41,7 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
       store,
       runs: { inFlight: 0, queue: { running: 0, waiting: 0, limit: config.concurrency, loaded: [], capacity: 1 } },
       installedModels,
-      processes: async () => {
-        const identity = selfIdentity();
-        const limit = config.sharedConcurrency;
-        const team = teamConnectionOf(store);
-        let slots: SlotView[] = [];
-        let error: string | null = null;
-        if (limit !== null && team !== null) {
-          // Team mode: the slots are in Redis, held by servers on every machine.
-          const table = new RedisSlotTable({ connection: team, limit, identity, proc: liveProcView, warn: () => {} });
-          slots = await table.view().catch((cause: Error) => {
-            error = `${team.location}: ${cause.message}`;
-            return [];
-          });
-        } else if (limit !== null) {
-          slots = viewSlots(path.join(config.telemetryDir, SLOTS_DIR_NAME), limit, identity.place, liveProcView);
-        }
-        return {
-          orphanSweep: {
-            enabled: identity.hasProc,
-            reason: identity.hasProc ? null : NO_PROC_REASON,
-            intervalMs: SWEEP_INTERVAL_MS,
-            last: null,
-          },
-          shared:
-            limit === null
-              ? null
-              : { limit, inUse: slots.length, slots, waitingHere: 0, error, across: team === null ? 'processes' : 'machines' },
-        };
-      },
+      processes: () => processesNow(config, store),
     });
     const withStore = storeWarnings.length > 0 ? { ...report, warnings: [...report.warnings, ...storeWarnings] } : report;
     text = withTelemetryReason(renderHealth(withStore), config.telemetryDirReason);
@@ -84,6 +56,37 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
     out.write(`${text}\n`, () => resolve());
   });
   return code;
+}
+
+/** The orphan sweep and the shared cap as a server started now would see them (no sweep has run). */
+async function processesNow(config: Config, store: HealthStateSource): Promise<ProcessesStatus> {
+  const identity = selfIdentity();
+  const limit = config.sharedConcurrency;
+  const team = teamConnectionOf(store);
+  let slots: SlotView[] = [];
+  let error: string | null = null;
+  if (limit !== null && team !== null) {
+    // Team mode: the slots are in Redis, held by servers on every machine.
+    const table = new RedisSlotTable({ connection: team, limit, identity, proc: liveProcView, warn: () => {} });
+    slots = await table.view().catch((cause: Error) => {
+      error = `${team.location}: ${cause.message}`;
+      return [];
+    });
+  } else if (limit !== null) {
+    slots = viewSlots(path.join(config.telemetryDir, SLOTS_DIR_NAME), limit, identity.place, liveProcView);
+  }
+  return {
+    orphanSweep: {
+      enabled: identity.hasProc,
+      reason: identity.hasProc ? null : NO_PROC_REASON,
+      intervalMs: SWEEP_INTERVAL_MS,
+      last: null,
+    },
+    shared:
+      limit === null
+        ? null
+        : { limit, inUse: slots.length, slots, waitingHere: 0, error, across: team === null ? 'processes' : 'machines' },
+  };
 }
 
 /** Say why the telemetry dir is where it is, under the report's telemetry line. */

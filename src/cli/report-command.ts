@@ -69,13 +69,11 @@ const VALUE_OPTIONS = new Set(['--since', '--model', '--task', '--status', '--di
 const FLAG_OPTIONS = new Set(['--json', '--color', '--help', '-h']);
 
 /**
- * `ollama-runner-mcp report [options]`: prints the summary of the run logs as text, or as one JSON
- * document with `--json` (see src/report/README.md for its fields), or writes it as an HTML page
- * with `--html FILE` (one `writeFile`; then `wrote FILE (N runs)` on `out`).
+ * `ollama-runner-mcp report [options]` (see REPORT_USAGE): the summary of the run logs as text,
+ * as one JSON document, or written as an HTML page.
  *
  * @param argv the arguments after `report`
- * @returns the exit code: 0 printed or written, 1 the logs could not be read or the file not
- *   written, 2 usage error (message on `err`)
+ * @returns the exit code, as REPORT_USAGE says
  */
 export async function runReportCommand(argv: readonly string[], deps: ReportCommandDeps): Promise<number> {
   const now = deps.now ?? new Date();

@@ -33,45 +33,47 @@ const MODEL_NOT_FOUND = /pull model manifest: |model ["']?[^"']*["']? not found|
 const UNSUPPORTED_OPTION =
   /does not support thinking|unknown flag|unknown shorthand flag|missing unit in duration|invalid duration|invalid format/i;
 
+/** A failed run's message, in the order the patterns are tried: the status it gets and the error said. */
+const FAILURES: readonly {
+  readonly pattern: { test(text: string): boolean };
+  readonly status: RunStatus;
+  readonly error?: (message: string) => string;
+}[] = [
+  { pattern: MODEL_LOAD_FAILED, status: 'crashed' },
+  {
+    pattern: PULL_FAILED,
+    status: 'pull_failed',
+    error: (message) => `the model had to be pulled and the registry could not be reached: ${message}`,
+  },
+  { pattern: { test: isUnreachableMessage }, status: 'ollama_unreachable' },
+  { pattern: SERVER_BUSY, status: 'server_busy' },
+  { pattern: RATE_LIMITED, status: 'rate_limited' },
+  { pattern: CLOUD_ACCESS_DENIED, status: 'cloud_access_denied' },
+  {
+    pattern: PROMPT_TOO_LONG,
+    status: 'prompt_too_long',
+    error: (message) =>
+      `the prompt does not fit this model's context window: shorten the prompt or split it into smaller tasks, or use a model with a larger context. Ollama said: ${message}`,
+  },
+  { pattern: MODEL_UNSUPPORTED, status: 'model_unsupported', error: (message) => `this model cannot generate text: ${message}` },
+  { pattern: MODEL_NOT_FOUND, status: 'model_not_found' },
+  { pattern: UNSUPPORTED_OPTION, status: 'unsupported_option' },
+];
+
 /** Decide what a finished CLI process means. Pure: the same outcome always gets the same status. */
 export function classifyOutcome(outcome: ProcessOutcome): Classification {
   const cleaned = cleanStdout(outcome.stdout);
-  const stderrError = errorFromStderr(outcome.stderrTail);
   const result = (status: RunStatus, error: string | null): Classification => ({ ...cleaned, status, error });
-  const failed = (status: RunStatus, error: string): Classification => ({ answer: '', thinking: '', status, error });
-
   if (outcome.spawnError) return result('cli_not_found', outcome.spawnError);
   if (outcome.cancelled) return result('cancelled', 'cancelled before the model finished');
   if (outcome.startTimedOut) return result('start_timeout', startTimeoutError(outcome));
-  if (outcome.timedOut) {
-    return result(
-      'timeout',
-      outcome.deadlineReached
-        ? `the deadline (deadline_ms, or the batch's) passed while the model was answering; the model process was killed`
-        : `no answer within ${outcome.timeoutMs} ms; the model process was killed`,
-    );
-  }
+  if (outcome.timedOut) return result('timeout', timeoutError(outcome));
   if (outcome.truncated) {
     return result('output_limit', `output passed the ${outcome.maxOutputBytes}-byte cap; the model process was stopped`);
   }
-  if (outcome.exitCode === 0 && outcome.signal === null) {
-    if (isSigninNotice(outcome.stdout)) {
-      const url = signinUrl(outcome.stdout);
-      return failed(
-        'signin_required',
-        `this cloud model needs \`ollama signin\` on the server machine${url ? ` (or open ${url} there)` : ''}`,
-      );
-    }
-    if (isEmbeddingVector(outcome.stdout)) {
-      return failed(
-        'model_unsupported',
-        'this is an embedding model: it answered with a vector of numbers, not text. Use a text-generation model.',
-      );
-    }
-    return cleaned.answer.trim() === '' ? result('empty_output', 'the model returned an empty answer') : result('ok', null);
-  }
+  if (outcome.exitCode === 0 && outcome.signal === null) return classifyAnswer(outcome.stdout, cleaned);
   const message =
-    stderrError ??
+    errorFromStderr(outcome.stderrTail) ??
     (outcome.signal ? `the ollama CLI was killed by ${outcome.signal}` : `the ollama CLI exited with code ${outcome.exitCode}`);
   const fileProblem = fileProblemFromStderr(outcome.stderrTail);
   if (fileProblem !== null || FILE_ERROR.test(message)) {
@@ -80,24 +82,34 @@ export function classifyOutcome(outcome: ProcessOutcome): Classification {
       `the prompt names an image or audio file, which this multimodal model's CLI tried to attach and could not read: ${fileProblem ?? message}. Remove the path from the prompt, or fix the file.`,
     );
   }
-  if (MODEL_LOAD_FAILED.test(message)) return result('crashed', message);
-  if (PULL_FAILED.test(message)) {
-    return result('pull_failed', `the model had to be pulled and the registry could not be reached: ${message}`);
-  }
-  if (isUnreachableMessage(message)) return result('ollama_unreachable', message);
-  if (SERVER_BUSY.test(message)) return result('server_busy', message);
-  if (RATE_LIMITED.test(message)) return result('rate_limited', message);
-  if (CLOUD_ACCESS_DENIED.test(message)) return result('cloud_access_denied', message);
-  if (PROMPT_TOO_LONG.test(message)) {
-    return result(
-      'prompt_too_long',
-      `the prompt does not fit this model's context window: shorten the prompt or split it into smaller tasks, or use a model with a larger context. Ollama said: ${message}`,
+  const failure = FAILURES.find(({ pattern }) => pattern.test(message));
+  return result(failure?.status ?? 'crashed', failure?.error?.(message) ?? message);
+}
+
+/** A CLI that exited 0 printed an answer, the cloud sign-in notice, or an embedding model's vector. */
+function classifyAnswer(stdout: string, cleaned: CleanedOutput): Classification {
+  const failed = (status: RunStatus, error: string): Classification => ({ answer: '', thinking: '', status, error });
+  if (isSigninNotice(stdout)) {
+    const url = signinUrl(stdout);
+    return failed(
+      'signin_required',
+      `this cloud model needs \`ollama signin\` on the server machine${url ? ` (or open ${url} there)` : ''}`,
     );
   }
-  if (MODEL_UNSUPPORTED.test(message)) return result('model_unsupported', `this model cannot generate text: ${message}`);
-  if (MODEL_NOT_FOUND.test(message)) return result('model_not_found', message);
-  if (UNSUPPORTED_OPTION.test(message)) return result('unsupported_option', message);
-  return result('crashed', message);
+  if (isEmbeddingVector(stdout)) {
+    return failed(
+      'model_unsupported',
+      'this is an embedding model: it answered with a vector of numbers, not text. Use a text-generation model.',
+    );
+  }
+  if (cleaned.answer.trim() === '') return { ...cleaned, status: 'empty_output', error: 'the model returned an empty answer' };
+  return { ...cleaned, status: 'ok', error: null };
+}
+
+function timeoutError(outcome: ProcessOutcome): string {
+  return outcome.deadlineReached
+    ? `the deadline (deadline_ms, or the batch's) passed while the model was answering; the model process was killed`
+    : `no answer within ${outcome.timeoutMs} ms; the model process was killed`;
 }
 
 function startTimeoutError(outcome: ProcessOutcome): string {

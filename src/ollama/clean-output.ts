@@ -4,7 +4,6 @@ const THINKING_START = 'Thinking...\n';
 const THINKING_END = '\n...done thinking.\n\n';
 
 /** Control characters: C0, DEL and C1 (U+009B is a one-character CSI, U+009D an OSC). */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
 /** The same, but tab and newline, which a multi-line text keeps. */
 const CONTROLS_BUT_TAB_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
@@ -12,14 +11,11 @@ const CONTROLS_BUT_TAB_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 const STRIP_PASSES = 4;
 
 /**
- * A text safe to print on a terminal: escape sequences removed whole, and then every control
- * character left but tab and newline. A nested sequence (`\x1b\x1b[0m[2J`: one pass removes the
- * inner one and leaves `\x1b[2J`) is removed by the next pass; whatever a pathological nesting
- * leaves after a few passes loses its ESC, so no sequence is left to act on. Idempotent: the
- * result is a fixed point. A text without control characters is returned as it is (no copy).
+ * A text safe to print on a terminal: escape sequences removed whole, then every control character
+ * left but tab and newline. Each pass removes one level of a nested sequence (`\x1b\x1b[0m[2J`);
+ * whatever deeper nesting leaves loses its ESC, so no sequence is left to act on. Idempotent.
  */
 export function stripTerminalControls(text: string): string {
-  if (!CONTROL.test(text)) return text;
   let out = text;
   for (let pass = 0; pass < STRIP_PASSES && out.includes('\u001b'); pass++) out = stripVTControlCharacters(out);
   return out.replace(/\r\n/g, '\n').replace(CONTROLS_BUT_TAB_NEWLINE, '');
@@ -31,7 +27,7 @@ export function stripTerminalControls(text: string): string {
  * never obey.
  */
 export function neutralizeControls(text: string): string {
-  return CONTROL.test(text) ? text.replace(CONTROLS, '?') : text;
+  return text.replace(CONTROLS, '?');
 }
 
 export interface CleanedOutput {
@@ -45,8 +41,7 @@ export interface CleanedOutput {
  * Turn the CLI's stdout into the answer. The CLI prints a thinking block before the answer for
  * thinking models (`Thinking...` ... `...done thinking.`), and ends every answer with two
  * newlines. Escapes and other control characters are stripped (see {@link stripTerminalControls}):
- * an old CLI may ignore `--nowordwrap`, and a model may print anything. An output with none is not
- * copied: the answer is a slice of it.
+ * an old CLI may ignore `--nowordwrap`, and a model may print anything.
  */
 export function cleanStdout(raw: string): CleanedOutput {
   const text = stripTerminalControls(raw);
@@ -70,7 +65,7 @@ export function cleanStdout(raw: string): CleanedOutput {
  */
 const SIGNIN_NOTICE =
   /^You need to be signed in to Ollama to run Cloud models\.\n+(?:(?:If your browser did not open|To sign in), navigate to:\n[ \t]*\S+\n*)?$/;
-/** The notice is a few hundred characters: a longer output is an answer, and is not copied to be checked. */
+/** The notice is a few hundred characters: a longer output is an answer. */
 const SIGNIN_NOTICE_MAX_CHARS = 4096;
 
 export function isSigninNotice(rawStdout: string): boolean {
@@ -92,6 +87,5 @@ export function signinUrl(rawStdout: string): string | null {
 const EMBEDDING_VECTOR = /^\[-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?:,-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)*\]\n$/;
 
 export function isEmbeddingVector(rawStdout: string): boolean {
-  if (!rawStdout.startsWith('[')) return false; // an answer: not copied to be checked
-  return EMBEDDING_VECTOR.test(rawStdout.includes('\r') ? rawStdout.replace(/\r\n/g, '\n') : rawStdout);
+  return EMBEDDING_VECTOR.test(rawStdout.replace(/\r\n/g, '\n'));
 }

@@ -31,6 +31,8 @@ export interface CliCommandRequest {
   readonly timeoutMs: number;
 }
 
+const NO_RESULT = { stdout: '', stderr: '', exitCode: null, timedOut: false, spawnError: null, spawnErrorCode: null } as const;
+
 /**
  * Run `BIN ARGS...` once: no shell, stdin closed (the CLI reads stdin to EOF when it is a pipe),
  * SIGTERM at the timeout and SIGKILL a second later. Never rejects, and never waits much past
@@ -40,9 +42,9 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const { execa } = await loadExeca();
-  let subprocess;
+  let child;
   try {
-    subprocess = execa(request.bin, [...request.args], {
+    child = execa(request.bin, [...request.args], {
       stdin: 'ignore',
       reject: false,
       env: { ...request.env },
@@ -56,55 +58,45 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     });
   } catch (error) {
     // execa validates its options synchronously; treat anything thrown here as "cannot run".
-    return {
-      stdout: '',
-      stderr: '',
-      exitCode: null,
-      timedOut: false,
-      spawnError: `cannot run \`${request.bin}\`: ${(error as Error).message}`,
-      spawnErrorCode: null,
-      durationMs: elapsed(),
-    };
+    return { ...NO_RESULT, spawnError: `cannot run \`${request.bin}\`: ${(error as Error).message}`, durationMs: elapsed() };
   }
-  const child = subprocess;
-  let abandonTimer: NodeJS.Timeout | undefined;
-  const abandoned = new Promise<'abandoned'>((resolve) => {
-    abandonTimer = setTimeout(() => resolve('abandoned'), request.timeoutMs + KILL_GRACE_MS + ABANDON_MARGIN_MS);
-    abandonTimer.unref?.();
+  const result = await withDeadline<Awaited<typeof child> | null>(
+    child,
+    request.timeoutMs + KILL_GRACE_MS + ABANDON_MARGIN_MS,
+    () => null,
+  );
+  if (result === null) {
+    // A grandchild still holds the pipes open: stop waiting for it.
+    child.kill('SIGKILL');
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    void Promise.resolve(child).catch(() => {});
+    return { ...NO_RESULT, timedOut: true, durationMs: elapsed() };
+  }
+  const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.signal && !result.isMaxBuffer;
+  const code = (result as { code?: string }).code ?? null;
+  return {
+    stdout: typeof result.stdout === 'string' ? result.stdout : '',
+    stderr: typeof result.stderr === 'string' ? result.stderr : '',
+    exitCode: result.exitCode ?? null,
+    timedOut: result.timedOut,
+    spawnError: spawnFailed ? spawnErrorMessage(request.bin, code, result.message) : null,
+    spawnErrorCode: spawnFailed ? code : null,
+    durationMs: elapsed(),
+  };
+}
+
+/** `promise`, or `fallback()` if it has not settled after `ms`. */
+export async function withDeadline<T>(promise: Promise<T>, ms: number, fallback: () => T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback()), ms);
+    timer.unref?.();
   });
   try {
-    const result = await Promise.race([child, abandoned]);
-    if (result === 'abandoned') {
-      child.kill('SIGKILL');
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      void Promise.resolve(child).catch(() => {});
-      return {
-        stdout: '',
-        stderr: '',
-        exitCode: null,
-        timedOut: true,
-        spawnError: null,
-        spawnErrorCode: null,
-        durationMs: elapsed(),
-      };
-    }
-    const stdout = typeof result.stdout === 'string' ? result.stdout : '';
-    const stderr = typeof result.stderr === 'string' ? result.stderr : '';
-    const spawnFailed =
-      result.failed && result.exitCode === undefined && !result.timedOut && !result.signal && !result.isMaxBuffer;
-    const code = (result as { code?: string }).code ?? null;
-    return {
-      stdout,
-      stderr,
-      exitCode: result.exitCode ?? null,
-      timedOut: result.timedOut,
-      spawnError: spawnFailed ? spawnErrorMessage(request.bin, code, result.message) : null,
-      spawnErrorCode: spawnFailed ? code : null,
-      durationMs: elapsed(),
-    };
+    return await Promise.race([promise, deadline]);
   } finally {
-    clearTimeout(abandonTimer);
+    clearTimeout(timer);
   }
 }
 

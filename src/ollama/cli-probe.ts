@@ -1,6 +1,8 @@
-import { describeCliFailure, runCliCommand, type CliFailureCause } from './cli-command.js';
+import { describeCliFailure, runCliCommand, withDeadline, type CliCommandResult, type CliFailureCause } from './cli-command.js';
 import { isUnreachableMessage } from './cli-errors.js';
-import { InstalledModels } from './installed-models.js';
+import { InstalledModels, type ModelListResult } from './installed-models.js';
+
+export { withDeadline } from './cli-command.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -45,11 +47,7 @@ export interface VersionOutput {
   readonly client: string | null;
 }
 
-/**
- * `ollama --version`: `ollama version is X` is the server's version; `Warning: client version is Y`
- * follows when the CLI's own differs, and stands alone (after `Warning: could not connect to a
- * running Ollama instance`) when there is no server.
- */
+/** The versions `ollama --version` printed (with no server, only the client's, after a warning). */
 export function parseVersions(output: string): VersionOutput {
   const server = /ollama version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
   const client = /client version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
@@ -79,9 +77,8 @@ export async function probeCli(options: CliProbeOptions): Promise<CliProbe> {
   const timeoutMs = options.timeoutMs ?? 5_000;
   const models = options.installedModels ?? new InstalledModels({ bin: options.bin, env: options.env, ttlMs: 0, timeoutMs });
   try {
-    const versionArgs = ['--version'];
     const [version, list] = await Promise.all([
-      runCliCommand({ bin: options.bin, args: versionArgs, env: options.env, timeoutMs }),
+      runCliCommand({ bin: options.bin, args: VERSION_ARGS, env: options.env, timeoutMs }),
       withDeadline(models.refresh(), timeoutMs + 1_500, () => ({
         ok: false as const,
         cause: 'timeout' as const,
@@ -89,42 +86,7 @@ export async function probeCli(options: CliProbeOptions): Promise<CliProbe> {
         fetchedAt: 0,
       })),
     ]);
-    const versionOk = version.spawnError === null && !version.timedOut && version.exitCode === 0;
-    const warnings = warningLines(version.stdout, version.stderr);
-    const versionSaysDown = warnings.some(isUnreachableMessage);
-    const versionFailure = versionOk ? null : describeCliFailure(options.bin, versionArgs, version, timeoutMs);
-
-    const found = !(versionFailure?.cause === 'cli_not_found' || (!list.ok && list.cause === 'cli_not_found'));
-    let serverReachable: boolean | null;
-    if (list.ok) serverReachable = true;
-    else if (list.cause === 'unreachable' || versionSaysDown) serverReachable = false;
-    else serverReachable = null;
-
-    let error: string | null = null;
-    let errorCause: CliFailureCause | null = null;
-    if (!found) {
-      const failure = versionFailure?.cause === 'cli_not_found' ? versionFailure : list.ok ? null : list;
-      error = failure?.reason ?? `cannot run \`${options.bin}\``;
-      errorCause = 'cli_not_found';
-    } else if (!list.ok) {
-      error = list.reason;
-      errorCause = list.cause;
-    } else if (versionFailure) {
-      error = versionFailure.reason;
-      errorCause = versionFailure.cause;
-    }
-    const versions = parseVersions(`${version.stdout}\n${version.stderr}`);
-    return {
-      found,
-      version: versions.client,
-      serverVersion: versions.server,
-      serverReachable,
-      warnings,
-      error,
-      errorCause,
-      installed: list.ok ? [...list.models] : null,
-      latencyMs: Math.round(performance.now() - started),
-    };
+    return { ...readProbe(options.bin, timeoutMs, version, list), latencyMs: Math.round(performance.now() - started) };
   } catch (error) {
     return {
       found: false,
@@ -140,16 +102,38 @@ export async function probeCli(options: CliProbeOptions): Promise<CliProbe> {
   }
 }
 
-/** `promise`, or `fallback()` if it has not settled after `ms`. */
-export async function withDeadline<T>(promise: Promise<T>, ms: number, fallback: () => T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(fallback()), ms);
-    timer.unref?.();
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+const VERSION_ARGS = ['--version'];
+
+/** What `BIN --version` and `BIN list` together say of the CLI and the server. */
+function readProbe(
+  bin: string,
+  timeoutMs: number,
+  version: CliCommandResult,
+  list: ModelListResult,
+): Omit<CliProbe, 'latencyMs'> {
+  const versionOk = version.spawnError === null && !version.timedOut && version.exitCode === 0;
+  const versionFailure = versionOk ? null : describeCliFailure(bin, VERSION_ARGS, version, timeoutMs);
+  const listFailure = list.ok ? null : list;
+  const warnings = warningLines(version.stdout, version.stderr);
+  const found = versionFailure?.cause !== 'cli_not_found' && listFailure?.cause !== 'cli_not_found';
+  let serverReachable: boolean | null = null;
+  if (list.ok) serverReachable = true;
+  else if (list.cause === 'unreachable' || warnings.some(isUnreachableMessage)) serverReachable = false;
+  // Not found: the failure that says so; else the list's failure first, then the version's.
+  const failure = found
+    ? (listFailure ?? versionFailure)
+    : versionFailure?.cause === 'cli_not_found'
+      ? versionFailure
+      : (listFailure ?? { cause: 'cli_not_found' as const, reason: `cannot run \`${bin}\`` });
+  const versions = parseVersions(`${version.stdout}\n${version.stderr}`);
+  return {
+    found,
+    version: versions.client,
+    serverVersion: versions.server,
+    serverReachable,
+    warnings,
+    error: failure?.reason ?? null,
+    errorCause: found ? (failure?.cause ?? null) : 'cli_not_found',
+    installed: list.ok ? [...list.models] : null,
+  };
 }

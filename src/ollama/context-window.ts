@@ -1,4 +1,4 @@
-import { runCliCommand, type CliCommandRequest, type CliCommandResult } from './cli-command.js';
+import { runCliCommand, withDeadline, type CliCommandRequest, type CliCommandResult } from './cli-command.js';
 import { canonicalModelName } from './model-name.js';
 import type { ContextEvidence } from '../policy/prompt-fit.js';
 
@@ -88,7 +88,8 @@ export async function lookupContextWindow(
   const command = async (args: string[]): Promise<string | null> => {
     const budget = left();
     if (budget <= 0) return null;
-    const result = await within(run({ bin: request.bin, args, env: request.env, timeoutMs: budget }), budget);
+    // Past the budget the answer is not awaited (the command's own timeout kills it later).
+    const result = await withDeadline(run({ bin: request.bin, args, env: request.env, timeoutMs: budget }), budget, () => null);
     return result !== null && result.exitCode === 0 && result.spawnError === null ? result.stdout : null;
   };
   try {
@@ -101,14 +102,4 @@ export async function lookupContextWindow(
   } catch {
     return null;
   }
-}
-
-/** `promise`'s value, or null once `ms` have passed (the command's own timeout kills it later). */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), ms);
-    timer.unref?.();
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

@@ -29,29 +29,7 @@ export const NO_USAGE: RunUsage = Object.freeze({
   total_ms: null,
 });
 
-/**
- * One stats line, as api.Metrics.Summary prints it: `<label>: <padding><value>[ token(s) | tokens/s]`.
- * Not anchored at the line start: the spinner's leftovers can precede the first line. The
- * alternation lists `prompt eval …` first so `prompt eval count` is never read as `eval count`.
- * Used to tell stats from errors (cli-errors.ts); parseUsage reads the lines without it, faster.
- */
-const STAT_LINE =
-  /(total duration|load duration|prompt eval count|prompt eval duration|prompt eval rate|eval count|eval duration|eval rate): +(\S+)(?: (token\(s\)|tokens\/s))? *$/;
-
-/** `prompt eval ` + margin: the most a label holds before its `duration:`. */
-const LONGEST_LABEL_BEFORE_DURATION = 32;
-
-type Label =
-  | 'total duration'
-  | 'load duration'
-  | 'prompt eval count'
-  | 'prompt eval duration'
-  | 'prompt eval rate'
-  | 'eval count'
-  | 'eval duration'
-  | 'eval rate';
-
-const LABELS: ReadonlySet<string> = new Set<Label>([
+const LABELS = [
   'total duration',
   'load duration',
   'prompt eval count',
@@ -60,34 +38,25 @@ const LABELS: ReadonlySet<string> = new Set<Label>([
   'eval count',
   'eval duration',
   'eval rate',
-]);
+] as const;
+type Label = (typeof LABELS)[number];
+const LABEL_SET: ReadonlySet<string> = new Set(LABELS);
 
 /**
- * Every stats line the CLI printed, by label (the last one wins): the raw value after the label.
- * On every run's path, so it is lean (a few µs): one indexOf for a run without stats; otherwise only
- * the text from about the first label on (past up to 16 KiB of spinner frames) is split, and only
- * lines holding an escape are stripped.
+ * One stats line, as api.Metrics.Summary prints it: `<label>: <padding><value>[ token(s) | tokens/s]`.
+ * Not anchored at the line start: the spinner's leftovers can precede the first line.
  */
+const STAT_LINE = new RegExp(`(${LABELS.join('|')}): +(\\S+)(?: (token\\(s\\)|tokens/s))? *$`);
+
+/** Every stats line the CLI printed, by label (the last one wins): the raw value after the label. */
 function statLines(stderr: string): Map<Label, string> {
   const found = new Map<Label, string>();
-  const first = stderr.indexOf('duration:');
-  if (first === -1) return found;
-  // From the last escape before the first label (a whole sequence: never half of one glued to a
-  // label), which also keeps any plain line printed before it; from the start when there is none.
-  const from = stderr.lastIndexOf('\u001b', Math.max(0, first - LONGEST_LABEL_BEFORE_DURATION));
-  const tail = from > 0 ? stderr.slice(from) : stderr;
-  for (const raw of tail.split('\n')) {
-    const line = raw.includes('\u001b') ? stripVTControlCharacters(raw) : raw;
+  for (const line of stripVTControlCharacters(stderr).split('\n')) {
     const colon = line.indexOf(':');
     if (colon === -1) continue;
-    // The label is the run of lowercase letters and spaces before the colon (spinner leftovers
-    // can precede the first one on its line).
-    let start = colon;
-    for (let c = line.charCodeAt(start - 1); start > 0 && ((c >= 97 && c <= 122) || c === 32); c = line.charCodeAt(start - 1)) {
-      start -= 1;
-    }
-    const label = line.slice(start, colon).trim();
-    if (LABELS.has(label)) found.set(label as Label, line.slice(colon + 1).trim());
+    // The label is the run of lowercase letters and spaces before the colon (a spinner frame may precede it).
+    const label = /(?:^|[^a-z ])([a-z ]*)$/.exec(line.slice(0, colon))![1]!.trim();
+    if (LABEL_SET.has(label)) found.set(label as Label, line.slice(colon + 1).trim());
   }
   return found;
 }
@@ -111,7 +80,7 @@ export function parseUsage(stderr: string): RunUsage {
     const raw = lines.get(label);
     if (raw === undefined) return 0;
     const ns = parseGoDuration(raw);
-    return ns === null ? null : roundTo(ns / 1e6, 3);
+    return ns === null ? null : Math.round((ns / 1e6) * 1000) / 1000;
   };
   const rate = (label: Label): number | null => {
     const raw = lines.get(label);
@@ -135,32 +104,17 @@ export function isVerboseStatsLine(line: string): boolean {
 
 /** Nanoseconds per unit of Go's time.ParseDuration (`µs` is U+00B5, `μs` U+03BC). */
 const UNIT_NS: Readonly<Record<string, number>> = { h: 3.6e12, m: 6e10, s: 1e9, ms: 1e6, us: 1e3, µs: 1e3, μs: 1e3, ns: 1 };
-const DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|μs|ns|h|m|s)/y;
+const DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|μs|ns|h|m|s)/g;
+const DURATION = new RegExp(`^([-+]?)(0|(?:${DURATION_PART.source})+)$`);
 
 /**
  * A Go duration string (what time.Duration.String() prints: `1.234567891s`, `812.3ms`, `54µs`,
  * `1m2.5s`, `2h0m0s`, `0s`, also `us`/`ns`) in nanoseconds, or `null` when it is not one.
  */
 export function parseGoDuration(text: string): number | null {
-  let rest = text;
-  let sign = 1;
-  if (rest.startsWith('-') || rest.startsWith('+')) {
-    if (rest.startsWith('-')) sign = -1;
-    rest = rest.slice(1);
-  }
-  if (rest === '0') return 0;
-  if (rest === '') return null;
+  const match = DURATION.exec(text);
+  if (match === null) return null;
   let total = 0;
-  DURATION_PART.lastIndex = 0;
-  while (DURATION_PART.lastIndex < rest.length) {
-    const match = DURATION_PART.exec(rest);
-    if (match === null) return null;
-    total += Number(match[1]) * UNIT_NS[match[2]!]!;
-  }
-  return sign * total;
-}
-
-function roundTo(value: number, digits: number): number {
-  const scale = 10 ** digits;
-  return Math.round(value * scale) / scale;
+  for (const [, amount, unit] of match[2]!.matchAll(DURATION_PART)) total += Number(amount) * UNIT_NS[unit!]!;
+  return match[1] === '-' ? -total : total;
 }

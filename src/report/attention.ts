@@ -106,7 +106,6 @@ export class AttentionTracker {
   }
 
   #resolve(taskId: string, tsMs: number): void {
-    if (this.#tasks.size === 0 && this.#early === null) return; // nothing to resolve: most lines of a quiet day
     const entry = this.#tasks.get(taskId);
     if (entry !== undefined && !(tsMs < entry.tsMs)) this.#tasks.delete(taskId);
     if (this.#early !== null) {

@@ -5,26 +5,15 @@ import { dirname, join } from 'node:path';
 /** The UMD builds of Chart.js, in order of preference (4.x ships both, minified). */
 const UMD_FILES = ['chart.umd.min.js', 'chart.umd.js'];
 
-let cached: Promise<string> | undefined;
-
 /**
  * The source of Chart.js's UMD build from the installed `chart.js` package, to inline in the HTML
  * report (which must open with no network). Its package exports no path to that file, so it is
  * found beside the package's resolved main file (`dist/chart.cjs`). The `sourceMappingURL` comment
  * is dropped (the map is not inlined, and a browser's developer tools would try to fetch it).
- * Read once per process.
  *
  * @throws Error naming the package when it is not installed or has no UMD build
  */
-export function loadChartLibrary(): Promise<string> {
-  cached ??= read().catch((error: unknown) => {
-    cached = undefined;
-    throw error;
-  });
-  return cached;
-}
-
-async function read(): Promise<string> {
+export async function loadChartLibrary(): Promise<string> {
   let main: string;
   try {
     main = createRequire(import.meta.url).resolve('chart.js');

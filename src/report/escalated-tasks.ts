@@ -20,7 +20,11 @@ interface TaskEntry {
  */
 export class EscalatedTasks {
   readonly #maxEscalated: number;
-  /** Attempt counts in two generations of `maxTracked / 2`: when the young one is full, the old one is dropped. */
+  /**
+   * Attempt counts in two generations of `maxTracked / 2`: when the young one is full, the old one is
+   * dropped. Not one Map evicting its oldest key: in V8 that is O(n) after deletions (a 300,000-line
+   * report took 9.8 s instead of 2.7 s).
+   */
   readonly #generationSize: number;
   #young = new Map<string, number>();
   #old = new Map<string, number>();

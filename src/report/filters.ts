@@ -52,41 +52,25 @@ export function parseSince(text: string, now: Date): Date {
     return at;
   }
   const iso = ISO.exec(value);
-  if (iso) {
-    const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = iso;
-    const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    const utc = Date.UTC(year, month - 1, day, hour, minute, second);
-    const check = new Date(utc);
-    if (
-      check.getUTCFullYear() !== year ||
-      check.getUTCMonth() !== month - 1 ||
-      check.getUTCDate() !== day ||
-      check.getUTCHours() !== hour ||
-      check.getUTCMinutes() !== minute ||
-      check.getUTCSeconds() !== second
-    ) {
-      throw new ReportUsageError(`since: "${text}" is not a real date or time`);
-    }
-    const millis = frac === '' ? 0 : Math.floor(Number(`0${frac}`) * 1000);
-    let offsetMinutes = 0;
-    if (zone.toUpperCase() !== 'Z') {
-      const sign = zone.startsWith('-') ? -1 : 1;
-      const digits = zone.slice(1).replace(':', '');
-      const oh = Number(digits.slice(0, 2));
-      const om = Number(digits.slice(2));
-      if (oh > 23 || om > 59) throw new ReportUsageError(`since: "${text}" has an impossible UTC offset`);
-      offsetMinutes = sign * (oh * 60 + om);
-    }
-    return new Date(utc + millis - offsetMinutes * 60_000);
+  if (iso === null) throw new ReportUsageError(`since: ${EXPECTED}; got "${text}"`);
+  const [, y, mo, d, h = '00', mi = '00', s = '00', fraction = '', zone = 'Z'] = iso;
+  const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
+  // Date.UTC rolls an impossible date over (February 30 is March 2): the date must read back the same.
+  if (!Number.isFinite(utc) || new Date(utc).toISOString().slice(0, 19) !== `${y}-${mo}-${d}T${h}:${mi}:${s}`) {
+    throw new ReportUsageError(`since: "${text}" is not a real date or time`);
   }
-  throw new ReportUsageError(`since: ${EXPECTED}; got "${text}"`);
+  const millis = fraction === '' ? 0 : Math.floor(Number(`0${fraction}`) * 1000);
+  return new Date(utc + millis - offsetMinutes(zone, text) * 60_000);
+}
+
+/** `Z`, `+01:00`, `-0530` in minutes east of UTC. */
+function offsetMinutes(zone: string, text: string): number {
+  if (zone.toUpperCase() === 'Z') return 0;
+  const digits = zone.slice(1).replace(':', '');
+  const hours = Number(digits.slice(0, 2));
+  const minutes = Number(digits.slice(2));
+  if (hours > 23 || minutes > 59) throw new ReportUsageError(`since: "${text}" has an impossible UTC offset`);
+  return (zone.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
 }
 
 /**

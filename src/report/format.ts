@@ -1,4 +1,5 @@
 import { RUN_STATUSES } from '../policy/run-status.js';
+import type { SummaryFiltersView } from './summary-schema.js';
 
 // How the report orders and writes figures, times and texts: shared by the summary, the text
 // report, the HTML page and the charts.
@@ -68,4 +69,14 @@ export function cutText(text: string, max: number): string {
 /** One line (runs of white space become one space) of at most `width` characters. */
 export function cutLine(text: string, width: number): string {
   return cutText(text.replace(/\s+/g, ' ').trim(), width);
+}
+
+/** The filters a summary was made with, one phrase each (`since 2025-11-22 10:00:00 UTC`, `model m`...). */
+export function filterPhrases(filters: SummaryFiltersView, statusSeparator: string): string[] {
+  return [
+    filters.since !== null ? `since ${time(filters.since)} UTC` : null,
+    filters.model !== null ? `model ${filters.model}` : null,
+    filters.task !== null ? `task ${filters.task}` : null,
+    filters.status !== null ? `status ${filters.status.join(statusSeparator)}` : null,
+  ].filter((part) => part !== null);
 }

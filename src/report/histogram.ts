@@ -1,19 +1,9 @@
 /**
- * A fixed-size, log-bucketed histogram for non-negative values (milliseconds here): constant memory
- * whatever the number of values, quantiles within a known relative error.
- *
- * Bucket `i` holds the values in `(γ^(i-1), γ^i]` with `γ = (1 + α) / (1 - α)`, and reports
- * `2γ^i / (γ + 1)`, which is within `α` (relative) of every value in the bucket (the DDSketch
- * construction). With `α = 0.004` and values from 0.01 ms to 10^9 ms (11.6 days) that is 3,166
- * buckets (25 KB, allocated on the first value). Reported quantiles are also clamped to the exact
- * minimum and maximum, which are kept as they are (so the lowest and highest ranks are exact), and
- * rounded to whole numbers when every value added was one (exact below 125, within 0.8% above).
- *
- * Accuracy: a quantile is within 0.4% of the exact nearest-rank value; {@link roundMs} then adds at
- * most 0.5% for values of 1 ms and more, so figures in the summary are within **1%** of the exact
- * nearest-rank quantile (the one `jq '... | sort | .[ceil(n * q) - 1]'` gives). Values under 0.01 ms
- * count as 0; values over 10^9 ms fall in the top bucket (the quantile is then clamped to the exact
- * maximum). Negative and non-finite values are ignored.
+ * A fixed-size, log-bucketed histogram of non-negative values (milliseconds here): constant memory
+ * whatever the number of values, quantiles within 1% (src/report/README.md, "Memory and accuracy").
+ * Bucket `i` holds the values in `(γ^(i-1), γ^i]` with `γ = (1 + α) / (1 - α)` and reports
+ * `2γ^i / (γ + 1)`, within `α` of every value in it (the DDSketch construction). The minimum and
+ * maximum are kept exactly; negative and non-finite values are ignored.
  */
 export class LogHistogram {
   /** Relative accuracy of a bucket's representative value. */
@@ -29,7 +19,7 @@ export class LogHistogram {
   static readonly #OFFSET = Math.ceil(Math.log(LogHistogram.MIN_VALUE) / LogHistogram.#LOG_GAMMA);
   static readonly BUCKETS = Math.ceil(Math.log(LogHistogram.MAX_VALUE) / LogHistogram.#LOG_GAMMA) - LogHistogram.#OFFSET + 1;
 
-  #counts: Float64Array | null = null;
+  #counts: number[] | null = null;
   #zeros = 0;
   #count = 0;
   #min = Infinity;
@@ -62,9 +52,9 @@ export class LogHistogram {
       this.#zeros += 1;
       return;
     }
-    const counts = (this.#counts ??= new Float64Array(LogHistogram.BUCKETS));
+    const counts = (this.#counts ??= new Array<number>(LogHistogram.BUCKETS).fill(0));
     const index = Math.ceil(Math.log(value) / LogHistogram.#LOG_GAMMA) - LogHistogram.#OFFSET;
-    counts[index < 0 ? 0 : index >= counts.length ? counts.length - 1 : index]! += 1;
+    counts[Math.min(Math.max(index, 0), counts.length - 1)]! += 1;
   }
 
   /**

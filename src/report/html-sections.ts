@@ -1,5 +1,5 @@
 import { count as num, duration, ownCount, time } from './format.js';
-import { html, joinHtml, lines, swatch, table, type Html } from './html.js';
+import { html, joinHtml, lines, NONE, swatch, table, th, thFigures, type Html } from './html.js';
 import { bucketWords, failureStatuses, type ReportCharts } from './report-charts.js';
 import type { RunsSummary } from './summary-schema.js';
 
@@ -24,19 +24,20 @@ export function attentionSection(s: RunsSummary, shown: RunsSummary['attention']
           : `; retry at ${time(c.retry_at)} UTC`;
     return html`<li class="bad">${swatch(colorOfModel(c.model))}Circuit <strong>${c.state === 'half_open' ? 'half-open' : 'open'}</strong>: <span class="model">${c.model}</span>${c.since === null ? '' : ` since ${time(c.since)} UTC`}, ${num(c.consecutive_failures)} failure(s) in a row${retry}${c.last_error === null ? '' : html`<br><span class="error">${c.last_error}</span>`}</li>`;
   });
-  const head = ['task', 'model', 'reason', 'status', 'escalated (UTC)', 'escalations', 'blocked', 'last error'].map((name) =>
-    name === 'escalations' || name === 'blocked' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
-  );
-  const none = html`<span class="zero">-</span>`;
+  const head = [
+    ...th('task', 'model', 'reason', 'status', 'escalated (UTC)'),
+    ...thFigures('escalations', 'blocked'),
+    ...th('last error'),
+  ];
   const rows = tasks.map((t) => [
     html`<td class="name">${t.task_id}</td>`,
     html`<td class="model">${swatch(colorOfModel(t.model))}${t.model}</td>`,
-    html`<td>${t.reason ?? none}</td>`,
+    html`<td>${t.reason ?? NONE}</td>`,
     html`<td class="status">${t.status}</td>`,
     html`<td class="time">${t.escalated_at === null ? '-' : time(t.escalated_at)}</td>`,
     html`<td class="n">${num(t.escalations)}</td>`,
     html`<td class="n${t.blocked > 0 ? ' bad' : ' zero'}">${num(t.blocked)}</td>`,
-    html`<td class="error">${t.last_error ?? none}</td>`,
+    html`<td class="error">${t.last_error ?? NONE}</td>`,
   ]);
   const quiet = a.circuits_open.length === 0 && a.tasks_total === 0;
   return html`<section class="card attention${quiet ? ' quiet' : ''}" id="attention">
@@ -53,9 +54,10 @@ ${a.tasks_total > tasks.length ? html`<p class="note">${num(a.tasks_total - task
 }
 
 export function causesSection(s: RunsSummary, causes: RunsSummary['escalation_causes'], colorOfModel: ModelColor): Html {
-  const head = ['escalations', 'tasks', 'model', 'reason', 'status', 'first - last (UTC)', 'example tasks', 'error'].map(
-    (name) => (name === 'escalations' || name === 'tasks' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`),
-  );
+  const head = [
+    ...thFigures('escalations', 'tasks'),
+    ...th('model', 'reason', 'status', 'first - last (UTC)', 'example tasks', 'error'),
+  ];
   const rows = causes.map((c) => [
     html`<td class="n warn">${num(c.escalations)}</td>`,
     html`<td class="n">${num(c.tasks)}</td>`,
@@ -79,15 +81,17 @@ export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel
   const withTokens = s.models.filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0);
   const chart = charts.tokens;
   const head = [
-    'model',
-    'runs with usage',
-    'output tok/s p50',
-    'prompt tokens p95',
-    'tokens in',
-    'tokens out',
-    'cold loads',
-    'maybe truncated',
-  ].map((name, i) => (i === 0 ? html`<th>${name}</th>` : html`<th class="n">${name}</th>`));
+    ...th('model'),
+    ...thFigures(
+      'runs with usage',
+      'output tok/s p50',
+      'prompt tokens p95',
+      'tokens in',
+      'tokens out',
+      'cold loads',
+      'maybe truncated',
+    ),
+  ];
   const rows = withTokens
     .slice(0, tableModels)
     .map((m) => [
@@ -118,9 +122,7 @@ ${withTokens.length > 0 ? table('tokens-table', head, rows) : ''}
 export function chainsSection(s: RunsSummary, colorOfModel: ModelColor, tableModels: number): Html {
   const c = s.chains;
   const absorbed = s.models.reduce((sum, m) => sum + m.absorbed.fell_through, 0);
-  const head = ['first model', 'calls', 'fell through', 'answered by (calls, ok)'].map((name) =>
-    name === 'calls' || name === 'fell through' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
-  );
+  const head = [...th('first model'), ...thFigures('calls', 'fell through'), ...th('answered by (calls, ok)')];
   const rows = c.rows.slice(0, tableModels).map((row) => [
     html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
     html`<td class="n">${num(row.calls)}</td>`,
@@ -196,9 +198,7 @@ export function latencySection(s: RunsSummary, charts: ReportCharts, colorOfMode
       ? html`<p class="empty" data-chart-empty="latency">No selected run spawned a process (all were rejected before starting), so there are no durations to chart.</p>`
       : html`<div class="chart" style="height:360px"><canvas data-chart="latency" role="img" aria-label="Grouped bar chart: spawned runs per duration bucket, one series per model"></canvas></div>
 ${chart.models_total > chart.series.length ? html`<p class="note">The chart shows the ${chart.series.length} models with the most runs of ${num(chart.models_total)}.</p>` : ''}`;
-  const head = ['model', 'answers', 'p50', 'p95', 'max', 'queue p50', 'failed attempts', 'time lost'].map((name, i) =>
-    i === 0 ? html`<th>${name}</th>` : html`<th class="n">${name}</th>`,
-  );
+  const head = [...th('model'), ...thFigures('answers', 'p50', 'p95', 'max', 'queue p50', 'failed attempts', 'time lost')];
   const rows = spawned
     .slice(0, tableModels)
     .map((m) => [
@@ -248,17 +248,18 @@ export function escalatedSection(
   const notes: Html[] = [];
   if (omitted > 0) notes.push(html`${num(omitted)} more escalated task(s) not listed here: <code>report --json</code> has them.`);
   if (s.escalated_tasks_truncated) notes.push(html`Only the 1000 most recently active escalated tasks were kept.`);
-  const head = ['task', 'model', 'attempts', 'last status', 'reason', 'last error', 'last time (UTC)'].map((name) =>
-    name === 'attempts' ? html`<th class="n">${name}</th>` : html`<th>${name}</th>`,
-  );
-  const none = html`<span class="zero">-</span>`;
+  const head = [
+    ...th('task', 'model'),
+    ...thFigures('attempts'),
+    ...th('last status', 'reason', 'last error', 'last time (UTC)'),
+  ];
   const rows = tasks.map((t) => [
     html`<td class="name">${t.task_id}</td>`,
     html`<td class="name">${t.model}</td>`,
     html`<td class="n">${num(t.attempts)}</td>`,
     html`<td class="status">${swatch(colorOf(t.last_status))}${t.last_status}</td>`,
-    html`<td>${t.escalation_reason ?? none}</td>`,
-    html`<td class="error">${t.last_error ?? none}</td>`,
+    html`<td>${t.escalation_reason ?? NONE}</td>`,
+    html`<td class="error">${t.last_error ?? NONE}</td>`,
     html`<td class="time">${t.last_ts === null ? '-' : time(t.last_ts)}</td>`,
   ]);
   return html`<section class="card" id="escalated">

@@ -65,6 +65,19 @@ export function swatch(color: string): Html {
   return html`<span class="swatch" style="background:${color}"></span>`;
 }
 
+/** Header cells of text columns. */
+export function th(...names: string[]): Html[] {
+  return names.map((name) => html`<th>${name}</th>`);
+}
+
+/** Header cells of columns of figures (aligned right). */
+export function thFigures(...names: string[]): Html[] {
+  return names.map((name) => html`<th class="n">${name}</th>`);
+}
+
+/** An empty cell's dash. */
+export const NONE = html`<span class="zero">-</span>`;
+
 /** A table in its scrolling wrapper. */
 export function table(id: string, head: readonly Html[], rows: readonly (readonly Html[])[]): Html {
   return html`<div class="table-wrap"><table id="${id}"><thead><tr>${head}</tr></thead><tbody>

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { html, joinHtml, lines, scriptJson, trustedHtml, type Html } from './html.js';
 import { REPORT_CLIENT_SCRIPT } from './html-client.js';
-import { count as num, cutText, duration, time } from './format.js';
+import { count as num, cutText, duration, filterPhrases, time } from './format.js';
 import {
   attentionSection,
   causesSection,
@@ -42,14 +42,10 @@ const MAX_ATTENTION_TASKS = 100;
 const MAX_CAUSES = 50;
 
 /**
- * The report as one self-contained HTML page: a header (time range, files read, runs, skipped
- * lines, filters), then the outcomes per model (stacked bars and a table), the latency per model
- * (duration histogram and a p50/p95/max table), runs and failures over time with escalations and
- * circuit openings marked, and the escalated tasks. Chart.js is inlined and a Content-Security-Policy
- * forbids every network request, so the page opens offline and cannot call out. The summary is
- * embedded as JSON (`<script type="application/json" id="report-summary">`; its `escalated_tasks`
- * cut to the rows shown, errors to 500 characters); every text from the log is escaped. With no
- * runs the page says so and draws no chart. Pure: same summary and options, same page.
+ * The report as one self-contained HTML page: a header, then the sections (see `sections`). Chart.js
+ * is inlined and a Content-Security-Policy forbids every network request, so the page opens offline
+ * and cannot call out. The summary is embedded as JSON (`#report-summary`, cut to the rows shown);
+ * every text from the log is escaped. Pure: same summary and options, same page.
  */
 export function renderReportHtml(summary: RunsSummary, options: RenderHtmlOptions): string {
   const embedded = embeddedSummary(summary, options);
@@ -154,18 +150,12 @@ function header(s: RunsSummary): Html {
       ? html`<strong>0</strong>`
       : html`<strong>${num(s.total_runs)}</strong> (${num(s.total_ok)} ok${okPct}; ${num(s.total_escalations)} escalation${s.total_escalations === 1 ? '' : 's'}; ${num(s.models.length)} model${s.models.length === 1 ? '' : 's'})`,
   ]);
-  const files = s.files.map((f) => html`<code>${f}</code>`);
-  if (s.dirs.length > 1)
-    facts.push([
-      'Dirs read',
-      joinHtml(
-        s.dirs.map((d) => html`<code>${d}</code>`),
-        ', ',
-      ),
-    ]);
+  const codeOf = (path: string) => html`<code>${path}</code>`;
+  const code = (paths: readonly string[]) => joinHtml(paths.map(codeOf), ', ');
+  if (s.dirs.length > 1) facts.push(['Dirs read', code(s.dirs)]);
   const unread =
     s.files_skipped > 0 ? html`; ${num(s.files_skipped)} older file(s) not read (every record before the time window)` : '';
-  facts.push(['Files read', s.files.length === 0 ? html`none (no run log found)` : html`${joinHtml(files, ', ')}${unread}`]);
+  facts.push(['Files read', s.files.length === 0 ? html`none (no run log found)` : html`${code(s.files)}${unread}`]);
   const skipped = [`${num(s.skipped_lines)} torn or unreadable`];
   if (s.blank_lines > 0) skipped.push(`${num(s.blank_lines)} blank`);
   if (s.unrecognized_records > 0) skipped.push(`${num(s.unrecognized_records)} JSON object(s) that are not runs`);
@@ -173,10 +163,10 @@ function header(s: RunsSummary): Html {
   facts.push(['Filters', html`${filterText(s)}`]);
   const notes: string[] = [];
   if (s.models_truncated) notes.push('More than 500 models: the runs of the rest are counted under "(other)".');
-  if (s.escalations_without_task > 0)
-    notes.push(
-      `${num(s.escalations_without_task)} escalation(s) had no task_id: they are counted, but not in the table of tasks.`,
-    );
+  if (s.escalations_without_task > 0) {
+    const count = num(s.escalations_without_task);
+    notes.push(`${count} escalation(s) had no task_id: they are counted, but not in the table of tasks.`);
+  }
   return html`<header>
 <h1>Run report <span class="product">ollama-runner-mcp</span></h1>
 <dl class="facts">
@@ -193,12 +183,7 @@ function noRunsReason(s: RunsSummary): string {
 }
 
 function filterText(s: RunsSummary): string {
-  const parts = [
-    s.filters.since !== null ? `since ${time(s.filters.since)} UTC` : null,
-    s.filters.model !== null ? `model ${s.filters.model}` : null,
-    s.filters.task !== null ? `task ${s.filters.task}` : null,
-    s.filters.status !== null ? `status ${s.filters.status.join(', ')}` : null,
-  ].filter((part) => part !== null);
+  const parts = filterPhrases(s.filters, ', ');
   return parts.length === 0 ? 'none' : parts.join('; ');
 }
 

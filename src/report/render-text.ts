@@ -1,6 +1,6 @@
-import { compareStatuses, count, cutLine, duration, ownCount, pct, span, time } from './format.js';
+import { compareStatuses, count, cutLine, duration, filterPhrases, ownCount, pct, span, time } from './format.js';
 import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
-import { TextPage, type Cell } from './text-layout.js';
+import { right, TextPage, type Cell } from './text-layout.js';
 
 export { duration } from './format.js';
 
@@ -36,11 +36,8 @@ interface Context {
 }
 
 /**
- * The terminal report, in the order a reviewer needs it: a header (runs, range, files, filters,
- * skipped lines), **Needs attention now** (open circuits, tasks escalated and not resolved),
- * escalations grouped by cause, then per model the outcomes, the latency of answers and the time
- * lost to failures, the tokens, and the fallback chains and busy retries. Plain text unless `color`
- * is set; no line longer than `width`, and no control character from the log. Ends with a newline.
+ * The terminal report, its sections in the order a reviewer needs them. Plain text unless `color` is
+ * set; no line longer than `width`, and no control character from the log. Ends with a newline.
  */
 export function renderReportText(summary: SummaryView, options: RenderTextOptions = {}): string {
   const width = Math.max(MIN_WIDTH, Math.floor(options.width ?? DEFAULT_TEXT_WIDTH));
@@ -80,12 +77,7 @@ function headerSection({ page }: Context, s: SummaryView): void {
   const unread =
     s.files_skipped > 0 ? `; ${count(s.files_skipped)} older file(s) not read (every record in them is before since)` : '';
   page.say(`Files: ${s.files.length === 0 ? '(no run log found)' : s.files.join(', ')}${unread}`);
-  const filters = [
-    s.filters.since !== null ? `since ${time(s.filters.since)} UTC` : null,
-    s.filters.model !== null ? `model ${s.filters.model}` : null,
-    s.filters.task !== null ? `task ${s.filters.task}` : null,
-    s.filters.status !== null ? `status ${s.filters.status.join(',')}` : null,
-  ].filter((part) => part !== null);
+  const filters = filterPhrases(s.filters, ',');
   if (filters.length > 0) page.say(`Filters: ${filters.join(', ')}`);
   const skipped = [
     `Skipped lines: ${count(s.skipped_lines)} (torn or unreadable)`,
@@ -126,13 +118,7 @@ function attentionTasks({ page, maxTasks }: Context, attention: SummaryView['att
     'yellow',
   );
   page.table(
-    [
-      { header: 'task_id' },
-      { header: 'model' },
-      { header: 'reason' },
-      { header: 'escalated (UTC)' },
-      { header: 'blocked', right: true },
-    ],
+    [{ header: 'task_id' }, { header: 'model' }, { header: 'reason' }, { header: 'escalated (UTC)' }, ...right('blocked')],
     attention.tasks
       .slice(0, maxTasks)
       .map((t) => [
@@ -160,8 +146,7 @@ function causesSection({ page, errorWidth }: Context, s: SummaryView): void {
   );
   const table = page.fitTable(
     [
-      { header: 'count', right: true },
-      { header: 'tasks', right: true },
+      ...right('count', 'tasks'),
       { header: 'model' },
       { header: 'reason' },
       { header: 'status' },
@@ -196,15 +181,7 @@ function outcomesSection({ page }: Context, s: SummaryView): void {
     .sort(compareStatuses);
   page.heading('Outcomes per model (what callers saw)');
   page.table(
-    [
-      { header: 'model' },
-      { header: 'runs', right: true },
-      { header: 'ok %', right: true },
-      { header: 'timeouts', right: true },
-      ...failureKinds.map((kind) => ({ header: kind, right: true })),
-      { header: 'escalations', right: true },
-      { header: 'circuit openings', right: true },
-    ],
+    [{ header: 'model' }, ...right('runs', 'ok %', 'timeouts', ...failureKinds, 'escalations', 'circuit openings')],
     s.models.map((m) => [
       { text: m.model },
       { text: count(m.runs) },
@@ -222,16 +199,7 @@ function outcomesSection({ page }: Context, s: SummaryView): void {
 function latencySection({ page }: Context, s: SummaryView): void {
   page.heading('Latency of answers, and time lost to failures');
   page.table(
-    [
-      { header: 'model' },
-      { header: 'answers', right: true },
-      { header: 'p50', right: true },
-      { header: 'p95', right: true },
-      { header: 'max', right: true },
-      { header: 'queue p50', right: true },
-      { header: 'failed attempts', right: true },
-      { header: 'time lost', right: true },
-    ],
+    [{ header: 'model' }, ...right('answers', 'p50', 'p95', 'max', 'queue p50', 'failed attempts', 'time lost')],
     s.models.map((m) => [
       { text: m.model },
       { text: count(m.ok) },
@@ -251,16 +219,7 @@ function tokensSection({ page }: Context, s: SummaryView): void {
   if (rows.length === 0) return;
   page.heading('Tokens per model');
   page.table(
-    [
-      { header: 'model' },
-      { header: 'runs', right: true },
-      { header: 'out tok/s', right: true },
-      { header: 'prompt p95', right: true },
-      { header: 'tokens in', right: true },
-      { header: 'tokens out', right: true },
-      { header: 'cold loads', right: true },
-      { header: 'truncated?', right: true },
-    ],
+    [{ header: 'model' }, ...right('runs', 'out tok/s', 'prompt p95', 'tokens in', 'tokens out', 'cold loads', 'truncated?')],
     rows.map(({ model, tokens: t }) => [
       { text: model },
       { text: count(t.runs) },
@@ -284,12 +243,7 @@ function chainsSection({ page }: Context, s: SummaryView): void {
   page.heading('Fallback chains and busy retries');
   if (chains.calls > 0) {
     page.table(
-      [
-        { header: 'first model' },
-        { header: 'calls', right: true },
-        { header: 'fell through', right: true },
-        { header: 'to (calls, ok)', fill: true },
-      ],
+      [{ header: 'first model' }, ...right('calls', 'fell through'), { header: 'to (calls, ok)', fill: true }],
       chains.rows.map((row) => [
         { text: row.first_model },
         { text: count(row.calls) },

@@ -84,72 +84,10 @@ export interface ChartSeries {
 
 /** What the page's charts draw, computed from the summary (`null`: nothing to draw, a note instead). */
 export interface ReportCharts {
-  /** Stacked bars: one bar per model (`labels`), one series per status that occurred (ok first). */
-  readonly outcomes: {
-    readonly labels: readonly string[];
-    readonly series: readonly ChartSeries[];
-    readonly models_total: number;
-  } | null;
-  /** Grouped bars: one group per duration bucket (`labels`), one series per model that spawned a run. */
-  readonly latency: {
-    readonly labels: readonly string[];
-    /** The bucket's range in words (`250 ms to 500 ms`), for tooltips. */
-    readonly ranges: readonly string[];
-    readonly series: readonly ChartSeries[];
-    readonly models_total: number;
-  } | null;
-  /** One bar per model (`labels`): median output tokens per second, coloured per model. */
-  readonly tokens: {
-    readonly labels: readonly string[];
-    readonly colors: readonly string[];
-    readonly output_tps_p50: readonly (number | null)[];
-    readonly prompt_tokens_p95: readonly (number | null)[];
-    readonly cold_loads: readonly number[];
-    readonly may_be_truncated: readonly number[];
-  } | null;
-  /**
-   * Stacked bars of ok and failed runs per bucket, and event markers on one row: the events are
-   * gathered into slots of `marker_slot_ms` (at least a bucket, at most 60 over the range), one
-   * marker per slot at its middle, a diamond when the slot holds a circuit opening, else a triangle.
-   */
-  readonly timeline: {
-    readonly bucket: string;
-    readonly bucket_ms: number;
-    readonly starts_ms: readonly number[];
-    readonly ok: readonly number[];
-    readonly failed: readonly number[];
-    readonly events: readonly {
-      readonly ts_ms: number;
-      readonly kind: 'escalation' | 'circuit_opening';
-      readonly model: string;
-      readonly task_id: string | null;
-      readonly detail: string | null;
-    }[];
-    readonly marker_slot_ms: number;
-    readonly markers: readonly TimelineMarker[];
-    /** The x axis: from the first bucket's start to the last one's end, ticks at `ticks_ms` (every `step_ms`, aligned to UTC). */
-    readonly min_ms: number;
-    readonly max_ms: number;
-    readonly step_ms: number;
-    readonly ticks_ms: readonly number[];
-    readonly tick_style: 'time' | 'day-time' | 'date';
-    readonly axis_title: string;
-    readonly y_title: string;
-    readonly colors: typeof TIMELINE_COLORS;
-  } | null;
-}
-
-/** One marker of the timeline: the events of one slot. */
-export interface TimelineMarker {
-  /** The slot's middle. */
-  readonly x_ms: number;
-  readonly kind: 'escalation' | 'circuit_opening';
-  readonly escalations: number;
-  readonly circuit_openings: number;
-  /** Tooltip lines, the first 8 events of the slot (`HH:MM:SS model task (detail)`), then `... N more`. */
-  readonly lines: readonly string[];
-  /** The model of each event, for its colour. */
-  readonly models: readonly string[];
+  readonly outcomes: ReturnType<typeof outcomesChart> | null;
+  readonly latency: ReturnType<typeof latencyChart>;
+  readonly tokens: ReturnType<typeof tokensChart>;
+  readonly timeline: ReturnType<typeof timelineChart>;
 }
 
 /** A colour per model: the models in the summary's order (most runs first) take {@link MODEL_COLORS} in turn. */
@@ -176,7 +114,8 @@ export function buildReportCharts(summary: RunsSummary, options: ChartOptions = 
   };
 }
 
-function outcomesChart(summary: RunsSummary, maxModels: number): ReportCharts['outcomes'] {
+/** Stacked bars: one bar per model (`labels`), one series per status that occurred (ok first). */
+function outcomesChart(summary: RunsSummary, maxModels: number) {
   const colorOf = statusColors(summary);
   const models = summary.models.slice(0, maxModels);
   const anyOk = summary.models.some((m) => m.ok > 0);
@@ -192,7 +131,8 @@ function outcomesChart(summary: RunsSummary, maxModels: number): ReportCharts['o
   return { labels: models.map((m) => m.model), series, models_total: summary.models.length };
 }
 
-function latencyChart(summary: RunsSummary, colorOfModel: (model: string) => string, maxModels: number): ReportCharts['latency'] {
+/** Grouped bars: one group per duration bucket (`labels`, `ranges` in words for tooltips), one series per model that spawned a run. */
+function latencyChart(summary: RunsSummary, colorOfModel: (model: string) => string, maxModels: number) {
   const spawnedModels = summary.models.filter((m) => m.spawned > 0);
   if (spawnedModels.length === 0) return null;
   const bounds = summary.duration_buckets_ms;
@@ -212,7 +152,8 @@ function latencyChart(summary: RunsSummary, colorOfModel: (model: string) => str
   };
 }
 
-function tokensChart(summary: RunsSummary, colorOfModel: (model: string) => string, maxModels: number): ReportCharts['tokens'] {
+/** One bar per model (`labels`): median output tokens per second, and the 95th percentile of prompt tokens. */
+function tokensChart(summary: RunsSummary, colorOfModel: (model: string) => string, maxModels: number) {
   const models = summary.models.filter((m) => m.tokens.runs > 0).slice(0, maxModels);
   if (models.length === 0) return null;
   return {
@@ -225,7 +166,13 @@ function tokensChart(summary: RunsSummary, colorOfModel: (model: string) => stri
   };
 }
 
-function timelineChart(timeline: RunsSummary['timeline']): ReportCharts['timeline'] {
+/**
+ * Stacked bars of ok and failed runs per bucket, and event markers on one row: the events are
+ * gathered into slots of `marker_slot_ms` (at least a bucket, at most 60 over the range), one
+ * marker per slot at its middle. The x axis runs from the first bucket's start to the last one's
+ * end, with ticks at `ticks_ms` (every `step_ms`, aligned to UTC).
+ */
+function timelineChart(timeline: RunsSummary['timeline']) {
   if (timeline.buckets.length === 0) return null;
   const bucketMs = timeline.bucket_seconds * 1000;
   const starts = timeline.buckets.map((b) => Date.parse(b.start));
@@ -267,7 +214,11 @@ function timelineChart(timeline: RunsSummary['timeline']): ReportCharts['timelin
 
 const MARKER_LINES = 8;
 
-function timelineMarkers(events: RunsSummary['timeline']['events'], min: number, slotMs: number): TimelineMarker[] {
+/**
+ * One marker per slot that holds events: a diamond when it holds a circuit opening, else a triangle;
+ * its tooltip lines are the first 8 events (`HH:MM:SS model task (detail)`), then `... N more`.
+ */
+function timelineMarkers(events: RunsSummary['timeline']['events'], min: number, slotMs: number) {
   const slots = new Map<number, RunsSummary['timeline']['events'][number][]>();
   for (const e of events) {
     const slot = Math.floor((Date.parse(e.ts) - min) / slotMs);
@@ -324,8 +275,8 @@ function shortDuration(ms: number): string {
   return `${ms / 3_600_000}h`;
 }
 
-export /** `5m` -> `5 minutes`. */
-function bucketWords(bucket: string): string {
+/** `5m` -> `5 minutes`. */
+export function bucketWords(bucket: string): string {
   const match = /^(\d+)([mhd])$/.exec(bucket);
   if (match === null) return bucket;
   const n = Number(match[1]);

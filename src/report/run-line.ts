@@ -46,63 +46,46 @@ export interface ControlLine {
 
 /** Latest `ts` taken as real: 9999-12-31T23:59:59.999Z. */
 const MAX_TS_MS = 253_402_300_799_999;
-/** Model names whose canonical form is remembered: a log has a handful; a hostile one is not let grow the cache. */
-const MAX_CACHED_NAMES = 10_000;
 
-/** Reads run and control lines, with the canonical model names of the names seen remembered. */
-export class LineReader {
-  readonly #keys = new Map<string, string>();
+/** The run line, or null when the record is not a run (no string `model` and `status`). */
+export function readRunLine(record: JsonObject): RunLine | null {
+  const { model, status } = record;
+  if (typeof model !== 'string' || model === '' || typeof status !== 'string' || status === '') return null;
+  const circuit = objectOrNull(record.circuit);
+  const transition = circuit?.transition;
+  const duration = record.duration_ms;
+  const queue = record.queue_ms;
+  const retryCount = record.retry_count;
+  return {
+    model: modelKeyOf(model),
+    loggedModel: model,
+    status,
+    tsMs: tsMsOf(record.ts),
+    taskId: nonEmptyString(record.task_id),
+    escalate: record.escalate === true,
+    reason: typeof record.escalation_reason === 'string' ? record.escalation_reason : null,
+    error: typeof record.error === 'string' ? record.error : null,
+    absorbed: record.will_retry === true,
+    circuit,
+    opening: transition === 'opened' || transition === 'reopened' ? transition : null,
+    spawnedMs: typeof duration === 'number' && duration > 0 ? duration : null,
+    queueMs: typeof queue === 'number' ? queue : null,
+    usage: objectOrNull(record.usage),
+    mayBeTruncated: Array.isArray(record.warnings) && record.warnings.some(isTruncationWarning),
+    retryCount: typeof retryCount === 'number' && retryCount >= 0 ? retryCount : 0,
+    chainId: record.chain_id,
+    busyTry: record.busy_try,
+  };
+}
 
-  /** The run line, or null when the record is not a run (no string `model` and `status`). */
-  run(record: JsonObject): RunLine | null {
-    const { model, status } = record;
-    if (typeof model !== 'string' || model === '' || typeof status !== 'string' || status === '') return null;
-    const circuit = objectOrNull(record.circuit);
-    const transition = circuit?.transition;
-    const duration = record.duration_ms;
-    const queue = record.queue_ms;
-    const retryCount = record.retry_count;
-    return {
-      model: this.modelKey(model),
-      loggedModel: model,
-      status,
-      tsMs: tsMsOf(record.ts),
-      taskId: nonEmptyString(record.task_id),
-      escalate: record.escalate === true,
-      reason: typeof record.escalation_reason === 'string' ? record.escalation_reason : null,
-      error: typeof record.error === 'string' ? record.error : null,
-      absorbed: record.will_retry === true,
-      circuit,
-      opening: transition === 'opened' || transition === 'reopened' ? transition : null,
-      spawnedMs: typeof duration === 'number' && duration > 0 ? duration : null,
-      queueMs: typeof queue === 'number' ? queue : null,
-      usage: objectOrNull(record.usage),
-      mayBeTruncated: Array.isArray(record.warnings) && record.warnings.some(isTruncationWarning),
-      retryCount: typeof retryCount === 'number' && retryCount >= 0 ? retryCount : 0,
-      chainId: record.chain_id,
-      busyTry: record.busy_try,
-    };
-  }
-
-  control(record: JsonObject): ControlLine {
-    const model = nonEmptyString(record.model);
-    return {
-      action: record.action,
-      taskId: nonEmptyString(record.task_id),
-      model: model === null ? null : this.modelKey(model),
-      tsMs: tsMsOf(record.ts),
-    };
-  }
-
-  /** Only real model names are made canonical; invalid input stays as logged. */
-  modelKey(name: string): string {
-    let key = this.#keys.get(name);
-    if (key === undefined) {
-      key = modelKeyOf(name);
-      if (this.#keys.size < MAX_CACHED_NAMES) this.#keys.set(name, key);
-    }
-    return key;
-  }
+export function readControlLine(record: JsonObject): ControlLine {
+  const model = nonEmptyString(record.model);
+  return {
+    action: record.action,
+    taskId: nonEmptyString(record.task_id),
+    model: model === null ? null : modelKeyOf(model),
+    tsMs: tsMsOf(record.ts),
+  };
 }
 
 function tsMsOf(ts: unknown): number {

@@ -10,7 +10,7 @@ import { EscalationCauses } from './escalation-causes.js';
 import type { RunFilters } from './filters.js';
 import { DURATION_BUCKETS_MS } from './histogram.js';
 import { ModelRows } from './model-stats.js';
-import { LineReader, type RunLine } from './run-line.js';
+import { readControlLine, readRunLine, type RunLine } from './run-line.js';
 import type { RunsSummary } from './summary-schema.js';
 import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
 import { TimelineAccumulator } from './timeline.js';
@@ -55,16 +55,10 @@ export interface SummarizeOptions {
 
 /**
  * Summarizes run logs, streaming each file in the order given, in bounded memory whatever their
- * size (see {@link SummaryLimits}; percentiles within 1%, see `LogHistogram`).
- *
- * With `filters.since`, a rotated file (one followed by another file of its directory) whose
- * records are all older than `since` is not read: its mtime and last line tell (see
- * `isOlderThan`), so a summary of the last day costs the same after months of history. The
- * summary's `files` lists the files read, `files_skipped` counts the others.
- *
- * Records are taken as they are: a missing or mistyped field counts as absent, a JSON object
- * without a string `model` and `status` is not a run (`unrecognized_records`), and torn and blank
- * lines are counted, not errors. A missing file reads as empty; another I/O error rejects.
+ * size (see {@link SummaryLimits}); what is counted is in src/report/README.md. With
+ * `filters.since`, a rotated file whose records are all older is not read (`isOlderThan`), so a
+ * summary of the last day costs the same after months of history. A missing file reads as empty;
+ * another I/O error rejects.
  *
  * @param files paths, oldest first, each directory's files together (see `listRunLogFiles`)
  */
@@ -104,7 +98,6 @@ export class SummaryBuilder {
   readonly #sinceMs: number | undefined;
   readonly #statuses: ReadonlySet<string> | undefined;
   readonly #modelFilterKey: string | undefined;
-  readonly #lines = new LineReader();
   readonly #models: ModelRows;
   readonly #tasks: EscalatedTasks;
   readonly #attention: AttentionTracker;
@@ -135,7 +128,7 @@ export class SummaryBuilder {
       this.#addControl(record);
       return;
     }
-    const line = this.#lines.run(record);
+    const line = readRunLine(record);
     if (line === null) {
       this.#unread.unrecognized += 1;
       return;
@@ -155,7 +148,7 @@ export class SummaryBuilder {
 
   /** A reset or status look-up logged beside the runs: not a run, but a reset settles what needed attention. */
   #addControl(record: JsonObject): void {
-    const line = this.#lines.control(record);
+    const line = readControlLine(record);
     if (!this.#isAbout(line.taskId, line.model, null)) return;
     this.#attention.control(line);
   }

@@ -19,6 +19,11 @@ export interface Column {
   readonly fill?: boolean;
 }
 
+/** Columns of figures, aligned right. */
+export function right(...headers: string[]): Column[] {
+  return headers.map((header) => ({ header, right: true }));
+}
+
 const ANSI: Record<Style, string> = { bold: '1', red: '31', yellow: '33', green: '32', dim: '2' };
 /** The first column (model names, task ids) is cut to this share of the width. */
 const KEY_SHARE = 0.4;

@@ -107,75 +107,49 @@ function whatIsWrong(value: unknown, fallback: string): string {
 /**
  * The top-level `id` of a message known only by its ends. Clients write it first
  * (`{"jsonrpc":"2.0","id":7,...`) or, like the SDK's, last (`...,"jsonrpc":"2.0","id":7}`).
- * The start is scanned token by token so a nested `"id"` is never taken for it.
+ * The start is read token by token so a nested `"id"`, or one inside a string, is never taken for it.
  */
 export function findTopLevelId(head: string, tail: string): RequestId | null {
-  return idFromHead(head) ?? idFromTail(tail);
+  return idFromHead(head) ?? parseId(/[,{]\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$/.exec(tail)?.[1]);
 }
+
+/** One JSON token: white space, a string, a punctuation mark, or a run of anything else (numbers, literals). */
+const TOKEN = /\s+|"(?:[^"\\]|\\.)*"|[{}[\]:,]|[^\s"{}[\]:,]+/y;
+const ID_VALUE = /^\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*[,}]/;
 
 function idFromHead(head: string): RequestId | null {
   let depth = 0;
   let expectKey = false;
-  let i = 0;
-  const skipSpace = () => {
-    while (i < head.length && /\s/.test(head[i]!)) i += 1;
-  };
-  const readString = (): string | null => {
-    const match = /^"(?:[^"\\]|\\.)*"/.exec(head.slice(i, i + 8192));
-    if (!match) return null;
-    i += match[0].length;
-    try {
-      return JSON.parse(match[0]) as string;
-    } catch {
-      return null;
-    }
-  };
-  while (i < head.length) {
-    skipSpace();
-    const c = head[i];
-    if (c === undefined) return null;
-    if (c === '{' || c === '[') {
+  TOKEN.lastIndex = 0;
+  for (let match = TOKEN.exec(head); match !== null; match = TOKEN.exec(head)) {
+    const token = match[0];
+    if (token === '{' || token === '[') {
       depth += 1;
-      expectKey = c === '{';
-      i += 1;
-    } else if (c === '}' || c === ']') {
-      depth -= 1;
-      i += 1;
-    } else if (c === ',') {
-      expectKey = true; // inside an array this is wrong, but only depth-1 keys matter and depth 1 is the object
-      i += 1;
-    } else if (c === ':') {
+      expectKey = token === '{';
+    } else if (token === '}' || token === ']') depth -= 1;
+    // After a comma in an array this is wrong, but only the keys at depth 1 (the message object) matter.
+    else if (token === ',') expectKey = true;
+    else if (token === ':') expectKey = false;
+    else if (token.startsWith('"')) {
+      const text = parseJson(token);
+      if (text === undefined) return null; // not JSON after all: nothing to trust
+      if (expectKey && depth === 1 && text === 'id') return parseId(ID_VALUE.exec(head.slice(TOKEN.lastIndex))?.[1]);
       expectKey = false;
-      i += 1;
-    } else if (c === '"') {
-      const key = expectKey;
-      const text = readString();
-      if (text === null) return null;
-      if (key && depth === 1 && text === 'id') {
-        skipSpace();
-        if (head[i] !== ':') return null;
-        i += 1;
-        skipSpace();
-        const value = /^(-?\d+)(?=\s*[,}])|^("(?:[^"\\]|\\.)*")(?=\s*[,}])/.exec(head.slice(i, i + 8192));
-        if (!value) return null;
-        const id: unknown = JSON.parse(value[0]);
-        return isRequestId(id) ? id : null;
-      }
-      expectKey = false;
-    } else {
-      i += 1; // numbers, true/false/null
     }
   }
-  return null;
+  return null; // the head ends inside a string, or holds no top-level id
 }
 
-function idFromTail(tail: string): RequestId | null {
-  const match = /[,{]\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$/.exec(tail);
-  if (!match?.[1]) return null;
+/** A request id written as JSON, or null. */
+function parseId(json: string | undefined): RequestId | null {
+  const id = json === undefined ? undefined : parseJson(json);
+  return isRequestId(id) ? id : null;
+}
+
+function parseJson(json: string): unknown {
   try {
-    const id: unknown = JSON.parse(match[1]);
-    return isRequestId(id) ? id : null;
+    return JSON.parse(json) as unknown;
   } catch {
-    return null;
+    return undefined;
   }
 }

@@ -381,6 +381,19 @@ describe('robustness and bounds', () => {
     expect((await summarize(tmp)).escalated_tasks[0]!.attempts).toBe(4);
   });
 
+  it('forgets the attempts of a task not seen among the last maxTrackedTasks, not those of the most recent', async () => {
+    const seen = (task: string, minute: number) =>
+      record({ ts: `2025-11-22T10:0${minute}:00.000Z`, task_id: task, status: 'ok' });
+    const escalated = (task: string, minute: number) =>
+      record({ ts: `2025-11-22T10:${minute}:00.000Z`, task_id: task, status: 'timeout', escalate: true, retry_count: 0 });
+    const lines = ['t1', 't2', 't3', 't4', 't5', 't6'].map((task, i) => seen(task, i));
+    await writeLog(tmp, 'runs.jsonl', [...lines, escalated('t6', 10), escalated('t1', 11)]);
+    const attempts = Object.fromEntries(
+      (await summarize(tmp, {}, { maxTrackedTasks: 4 })).escalated_tasks.map((t) => [t.task_id, t.attempts]),
+    );
+    expect(attempts).toEqual({ t6: 2, t1: 1 });
+  });
+
   it('collects models past the cap under "(other)"', async () => {
     await writeLog(
       tmp,

@@ -78,6 +78,9 @@ describe('findTopLevelId', () => {
     ['an id-like text inside a string', '{"method":"x","params":{"p":"{\\"id\\":5,', '\\"id\\":6}"}}', null],
     ['a nested id at the very end', '{"method":"x","params":', '{"id":9}}', null],
     ['nothing readable', 'zzzzzz', 'zzzz', null],
+    ['an id that is not valid JSON', '{"jsonrpc":"2.0","id":"\\q","method":"x","params":{"p":"yy', '', null],
+    ['a key that is not valid JSON before the id', '{"\\q":1,"id":2,"params":{"p":"yy', '', null],
+    ['an unfinished string before the id', '{"method":"x","params":{"p":"yy', '"id":5}', null],
   ])('%s', (_name, head, tail, id) => {
     expect(findTopLevelId(head, tail)).toBe(id);
   });

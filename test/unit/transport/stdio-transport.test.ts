@@ -39,6 +39,16 @@ describe('LineStdioTransport', () => {
     expect(t.closed()).toBe(0);
   });
 
+  it('answers an oversized line whose id is not valid JSON, and goes on reading', async () => {
+    const t = await started(1000);
+    t.stdin.write(`{"jsonrpc":"2.0","id":"\\q","method":"tools/call","params":{"pad":"${'x'.repeat(5000)}"}}\n`);
+    t.stdin.write('{"jsonrpc":"2.0","id":4,"method":"ping"}\n');
+    await tick();
+    expect(t.replies()).toEqual([{ jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32600 }) }]);
+    expect(t.messages).toEqual([{ jsonrpc: '2.0', id: 4, method: 'ping' }]);
+    expect(t.closed()).toBe(0);
+  });
+
   it('sends what the server sends, one JSON line each', async () => {
     const t = await started();
     await t.transport.send({ jsonrpc: '2.0', id: 1, result: {} });
