@@ -37,6 +37,16 @@ export interface LedgerAttempt {
   readonly standing?: Standing | null;
 }
 
+/** What the ledger needs of an attempt whose server died (app/interrupted-attempts.ts). */
+export interface InterruptedAttempt {
+  readonly runId: string;
+  readonly taskId: string | null;
+  readonly model: string;
+  readonly modelKey: string;
+  readonly maxRetries: number;
+  readonly callerRetryCount: number | null;
+}
+
 /** An earlier model's verdict in the same call (see LedgerAttempt.standing). */
 export interface Standing {
   readonly model: string;
@@ -198,6 +208,43 @@ export class AttemptLedger {
     }
   }
 
+  /**
+   * An attempt whose server died before it ended (see app/interrupted-attempts.ts): recorded for its
+   * task as `interrupted`, unless the task already holds its verdict (the server died after recording
+   * it, before logging it): then that verdict is what is said. The circuit is left alone.
+   */
+  async settleInterrupted(a: InterruptedAttempt): Promise<{ settled: Settled; status: RunStatus }> {
+    const settings = { threshold: this.#config.breakerThreshold, cooldownMs: this.#config.breakerCooldownMs };
+    const request: RunRequest = { model: a.model, prompt: '', ...(a.taskId !== null ? { taskId: a.taskId } : {}) };
+    const fromCaller = { settled: this.unsettled(a.callerRetryCount ?? 0, NO_ESCALATION), status: 'interrupted' as const };
+    if (a.taskId === null) return fromCaller;
+    try {
+      return await this.#store.transact(taskScope(request), (state) => {
+        const now = this.#clock();
+        const entry = state.tasks[a.taskId!];
+        const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, settings);
+        if (entry?.lastRunId === a.runId) {
+          const counted = OUTCOME_POLICY[entry.lastStatus].countsAsTaskFailure;
+          const retryCount = counted ? Math.max(0, entry.failures - 1) : entry.failures;
+          const escalation = { escalate: entry.escalated, reason: entry.escalationReason };
+          return { settled: { retryCount, escalation, circuit, transition: null }, status: entry.lastStatus };
+        }
+        const retryCount = retryCountFor(entry, a.callerRetryCount ?? undefined);
+        const escalation = decideEscalation({
+          status: 'interrupted',
+          retryCount,
+          maxRetries: a.maxRetries,
+          openedCircuit: false,
+        });
+        recordTask(state, request, a.runId, 'interrupted', escalation.reason, now);
+        return { settled: { retryCount, escalation, circuit, transition: null }, status: 'interrupted' as RunStatus };
+      });
+    } catch (error) {
+      this.#warn(`ledger not updated for interrupted run ${a.runId}: ${(error as Error).message}`);
+      return fromCaller;
+    }
+  }
+
   /** What is said of an attempt that touched neither the ledger nor a circuit. */
   unsettled(retryCount: number, escalation: EscalationDecision): Settled {
     const settings: BreakerSettings = { threshold: this.#config.breakerThreshold, cooldownMs: this.#config.breakerCooldownMs };
@@ -295,6 +342,7 @@ export class AttemptLedger {
 }
 
 const CIRCUIT_OPEN: EscalationDecision = { escalate: true, reason: 'circuit_open' };
+const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
 
 function circuitOpen(retryCount: number, circuit: Settled['circuit'], escalation: EscalationDecision): Admission {
   return {

@@ -19,6 +19,8 @@ import type { Attempt, Settled } from './run-report.js';
 import type { PreflightResult, RunContext, RunRequest } from './run-request.js';
 import type { RunResult, RunWarning } from './run-result.js';
 import { nextAfter, type ScheduledAttempt, type TurnScheduler } from './turn-scheduler.js';
+import type { AttemptJournal } from '../store/attempt-journal.js';
+import type { SelfIdentity } from '../store/proc-reader.js';
 
 export interface AttemptRunnerDeps {
   readonly config: Config;
@@ -34,6 +36,10 @@ export interface AttemptRunnerDeps {
   readonly probes: ProbeWaiters;
   readonly contextCheck: ContextCheck;
   readonly recorder: AttemptRecorder;
+  /** Where attempts under way are recorded, so a crash cannot lose them (app/interrupted-attempts.ts); null: nowhere. */
+  readonly journal: AttemptJournal | null;
+  readonly identity: SelfIdentity;
+  readonly warn: (message: string) => void;
 }
 
 /** An attempt on its way, with the warnings its result will carry. */
@@ -52,6 +58,7 @@ type Ending = Omit<Attempt, 'runId' | 'request' | 'timeoutMs' | 'startTimeoutMs'
 export class AttemptRunner {
   readonly #deps: AttemptRunnerDeps;
   #scheduler: TurnScheduler | null = null;
+  #journalWarned = false;
 
   constructor(deps: AttemptRunnerDeps) {
     this.#deps = deps;
@@ -86,6 +93,8 @@ export class AttemptRunner {
 
     // 3. The model process, 4. what it means for the task, the circuit and the caller. The turn is
     //    given back only once the verdict is recorded, so the next in line sees a circuit this run opened.
+    //    The attempt is recorded as under way until its line is written: a crash cannot lose it.
+    const journaled = await this.#journalOpen(attempt, context);
     const outcome = await this.#runModel(attempt, turn.grant, context);
     context.onPhase?.({ phase: 'finishing' });
     const classification = classifyOutcome(outcome);
@@ -100,7 +109,46 @@ export class AttemptRunner {
     const truncation = await this.#deps.contextCheck.warningFor(request.model, usage); // spawns only for a large prompt
     if (truncation !== null) attempt.warnings.push(truncation);
     const ending = { status: classification.status, classification, outcome, queueMs: turn.queueMs, settled, usage };
-    return this.#end(attempt, ending, next, context);
+    const ended = await this.#end(attempt, ending, next, context);
+    if (journaled) await this.#deps.journal!.close(attempt.runId).catch((error: Error) => this.#journalProblem(error));
+    return ended;
+  }
+
+  /** Record the attempt as under way; false (and one warning) when it cannot be: the run goes on. */
+  async #journalOpen(attempt: LiveAttempt, context: RunContext): Promise<boolean> {
+    const { journal, identity, clock } = this.#deps;
+    if (journal === null) return false;
+    const { request, step } = attempt;
+    try {
+      await journal.open({
+        runId: attempt.runId,
+        taskId: request.taskId ?? null,
+        model: request.model,
+        tool: context.batchId ? 'ollama_run_many' : 'ollama_run',
+        batchId: context.batchId ?? null,
+        chainId: step?.chainId ?? null,
+        chainStep: step?.chainStep ?? null,
+        maxRetries: attempt.maxRetries,
+        callerRetryCount: request.retryCount ?? null,
+        timeoutMs: attempt.timeoutMs,
+        startTimeoutMs: attempt.startTimeoutMs,
+        promptChars: request.prompt.length,
+        startedAt: clock(),
+        server: { ...identity.self, ...identity.place },
+      });
+      return true;
+    } catch (error) {
+      this.#journalProblem(error as Error);
+      return false;
+    }
+  }
+
+  #journalProblem(error: Error): void {
+    if (this.#journalWarned) return;
+    this.#journalWarned = true;
+    this.#deps.warn(
+      `cannot record the attempts under way (${error.message}): runs go on, but one cut off by a crash of this server will not be settled by the next`,
+    );
   }
 
   /** A call cancelled while it waited to retry a busy server: settled and logged, nothing spawned. */

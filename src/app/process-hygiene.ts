@@ -39,6 +39,8 @@ export class ProcessHygiene {
   readonly children: ChildRegistry | null;
   readonly sweeper: OrphanSweeper;
   readonly sharedSlots: SharedSlots | null;
+  /** The attempts a dead server left under way (the run service's): settled with the sweeps. */
+  attempts: { start(): void; stop(): Promise<void> } | null = null;
 
   /**
    * `team`: team mode's Redis (OLLAMA_MCP_STATE_URL): the shared cap's slots live there, so the
@@ -87,13 +89,15 @@ export class ProcessHygiene {
     };
   }
 
-  /** Sweep now and every minute. */
+  /** Sweep now and every minute; settle the attempts dead servers left. */
   start(): void {
     this.sweeper.start();
+    this.attempts?.start();
   }
 
   /** Stop sweeping; wait for a sweep under way and for the records of ended children to be removed. */
   async stop(): Promise<void> {
+    await this.attempts?.stop();
     await this.sweeper.stop();
     await this.children?.idle();
     await this.sharedSlots?.table.idle?.();

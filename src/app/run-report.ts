@@ -40,6 +40,8 @@ export interface Attempt {
   readonly usage?: RunUsage;
   /** Where the attempt stands in its call (fallback chain, busy retries); absent for a call's only try. */
   readonly step?: StepFacts;
+  /** The prompt's length when its text is not at hand (an attempt settled by another server). */
+  readonly promptChars?: number;
 }
 
 /** An attempt's place in its call, for its metadata and its runs.jsonl line. */
@@ -88,7 +90,7 @@ export function toRunMetadata(attempt: Attempt, warnings: RunWarning[], files: S
     timeout_ms: attempt.timeoutMs,
     start_timeout_ms: attempt.startTimeoutMs,
     cold_load: (attempt.usage?.load_ms ?? 0) >= COLD_LOAD_MS,
-    prompt_chars: request.prompt.length,
+    prompt_chars: attempt.promptChars ?? request.prompt.length,
     output_chars: classification.answer.length,
     thinking_chars: classification.thinking.length,
     usage: attempt.usage ?? { ...NO_USAGE },

@@ -16,6 +16,10 @@ import type { Attempt } from './run-report.js';
 import { salvageRequest, type PreflightResult, type RunContext, type RunRequest } from './run-request.js';
 import type { RunResult } from './run-result.js';
 import { TurnScheduler } from './turn-scheduler.js';
+import { InterruptedAttempts } from './interrupted-attempts.js';
+import { AttemptJournal } from '../store/attempt-journal.js';
+import { liveProcView, selfIdentity, type SelfIdentity } from '../store/proc-reader.js';
+import type { ProcView } from '../policy/process-identity.js';
 import type { Config } from '../config/config.js';
 import { configSettings, type ModelSettings } from '../config/model-tiers.js';
 import { cliEnvironment } from '../ollama/child-env.js';
@@ -68,6 +72,12 @@ export interface RunServiceDeps {
   readonly sharedSlots?: SharedSlots | null;
   /** Where answers too large for a reply are kept whole. @default `answers/` in the telemetry dir; null: nowhere */
   readonly answers?: AnswerFiles | null;
+  /** Where attempts under way are recorded for the next server to settle if this one dies. @default `attempts/` in the telemetry dir */
+  readonly journal?: AttemptJournal | null;
+  /** This process, as its records name it. @default read from /proc */
+  readonly identity?: SelfIdentity;
+  /** Which processes are alive. @default /proc */
+  readonly proc?: ProcView;
 }
 
 /**
@@ -82,6 +92,8 @@ export class RunService {
   readonly #ledger: AttemptLedger;
   readonly #dispatcher: Dispatcher;
   readonly #recorder: AttemptRecorder;
+  /** The attempts dead servers left under way: settled at start-up and every minute once started. */
+  readonly interrupted: InterruptedAttempts;
   readonly #inFlight = new Set<Promise<RunResult>>();
   readonly #shutdown = new AbortController();
   readonly #calls: CallRunnerDeps;
@@ -100,6 +112,8 @@ export class RunService {
     this.#dispatcher = dispatcherFor(config, deps, warn);
     this.#recorder = new AttemptRecorder({ log: deps.log, clock: this.#clock, answers });
     const env = cliEnvironment(config, deps.env);
+    const journal = deps.journal === undefined ? new AttemptJournal(config.telemetryDir) : deps.journal;
+    const identity = deps.identity ?? selfIdentity();
     const probes = new ProbeWaiters((modelKey) => this.#ledger.circuitOf(modelKey), this.#clock);
     const attempts = new AttemptRunner({
       config,
@@ -112,6 +126,17 @@ export class RunService {
       probes,
       contextCheck: cliContextCheck(config, env, this.#clock),
       recorder: this.#recorder,
+      journal,
+      identity,
+      warn,
+    });
+    this.interrupted = new InterruptedAttempts({
+      journal: journal ?? new AttemptJournal(config.telemetryDir),
+      identity,
+      proc: deps.proc ?? liveProcView,
+      ledger: this.#ledger,
+      recorder: this.#recorder,
+      warn,
     });
     attempts.scheduler = new TurnScheduler({
       ledger: this.#ledger,

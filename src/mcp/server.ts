@@ -113,6 +113,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     settingsFor: (model) => tiers.settingsFor(model),
     ...(config.preflight ? { preflight: (model: string) => installedModels.check(model) } : {}),
   });
+  hygiene.attempts = runs.interrupted;
   return { store, log, runs, installedModels, hygiene };
 }
 

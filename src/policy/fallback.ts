@@ -39,6 +39,7 @@ export const FALLTHROUGH: Readonly<Record<RunStatus, FallthroughRule>> = {
   circuit_open: 'always',
   unsupported_option: 'always',
   cancelled: 'never',
+  interrupted: 'never',
   blocked: 'never',
   not_started: 'never',
   invalid_input: 'never',

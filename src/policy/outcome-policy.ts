@@ -71,6 +71,9 @@ export const OUTCOME_POLICY: Readonly<Record<RunStatus, OutcomePolicy>> = {
   circuit_open: { ...NOT_COUNTED, escalateAtOnce: 'circuit_open' },
   unsupported_option: { ...NOT_COUNTED, retryable: false },
   cancelled: NOT_COUNTED,
+  // The server died, not the model: the circuit is left alone. It counts for the task, so a task that
+  // kills its server every time (an answer too large for its memory, say) still ends in max_retries_exceeded.
+  interrupted: PASSING,
   // A blocked attempt repeats the task's earlier escalation (the run service supplies its reason).
   blocked: { ...NOT_COUNTED, retryable: false },
   not_started: NOT_COUNTED,

@@ -64,6 +64,11 @@ export const RUN_STATUSES = [
   'unsupported_option',
   /** The caller cancelled, or the server shut down, while the run was queued or running. */
   'cancelled',
+  /**
+   * The server running it died (SIGKILL, out of memory) before the attempt ended: the next server
+   * settles it from the record left behind, so the attempt is neither lost nor counted twice.
+   */
+  'interrupted',
   /** Rejected without spawning: the task escalated before and OLLAMA_MCP_ESCALATION=block (reset it first). */
   'blocked',
   /** An `ollama_run_many` job that never started because the batch deadline passed first. */

@@ -35,6 +35,7 @@ export const STATUS_COLORS: Readonly<Record<RunStatus, string>> = {
   circuit_open: '#ec407a',
   unsupported_option: '#1e88e5',
   cancelled: '#9e9e9e',
+  interrupted: '#795548',
   blocked: '#283593',
   not_started: '#bcaaa4',
   invalid_input: '#00897b',

@@ -57,8 +57,11 @@ export class AttemptJournal {
     });
   }
 
-  /** Every attempt recorded as under way (unreadable files are skipped: one written this instant, say). */
-  async list(): Promise<OpenAttempt[]> {
+  /**
+   * Every attempt recorded as under way, and the pid of the server settling it if one claimed it
+   * (unreadable files are skipped: one written this instant, say).
+   */
+  async list(): Promise<(OpenAttempt & { readonly claimedBy: number | null })[]> {
     let names: string[];
     try {
       names = await readdir(this.dir);
@@ -66,21 +69,24 @@ export class AttemptJournal {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
     }
-    const attempts: OpenAttempt[] = [];
-    for (const name of names.filter((n) => n.endsWith('.json'))) {
+    const attempts: (OpenAttempt & { claimedBy: number | null })[] = [];
+    for (const name of names) {
+      const match = /^[0-9a-f-]{36}\.json(?:\.settling-(\d+))?$/.exec(name);
+      if (match === null) continue;
       const attempt = parseOpenAttempt(await readTextIfAny(path.join(this.dir, name)));
-      if (attempt !== null) attempts.push(attempt);
+      if (attempt !== null) attempts.push({ ...attempt, claimedBy: match[1] === undefined ? null : Number(match[1]) });
     }
     return attempts;
   }
 
   /**
-   * Take an orphaned attempt to settle it: true for exactly one of several servers trying at once
-   * (the file is renamed away, atomically); call {@link close} once it is settled.
+   * Take an attempt to settle it, from its server (`from` null) or from a settling server that died:
+   * true for exactly one of several servers trying at once (the file is renamed, atomically); call
+   * {@link settled} once it is settled.
    */
-  async claim(runId: string, by: number): Promise<boolean> {
+  async claim(runId: string, by: number, from: number | null = null): Promise<boolean> {
     try {
-      await rename(this.#file(runId), this.#file(runId, `.settling-${by}`));
+      await rename(this.#file(runId, from === null ? '' : `.settling-${from}`), this.#file(runId, `.settling-${by}`));
       return true;
     } catch {
       return false;
