@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { loadExeca } from './load-execa.js';
 import { spawnErrorMessage } from './cli-errors.js';
 import { GroupTerminator, OWN_PROCESS_GROUP, signalGroup } from './process-group.js';
@@ -173,7 +174,9 @@ class ProcessControl {
 
 /** stdout kept up to the cap (the first byte starts the answer's clock), and the last KiB of stderr. */
 class OutputCapture {
-  readonly #chunks: Buffer[] = [];
+  /** The answer decoded as it arrives, so no chunk outlives its text (the cap can be 100 MB). */
+  readonly #decoder = new StringDecoder('utf8');
+  readonly #parts: string[] = [];
   #bytes = 0;
   truncated = false;
   startMs: number | null = null;
@@ -199,7 +202,7 @@ class OutputCapture {
     if (this.truncated) return;
     const room = this.request.maxOutputBytes - this.#bytes;
     const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    this.#chunks.push(kept);
+    this.#parts.push(this.#decoder.write(kept));
     this.#bytes += kept.length;
     if (kept !== chunk) {
       this.truncated = true;
@@ -214,11 +217,11 @@ class OutputCapture {
     this.#stderrTail = joined.length > STDERR_TAIL_BYTES ? joined.subarray(joined.length - STDERR_TAIL_BYTES) : joined;
   }
 
-  /** The answer as text, a multi-byte character cut in half by the cap dropped. */
+  /** The answer as text; a multi-byte character cut in half by the cap (or the end) is left out. */
   text(): string {
-    const bytes = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#bytes);
-    this.#chunks.length = 0;
-    return bytes.toString('utf8').replace(/\uFFFD$/, '');
+    const text = this.#parts.join('');
+    this.#parts.length = 0;
+    return text;
   }
 
   stderrText(): string {
