@@ -86,7 +86,7 @@ function checked(run, log) {
   const summary = JSON.parse(run.stdout);
   if (summary.total_runs !== log.runs)
     throw new Error(
-      `report --json counted ${summary.total_runs} runs, the log has ${log.runs} (and ${log.lines - log.runs} absorbed retries)`,
+      `report --json counted ${summary.total_runs} runs, the log has ${log.runs} (and ${log.lines - log.runs} lines the server retried)`,
     );
   return summary;
 }

@@ -75,7 +75,7 @@ const MODEL_FAULT = new Set(['timeout', 'crashed', 'empty_output', 'output_limit
 
 /**
  * Writes `lines` realistic records to `file` in 8 MB writes: schema v2 lines in the server's key
- * order, every 50th a v1 line, some busy retries the server absorbed (`will_retry`). Returns
+ * order, every 50th a v1 line, some busy retries the server made itself (`will_retry`). Returns
  * { bytes, ms, tasks, runs } (`runs`: the lines the caller saw, what the report counts).
  * One simulated day from `startMs`; about 200 tasks in flight, each retried until ok or escalated (max_retries 3).
  */
@@ -170,8 +170,8 @@ export function generateRunsJsonl(file, lines, seed = 42, startMs = Date.UTC(202
       // Schema v2 (the contract's key order), except every 50th line, written by an older server (v1).
       const v1 = i % 50 === 7;
       // A server_busy that the server retried itself (will_retry): not a run the caller saw.
-      const absorbed = !v1 && status === 'server_busy' && random() < 0.5;
-      if (!absorbed) runs += 1;
+      const retried = !v1 && status === 'server_busy' && random() < 0.5;
+      if (!retried) runs += 1;
       const prompt = 50 + Math.floor(random() * 3000);
       const usage =
         status === 'ok'
@@ -191,7 +191,7 @@ export function generateRunsJsonl(file, lines, seed = 42, startMs = Date.UTC(202
           `"timed_out":${status === 'timeout'},"truncated":${status === 'output_limit'},"duration_ms":${duration},"queue_ms":${queue},` +
           `"timeout_ms":${spawned ? 120000 : 'null'},"prompt_chars":${200 + Math.floor(random() * 4000)},"output_chars":${status === 'ok' ? 50 + Math.floor(random() * 6000) : 0},` +
           `"thinking_chars":0,"usage":${usage},"retry_count":${retryCount},"max_retries":3,"escalate":${escalate},"escalation_reason":${reason},` +
-          `"busy_try":0,"will_retry":${absorbed},` +
+          `"busy_try":0,"will_retry":${retried},` +
           `"circuit":{"state":"${state}","consecutive_failures":${cf},"retry_after_seconds":${state === 'open' ? 60 : 'null'},"transition":${transition}},` +
           `"error":${error},"server_pid":${4000 + (i % 3)},"warnings":[]}\n`;
       if (used + line.length > buffer.length) {

@@ -102,10 +102,10 @@ export class AttemptLedger {
   }
 
   /**
-   * May the attempt run now? A refusal is recorded for the task unless `goesOnIfRefused` (the call
+   * May the attempt run now? A refusal is recorded for the task unless `willRetryIfRefused` (the call
    * would then go on to a busy retry or the next model, and the task counts calls).
    */
-  async admit(a: LedgerAttempt, goesOnIfRefused: boolean): Promise<Admission> {
+  async admit(a: LedgerAttempt, willRetryIfRefused: boolean): Promise<Admission> {
     const { request, modelKey, runId } = a;
     const blocking = this.#config.escalationMode === 'block' && request.taskId !== undefined;
     try {
@@ -133,7 +133,7 @@ export class AttemptLedger {
         if (decision.admitted) return { admitted: true, transition: decision.transition };
         if (decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
         const circuit = viewCircuit(decision.next, now, a.breaker);
-        if (goesOnIfRefused) return circuitOpen(taskRetryCount(state, request), circuit, CIRCUIT_OPEN);
+        if (willRetryIfRefused) return circuitOpen(taskRetryCount(state, request), circuit, CIRCUIT_OPEN);
         const { retryCount, escalation } = recordRefusal(state, a, CIRCUIT_OPEN, now);
         return circuitOpen(retryCount, circuit, escalation);
       });
@@ -143,12 +143,12 @@ export class AttemptLedger {
   }
 
   /**
-   * Record the attempt's outcome in the model's circuit and, unless its call `goesOn` (a busy retry,
+   * Record the attempt's outcome in the model's circuit and, unless its call will retry (a busy retry,
    * the next model: the task counts calls), in the task ledger, in one transaction.
    */
-  async settle(a: LedgerAttempt, status: RunStatus, transition: Settled['transition'], goesOn: boolean): Promise<Settled> {
+  async settle(a: LedgerAttempt, status: RunStatus, transition: Settled['transition'], willRetry: boolean): Promise<Settled> {
     const verdict = OUTCOME_POLICY[status].breaker;
-    const forTask = a.request.taskId !== undefined && !goesOn;
+    const forTask = a.request.taskId !== undefined && !willRetry;
     /** Reads `state` only; the caller applies `nextBreaker` and the task entry. */
     const decide = (state: StateData, now: number) => {
       const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
@@ -190,15 +190,16 @@ export class AttemptLedger {
 
   /**
    * A call whose own limit ran out while the probe was still in flight: not escalated (the model has
-   * not failed again yet), and recorded for its task unless the call `goesOn`.
+   * not failed again yet), and recorded for its task unless the call will retry.
    */
-  async settleProbeWaitTimeout(a: LedgerAttempt, goesOn: boolean): Promise<Settled> {
+  async settleProbeWaitTimeout(a: LedgerAttempt, willRetry: boolean): Promise<Settled> {
     const noEscalation: EscalationDecision = { escalate: false, reason: null };
     try {
       return await this.#store.transact(taskScope(a.request), (state): Settled => {
         const now = this.#clock();
         const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
-        if (goesOn) return { retryCount: taskRetryCount(state, a.request), escalation: noEscalation, circuit, transition: null };
+        if (willRetry)
+          return { retryCount: taskRetryCount(state, a.request), escalation: noEscalation, circuit, transition: null };
         const { retryCount, escalation } = recordRefusal(state, a, noEscalation, now);
         return { retryCount, escalation, circuit, transition: null };
       });

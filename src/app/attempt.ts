@@ -160,9 +160,14 @@ export class AttemptRunner {
   }
 
   /** Record a verdict for the circuit (and the task, unless the call goes on), then wake the model's probe waiters. */
-  async settle(attempt: ScheduledAttempt, status: RunStatus, transition: CircuitTransition, goesOn: boolean): Promise<Settled> {
+  async settle(
+    attempt: ScheduledAttempt,
+    status: RunStatus,
+    transition: CircuitTransition,
+    willRetry: boolean,
+  ): Promise<Settled> {
     try {
-      return await this.#deps.ledger.settle(attempt, status, transition, goesOn);
+      return await this.#deps.ledger.settle(attempt, status, transition, willRetry);
     } finally {
       // This may have been the probe others wait for: let them read its verdict now.
       this.#deps.probes.wake(attempt.modelKey);

@@ -143,7 +143,7 @@ export class RunService {
       slots: new CallSlots(this.#dispatcher, deps.sharedSlots ?? null),
       probes,
       clock: this.#clock,
-      settle: (attempt, status, transition, goesOn) => attempts.settle(attempt, status, transition, goesOn),
+      settle: (attempt, status, transition, willRetry) => attempts.settle(attempt, status, transition, willRetry),
     });
     this.#calls = {
       attempt: (request, context, step) => attempts.run(request, context, step),

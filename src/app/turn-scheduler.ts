@@ -37,7 +37,7 @@ export interface TurnSchedulerDeps {
     attempt: ScheduledAttempt,
     status: RunStatus,
     transition: CircuitTransition,
-    goesOn: boolean,
+    willRetry: boolean,
   ) => Promise<Settled>;
 }
 

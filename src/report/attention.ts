@@ -49,7 +49,7 @@ export class AttentionTracker {
     if (line.circuit !== null && typeof line.circuit.state === 'string')
       this.#moveCircuit(line, line.circuit, line.circuit.state);
     if (line.taskId === null) return;
-    if (line.absorbed) return; // the caller never saw it: it neither escalated nor answered the task
+    if (line.willRetry) return; // the caller never saw it: it neither escalated nor answered the task
     if (line.status === 'ok') this.#resolve(line.taskId, line.tsMs);
     else if (line.escalate) this.#escalate(line.taskId, line);
   }

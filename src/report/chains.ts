@@ -26,9 +26,9 @@ export class ChainAccumulator {
   #busyRetries = 0;
   #busyGaveUp = 0;
 
-  /** A selected run line, absorbed ones included. */
+  /** A selected run line, those the server retried included. */
   add(line: RunLine): void {
-    const { chainId, model, status, absorbed: willRetry, busyTry } = line;
+    const { chainId, model, status, willRetry, busyTry } = line;
     if (willRetry && BUSY_STATUSES.has(status)) this.#busyRetries += 1;
     if (!willRetry && BUSY_STATUSES.has(status) && typeof busyTry === 'number' && busyTry > 0) this.#busyGaveUp += 1;
     if (typeof chainId !== 'string' || chainId === '') return;

@@ -37,7 +37,7 @@ export class EscalatedTasks {
     this.#generationSize = Math.max(1, Math.floor(maxTracked / 2));
   }
 
-  /** A selected run the caller saw (not absorbed). */
+  /** A selected run the caller saw (not one the server retried). */
   add(line: RunLine): void {
     if (line.taskId === null) {
       if (line.escalate) this.#withoutTask += 1;

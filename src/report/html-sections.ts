@@ -121,7 +121,7 @@ ${withTokens.length > 0 ? table('tokens-table', head, rows) : ''}
 
 export function chainsSection(s: RunsSummary, colorOfModel: ModelColor, tableModels: number): Html {
   const c = s.chains;
-  const absorbed = s.models.reduce((sum, m) => sum + m.absorbed.fell_through, 0);
+  const fellThrough = s.models.reduce((sum, m) => sum + m.retried.fell_through, 0);
   const head = [...th('first model'), ...thFigures('calls', 'fell through'), ...th('answered by (calls, ok)')];
   const rows = c.rows.slice(0, tableModels).map((row) => [
     html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
@@ -138,7 +138,7 @@ export function chainsSection(s: RunsSummary, colorOfModel: ModelColor, tableMod
   ]);
   return html`<section class="card" id="chains">
 <h2>Fallback chains and busy retries</h2>
-<p class="note">What the server absorbed without the caller seeing a failure: <strong>${num(c.busy_retries)}</strong> busy retr${c.busy_retries === 1 ? 'y' : 'ies'} (<code>server_busy</code> / <code>rate_limited</code> tried again)${c.busy_gave_up > 0 ? `, ${num(c.busy_gave_up)} call(s) still ended busy` : ''}; <strong>${num(absorbed)}</strong> fall-through(s) to the next model of a chain. These lines are not counted as the caller's failures.</p>
+<p class="note">What the server retried without the caller seeing a failure: <strong>${num(c.busy_retries)}</strong> busy retr${c.busy_retries === 1 ? 'y' : 'ies'} (<code>server_busy</code> / <code>rate_limited</code> tried again)${c.busy_gave_up > 0 ? `, ${num(c.busy_gave_up)} call(s) still ended busy` : ''}; <strong>${num(fellThrough)}</strong> fall-through(s) to the next model of a chain. These lines are not counted as the caller's failures.</p>
 ${c.calls === 0 ? html`<p class="note">No call used a fallback chain.</p>` : table('chains-table', head, rows)}
 </section>`;
 }
@@ -213,7 +213,7 @@ ${chart.models_total > chart.series.length ? html`<p class="note">The chart show
     ]);
   return html`<section class="card" id="latency">
 <h2>Latency per model</h2>
-<p class="note">The chart: runs that spawned a process (<code>duration_ms &gt; 0</code>), by duration from spawn to exit. The table: p50, p95 and max of the runs that <strong>answered</strong> (status ok; within 1%), so killed runs do not pass for slow answers; the time lost to failed attempts (absorbed retries included) beside it. Queue p50 is the time waiting for a slot.</p>
+<p class="note">The chart: runs that spawned a process (<code>duration_ms &gt; 0</code>), by duration from spawn to exit. The table: p50, p95 and max of the runs that <strong>answered</strong> (status ok; within 1%), so killed runs do not pass for slow answers; the time lost to failed attempts (retries by the server included) beside it. Queue p50 is the time waiting for a slot.</p>
 ${body}
 ${spawned.length > 0 ? table('latency-table', head, rows) : ''}
 ${tableNote(spawned.length, tableModels)}

@@ -41,7 +41,7 @@ class ModelStats {
 
   constructor(readonly model: string) {}
 
-  /** A selected run line; absorbed ones (will_retry) count only in lost time, tokens, openings and `absorbed`. */
+  /** A selected run line; those the server retried (will_retry) count only in lost time, tokens, openings and `retried`. */
   add(line: RunLine): void {
     const ok = line.status === 'ok';
     if (line.opening !== null) this.openings += 1;
@@ -51,7 +51,7 @@ class ModelStats {
     }
     if (line.usage !== null) this.#addUsage(line.usage);
     if (line.mayBeTruncated) this.mayBeTruncated += 1;
-    if (line.absorbed) {
+    if (line.willRetry) {
       if (BUSY_STATUSES.has(line.status)) this.busyRetries += 1;
       else this.fellThrough += 1;
       return;
@@ -108,7 +108,7 @@ class ModelStats {
       ok_duration_ms: percentiles(this.okDuration),
       lost_ms: Math.round(this.lostMs),
       lost_attempts: this.lostAttempts,
-      absorbed: { busy_retries: this.busyRetries, fell_through: this.fellThrough },
+      retried: { busy_retries: this.busyRetries, fell_through: this.fellThrough },
       tokens: {
         runs: this.tokenRuns,
         output_tokens: this.outputTokens,

@@ -66,10 +66,10 @@ function headerSection({ page }: Context, s: SummaryView): void {
   const okPct = s.total_runs > 0 ? ` (${pct((s.total_ok / s.total_runs) * 100)})` : '';
   page.say(`Runs: ${count(s.total_runs)}, ok ${count(s.total_ok)}${okPct}, escalations ${count(s.total_escalations)}`, 'bold');
   const busy = s.chains.busy_retries;
-  const fell = s.models.reduce((sum, m) => sum + m.absorbed.fell_through, 0);
+  const fell = s.models.reduce((sum, m) => sum + m.retried.fell_through, 0);
   if (busy > 0 || fell > 0)
     page.say(
-      `Absorbed by the server (not seen by callers): ${count(busy)} busy retr${busy === 1 ? 'y' : 'ies'}, ${count(fell)} chain fall-through(s)`,
+      `Retried by the server (not seen by callers): ${count(busy)} busy retr${busy === 1 ? 'y' : 'ies'}, ${count(fell)} chain fall-through(s)`,
     );
   const { first_ts: first, last_ts: last } = s.range;
   page.say(`Range: ${first === null ? '-' : `${time(first)} to ${time(last)} UTC`}`);
@@ -257,7 +257,7 @@ function chainsSection({ page }: Context, s: SummaryView): void {
   }
   const gaveUp = chains.busy_gave_up > 0 ? `; ${count(chains.busy_gave_up)} call(s) still ended busy` : '';
   page.say(
-    `Busy retries absorbed: ${count(chains.busy_retries)} (server_busy / rate_limited tried again by the server; not failures callers saw)${gaveUp}.`,
+    `Busy retries by the server: ${count(chains.busy_retries)} (server_busy / rate_limited tried again by the server; not failures callers saw)${gaveUp}.`,
   );
 }
 

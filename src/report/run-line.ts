@@ -18,7 +18,7 @@ export interface RunLine {
   readonly reason: string | null;
   readonly error: string | null;
   /** `will_retry`: the server went on after this line (a busy retry, a chain's next model); the caller never saw it. */
-  readonly absorbed: boolean;
+  readonly willRetry: boolean;
   /** The `circuit` object, or null. */
   readonly circuit: Readonly<Record<string, unknown>> | null;
   /** `"opened"` or `"reopened"` when this run opened its model's circuit, else null. */
@@ -65,7 +65,7 @@ export function readRunLine(record: JsonObject): RunLine | null {
     escalate: record.escalate === true,
     reason: typeof record.escalation_reason === 'string' ? record.escalation_reason : null,
     error: typeof record.error === 'string' ? record.error : null,
-    absorbed: record.will_retry === true,
+    willRetry: record.will_retry === true,
     circuit,
     opening: transition === 'opened' || transition === 'reopened' ? transition : null,
     spawnedMs: typeof duration === 'number' && duration > 0 ? duration : null,

@@ -38,11 +38,12 @@ export const modelSummarySchema = z.object({
   ok_duration_ms: z
     .object({ p50: ms, p95: ms, max: ms })
     .describe('spawn-to-exit time of the answers (status ok) only: what a caller waits for an answer; null when none'),
-  lost_ms: z
+  lost_ms: z.number().describe('time spent in failed attempts (sum of their duration_ms), those the server retried included'),
+  lost_attempts: z
     .number()
-    .describe('time spent in failed attempts (sum of their duration_ms), absorbed retries and fall-throughs included'),
-  lost_attempts: z.number().int().describe('failed attempts that ran a process (duration_ms > 0), absorbed ones included'),
-  absorbed: z
+    .int()
+    .describe('failed attempts that ran a process (duration_ms > 0), those the server retried included'),
+  retried: z
     .object({
       busy_retries: z.number().int().describe('server_busy / rate_limited lines the server retried by itself (will_retry)'),
       fell_through: z.number().int().describe('failed lines after which the server went on to the next model of a chain'),
@@ -170,7 +171,7 @@ export const chainsSchema = z
     busy_retries: z.number().int().describe('server_busy / rate_limited lines retried by the server itself (will_retry)'),
     busy_gave_up: z.number().int().describe('calls that still ended server_busy / rate_limited after busy retries'),
   })
-  .describe('fallback chains and busy retries: what the server absorbed without the caller seeing a failure');
+  .describe('fallback chains and busy retries: what the server retried without the caller seeing a failure');
 
 export const summaryFiltersSchema = z.object({
   since: z.string().nullable().describe('ISO time: only runs at or after it'),

@@ -166,7 +166,7 @@ export class SummaryBuilder {
     const row = this.#models.add(selected);
     const line = row === selected.model ? selected : { ...selected, model: row };
     this.#chains.add(line);
-    if (line.absorbed) return; // the caller never saw it: not a run of theirs
+    if (line.willRetry) return; // the caller never saw it: not a run of theirs
     this.#totals.runs += 1;
     if (line.status === 'ok') this.#totals.ok += 1;
     if (line.escalate) {

@@ -48,7 +48,7 @@ describe('reviewing runs: report command and ollama_runs_summary', () => {
 });
 
 describe('report on what the server wrote: a fallback chain falling through', () => {
-  it('counts the call once, its fallen-through line as absorbed, and the chain by its first model', async () => {
+  it('counts the call once, its fallen-through line as retried by the server, and the chain by its first model', async () => {
     const sandbox = makeSandbox();
     const server = await startServer(sandbox, {
       FAKE_OLLAMA_MODELS: 'broken:1b,good:1b',
@@ -71,7 +71,7 @@ describe('report on what the server wrote: a fallback chain falling through', ()
       rows: [{ first_model: 'broken:1b', calls: 1, fell_through: 1, to: [{ model: 'good:1b', calls: 1, ok: 1 }] }],
     });
     const broken = summary.models.find((m: { model: string }) => m.model === 'broken:1b');
-    expect(broken).toMatchObject({ runs: 0, absorbed: { fell_through: 1, busy_retries: 0 }, lost_attempts: 1 });
+    expect(broken).toMatchObject({ runs: 0, retried: { fell_through: 1, busy_retries: 0 }, lost_attempts: 1 });
     const good = summary.models.find((m: { model: string }) => m.model === 'good:1b');
     expect(good).toMatchObject({ runs: 1, ok: 1 });
     expect(good.tokens.runs).toBe(1); // the fake prints --verbose stats
@@ -124,7 +124,7 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
       ]),
     );
     expect(text.stdout).toMatch(/^qwen3:8b\s+12\s+5 \(41\.7%\)\s+llama3\.2:latest 5, 5 ok$/m);
-    expect(text.stdout).toContain(`Busy retries absorbed: ${DAY_FACTS.busyRetries}`);
+    expect(text.stdout).toContain(`Busy retries by the server: ${DAY_FACTS.busyRetries}`);
 
     const json = JSON.parse((await cli(['--json', '--dir', path.join(DAY_DIR, 'alice')])).stdout);
     const gemma = json.models.find((m: { model: string }) => m.model === 'gemma3:4b');
@@ -135,8 +135,8 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
     expect(deepseek.ok_duration_ms.p95).toBeLessThan(120_000); // answers only
     expect(deepseek.lost_ms).toBeGreaterThan(40 * 120_000);
     const qwen = json.models.find((m: { model: string }) => m.model === 'qwen2.5-coder:7b');
-    expect(qwen.absorbed.busy_retries).toBe(DAY_FACTS.busyRetries);
-    expect(qwen.failures.server_busy).toBeUndefined(); // absorbed: not a failure the caller saw
+    expect(qwen.retried.busy_retries).toBe(DAY_FACTS.busyRetries);
+    expect(qwen.failures.server_busy).toBeUndefined(); // retried by the server: not a failure the caller saw
     const html = await cli(['--html', path.join(DAY_DIR, 'report.html'), '--dir', path.join(DAY_DIR, 'alice')]);
     expect(html.exitCode).toBe(0);
   });

@@ -8,7 +8,7 @@
  * - three escalation causes in all (`OUTAGE`, `RETRIES`, `CIRCUIT` below), one task reset
  *   afterwards, one resolved by a later ok run, one blocked;
  * - fallback chains `qwen3:8b -> llama3.2` falling through when qwen3:8b crashes, and busy retries
- *   (`server_busy` with `will_retry`) absorbed inside calls;
+ *   (`server_busy` with `will_retry`) retried by the server inside calls;
  * - token usage, cold loads (load_ms over 1 s), prompts that may have been truncated;
  * - the first lines written by an older server (schema v1: no usage, no chain fields), and
  *   control records (`reset_task`, `reset_circuit`, `status`).
@@ -49,7 +49,7 @@ export const DAY_FACTS = {
   /** Chain calls, and how many fell through to llama3.2. */
   chainCalls: 12,
   chainFellThrough: 5,
-  /** Busy retries absorbed (will_retry lines with server_busy), in calls that then answered. */
+  /** Busy retries by the server (will_retry lines with server_busy), in calls that then answered. */
   busyRetries: 7,
   /** v1 lines at the start of the day. */
   v1Lines: 40,
@@ -349,7 +349,7 @@ export function realisticDayLines(seed = 9): string[] {
     } else add({ tsMs, model: 'qwen3:8b', task, status: 'ok', chainId, chainStep: 0 });
   }
 
-  // ---------------------------------------------------------------- busy retries absorbed
+  // ---------------------------------------------------------------- busy retries by the server
   const busyCalls = [3, 2, 1, 1]; // tries before the answer: 7 in all
   busyCalls.forEach((tries, call) => {
     const tsMs = Date.parse('2026-11-22T16:40:00Z') + call * 5 * 60_000;

@@ -230,7 +230,7 @@ function worstCase(): RunsSummary {
   const start = Date.parse('2025-01-01T00:00:00.000Z');
   const day = 86_400_000;
   return {
-    schema: 1,
+    schema: 2,
     generated_at: new Date(start + 201 * day).toISOString(),
     filters: { since: null, model: null, task: null, status: null },
     range: { first_ts: new Date(start).toISOString(), last_ts: new Date(start + 200 * day).toISOString() },
@@ -262,7 +262,7 @@ function worstCase(): RunsSummary {
       ok_duration_ms: { p50: 1000, p95: 9000, max: 20000 },
       lost_ms: 123_456_789,
       lost_attempts: 300,
-      absorbed: { busy_retries: 12, fell_through: 3 },
+      retried: { busy_retries: 12, fell_through: 3 },
       tokens: {
         runs: 700,
         output_tokens: 1_234_567,

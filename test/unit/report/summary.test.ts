@@ -34,7 +34,7 @@ afterEach(async () => {
 describe('summarizeRuns on test/fixtures/runs/basic', () => {
   it('counts runs, skipped, blank and foreign lines; torn last line, old and future shapes included', async () => {
     const s = await summarize(BASIC_DIR);
-    expect(s.schema).toBe(1);
+    expect(s.schema).toBe(2);
     expect(s.generated_at).toBe(NOW.toISOString());
     expect(s.filters).toEqual({ since: null, model: null, task: null, status: null });
     expect(s.files).toEqual(['runs.jsonl']);
@@ -110,7 +110,7 @@ describe('summarizeRuns on test/fixtures/runs/basic', () => {
       ok_duration_ms: { p50: null, p95: null, max: null },
       lost_ms: 0,
       lost_attempts: 0,
-      absorbed: { busy_retries: 0, fell_through: 0 },
+      retried: { busy_retries: 0, fell_through: 0 },
       tokens: {
         runs: 0,
         output_tokens: 0,
