@@ -5,8 +5,8 @@
  * `npm install` with no browser installed and no network. The page is loaded from a file:// URL with
  * every other request aborted; the test fails if any is attempted.
  *
- * SKIP_BROWSER_TESTS=1 skips them. Leaves screenshots in test-artifacts/ (git-ignored): report.png
- * and report-empty.png.
+ * SKIP_BROWSER_TESTS=1 skips them. Leaves screenshots in test-artifacts/ (git-ignored): report.png,
+ * report-empty.png and report-day.png.
  */
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,8 +34,8 @@ interface DrawnChart {
   series_labels: string[];
   marker_px?: { x: number; y: number }[];
 }
-/** Where the realistic day's screenshot goes (stable, printed by the test). */
-export const DAY_SCREENSHOT = join(tmpdir(), 'ollama-runner-report.png');
+/** Where the realistic day's screenshot goes (in this clone, not a path other users share; printed by the test). */
+const DAY_SCREENSHOT = join(ARTIFACTS, 'report-day.png');
 
 // tsconfig has no DOM lib: the callbacks given to page.evaluate run in Chromium, and these
 // declarations (local to this file) type what they touch there.
