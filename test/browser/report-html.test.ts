@@ -5,8 +5,9 @@
  * `npm install` with no browser installed and no network. The page is loaded from a file:// URL with
  * every other request aborted; the test fails if any is attempted.
  *
- * SKIP_BROWSER_TESTS=1 skips them. Leaves screenshots in test-artifacts/ (git-ignored): report.png,
- * report-empty.png and report-day.png.
+ * SKIP_BROWSER_TESTS=1 skips them, and so does a machine with no Chromium to drive (one line says
+ * why). Leaves screenshots in test-artifacts/ (git-ignored): report.png, report-empty.png and
+ * report-day.png.
  */
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,13 +20,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../src/cli/report-command.js';
 import { runsSummarySchema, type RunsSummary } from '../../src/report/summary-schema.js';
 import { STATUS_COLORS } from '../../src/report/render-html.js';
-import { chooseChromium } from './chromium.js';
+import { chooseChromium, findChromium } from './chromium.js';
 import { DAY_FACTS, DAY_NOW, writeRealisticDay } from '../helpers/realistic-day.js';
 
 const ROOT = resolve(__dirname, '../..');
 const FIXTURE_DIR = join(ROOT, 'test/fixtures/runs/html');
 const ARTIFACTS = join(ROOT, 'test-artifacts');
-const SKIP = process.env.SKIP_BROWSER_TESTS === '1';
+const found = process.env.SKIP_BROWSER_TESTS === '1' ? null : findChromium();
+if (found?.kind === 'none') process.stderr.write(`browser tests skipped: ${found.reason}\n`);
+const SKIP = found === null || found.kind === 'none';
 
 interface DrawnChart {
   series: number;
