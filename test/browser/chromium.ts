@@ -14,7 +14,7 @@
  * there, in a child process) that is renamed, complete, to a dir of the temp dir named after the
  * package's version and the user. That dir is used only if it is the user's own and no one else may
  * write it (the temp dir is shared: anyone could have made it first); otherwise the tests unpack a
- * private copy, removed when they end.
+ * private copy, removed when they end (`dispose`).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, type Stats } from 'node:fs';
@@ -29,6 +29,8 @@ export interface ChromiumChoice {
   readonly env: Readonly<Record<string, string>>;
   /** Which Chromium this is, for messages. */
   readonly description: string;
+  /** Remove what was unpacked for this run only (nothing for an installed or cached Chromium). */
+  dispose(): void;
 }
 
 const ROOT = resolve(__dirname, '../..');
@@ -104,7 +106,7 @@ export function findChromium(env: NodeJS.ProcessEnv = process.env, host: Chromiu
 export async function chooseChromium(env: NodeJS.ProcessEnv = process.env): Promise<ChromiumChoice> {
   const source = findChromium(env);
   if (source.kind === 'none') throw new Error(source.reason);
-  if (source.kind === 'installed') return { ...source, args: FULL_CHROMIUM_ARGS, env: {} };
+  if (source.kind === 'installed') return { ...source, args: FULL_CHROMIUM_ARGS, env: {}, dispose: () => {} };
   return bundledChromium();
 }
 
@@ -142,7 +144,7 @@ async function bundledChromium(): Promise<ChromiumChoice> {
   const version = (
     JSON.parse(readFileSync(join(dirname(bundledEntry()!), '..', '..', 'package.json'), 'utf8')) as { version: string }
   ).version;
-  const dir = unpackedChromium(version);
+  const { dir, privateCopy } = unpackedChromium(version);
   // The package's fonts.conf names /tmp/fonts: point fontconfig at the unpacked copy, after the system's fonts.
   const fontsConf = join(dir, 'fonts-here.conf');
   if (!existsSync(fontsConf)) {
@@ -157,22 +159,24 @@ async function bundledChromium(): Promise<ChromiumChoice> {
     args: sparticuz.args.filter((arg) => !LOOSENING_ARGS.has(arg)),
     env: { FONTCONFIG_FILE: fontsConf },
     description: `@sparticuz/chromium ${version} (unpacked in ${dir})`,
+    dispose: () => {
+      if (privateCopy) rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 
-/** The dir holding the unpacked Chromium: the user's own in the temp dir, unpacked once; else a private copy for this process. */
-function unpackedChromium(version: string): string {
+/** The dir holding the unpacked Chromium: the user's own in the temp dir, unpacked once; else a private copy for this run. */
+function unpackedChromium(version: string): { dir: string; privateCopy: boolean } {
   const uid = process.getuid?.() ?? 0;
   const cache = join(tmpdir(), `ollama-runner-mcp-chromium-${version}-uid${uid}`);
   const found = lstatOrNull(cache);
   const problem = found === null ? null : cacheProblem(found, uid);
   if (problem !== null) {
     const own = unpack();
-    process.once('exit', () => rmSync(own, { recursive: true, force: true }));
     process.stderr.write(`browser tests: not using ${cache} (${problem}); unpacked Chromium into ${own} for this run\n`);
-    return own;
+    return { dir: own, privateCopy: true };
   }
-  if (found !== null && existsSync(join(cache, 'chromium'))) return cache;
+  if (found !== null && existsSync(join(cache, 'chromium'))) return { dir: cache, privateCopy: false };
   rmSync(cache, { recursive: true, force: true }); // never a half copy: only complete dirs are renamed in
   const staging = unpack();
   try {
@@ -184,7 +188,7 @@ function unpackedChromium(version: string): string {
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }
-  return cache;
+  return { dir: cache, privateCopy: false };
 }
 
 /** Unpack the package's archives into a fresh private dir, returned once complete. Needs no network: the archives are in the package. */

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../src/cli/report-command.js';
 import { runsSummarySchema, type RunsSummary } from '../../src/report/summary-schema.js';
 import { STATUS_COLORS } from '../../src/report/render-html.js';
-import { chooseChromium, findChromium } from './chromium.js';
+import { chooseChromium, findChromium, type ChromiumChoice } from './chromium.js';
 import { DAY_FACTS, DAY_NOW, writeRealisticDay } from '../helpers/realistic-day.js';
 
 const ROOT = resolve(__dirname, '../..');
@@ -65,9 +65,16 @@ interface LoadedPage {
   blocked: string[];
 }
 
+let browser: ChromiumChoice | undefined;
 let context: BrowserContext | undefined;
 let profile: string | undefined;
 let work: string;
+
+// One Chromium for both suites; one unpacked for this run only is removed after them.
+beforeAll(async () => {
+  if (!SKIP) browser = await chooseChromium();
+}, 120_000); // the first run on a machine unpacks the bundled Chromium (about 190 MB)
+afterAll(() => browser?.dispose());
 
 async function report(
   argv: string[],
@@ -87,12 +94,11 @@ async function report(
 
 /** Headless Chromium with a fresh profile in `profileDir`, offline (a page that fetches anything fails). */
 async function launchOffline(profileDir: string, viewport: { width: number; height: number }): Promise<BrowserContext> {
-  const browser = await chooseChromium();
   return chromium.launchPersistentContext(profileDir, {
-    executablePath: browser.executablePath,
+    executablePath: browser!.executablePath,
     headless: true,
-    args: [...browser.args],
-    env: { ...process.env, ...browser.env },
+    args: [...browser!.args],
+    env: { ...process.env, ...browser!.env },
     viewport,
     offline: true,
   });
@@ -171,7 +177,7 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
     summary = runsSummarySchema.parse(JSON.parse((await report(['--json'])).out));
     fixture = await load(file);
     await fixture.page.screenshot({ path: join(ARTIFACTS, 'report.png'), fullPage: true });
-  }, 120_000); // the first run on a machine unpacks the bundled Chromium (about 190 MB)
+  }, 120_000);
 
   afterAll(async () => {
     await context?.close();
