@@ -15,6 +15,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -101,6 +102,24 @@ describe('starting in a pipe, as an MCP client starts it', () => {
     expect(result.exitCode).toBe(0);
     expect(`${result.stdout}\n`).toContain(expected);
     expect(result.stderr).toBe('');
+  });
+});
+
+describe('installed from a clone with `npm install -g .`, as the README says', () => {
+  it("links the ollama-runner-mcp command to the clone: it runs the clone's build, with the clone's dependencies", async () => {
+    const prefix = mkdtempSync(path.join(tmpdir(), 'install-link-'));
+    try {
+      // --prefix: where a user who may not write the global prefix installs (~/.local); a link needs no network.
+      await execa('npm', ['install', '-g', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', ROOT]);
+      const bin = path.join(prefix, 'bin', packageJson.name);
+      expect(realpathSync(bin)).toBe(realpathSync(SERVER_ENTRY));
+      const run = (flag: string) =>
+        execa(bin, [flag], { reject: false, cwd: prefix, env: { PATH: USER_PATH }, extendEnv: false });
+      expect(await run('--version')).toMatchObject({ exitCode: 0, stdout: packageJson.version, stderr: '' });
+      expect((await run('--help')).stdout).toContain(`${packageJson.name} ${packageJson.version}: an MCP server`);
+    } finally {
+      rmSync(prefix, { recursive: true, force: true });
+    }
   });
 });
 
