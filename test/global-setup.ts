@@ -1,7 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { TestProject } from 'vitest/node';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A dir of this test run only (`inject('runDir')`), removed when the run ends: for notes between test files. */
+    runDir: string;
+  }
+}
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -26,7 +35,7 @@ function staleSources(dir = path.join(ROOT, 'src')): string[] {
 }
 
 /** The e2e tests spawn dist/cli.js: build it when any source is newer, so no test runs old code. */
-export default function setup(): void {
+function build(): void {
   const stale = staleSources();
   if (stale.length === 0) return;
   process.stderr.write(`dist/ is older than ${stale.length} source file(s) (${stale[0]}, ...): building\n`);
@@ -34,4 +43,12 @@ export default function setup(): void {
     cwd: ROOT,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+}
+
+/** Builds dist/ if needed and gives the run its own dir in the temp dir (no fixed name other users could hold). */
+export default function setup(project: TestProject): () => void {
+  build();
+  const runDir = mkdtempSync(path.join(tmpdir(), 'ollama-runner-test-run-'));
+  project.provide('runDir', runDir);
+  return () => rmSync(runDir, { recursive: true, force: true });
 }

@@ -5,8 +5,9 @@
  * `npm install` with no browser installed and no network. The page is loaded from a file:// URL with
  * every other request aborted; the test fails if any is attempted.
  *
- * SKIP_BROWSER_TESTS=1 skips them. Leaves screenshots in test-artifacts/ (git-ignored): report.png
- * and report-empty.png.
+ * SKIP_BROWSER_TESTS=1 skips them, and so does a machine with no Chromium to drive (one line says
+ * why). Leaves screenshots in test-artifacts/ (git-ignored): report.png, report-empty.png and
+ * report-day.png.
  */
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,13 +20,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../src/cli/report-command.js';
 import { runsSummarySchema, type RunsSummary } from '../../src/report/summary-schema.js';
 import { STATUS_COLORS } from '../../src/report/render-html.js';
-import { chooseChromium } from './chromium.js';
+import { chooseChromium, findChromium, type ChromiumChoice } from './chromium.js';
 import { DAY_FACTS, DAY_NOW, writeRealisticDay } from '../helpers/realistic-day.js';
 
 const ROOT = resolve(__dirname, '../..');
 const FIXTURE_DIR = join(ROOT, 'test/fixtures/runs/html');
 const ARTIFACTS = join(ROOT, 'test-artifacts');
-const SKIP = process.env.SKIP_BROWSER_TESTS === '1';
+const found = process.env.SKIP_BROWSER_TESTS === '1' ? null : findChromium();
+if (found?.kind === 'none') process.stderr.write(`browser tests skipped: ${found.reason}\n`);
+const SKIP = found === null || found.kind === 'none';
 
 interface DrawnChart {
   series: number;
@@ -34,8 +37,8 @@ interface DrawnChart {
   series_labels: string[];
   marker_px?: { x: number; y: number }[];
 }
-/** Where the realistic day's screenshot goes (stable, printed by the test). */
-export const DAY_SCREENSHOT = join(tmpdir(), 'ollama-runner-report.png');
+/** Where the realistic day's screenshot goes (in this clone, not a path other users share; printed by the test). */
+const DAY_SCREENSHOT = join(ARTIFACTS, 'report-day.png');
 
 // tsconfig has no DOM lib: the callbacks given to page.evaluate run in Chromium, and these
 // declarations (local to this file) type what they touch there.
@@ -62,9 +65,16 @@ interface LoadedPage {
   blocked: string[];
 }
 
+let browser: ChromiumChoice | undefined;
 let context: BrowserContext | undefined;
 let profile: string | undefined;
 let work: string;
+
+// One Chromium for both suites; one unpacked for this run only is removed after them.
+beforeAll(async () => {
+  if (!SKIP) browser = await chooseChromium();
+}, 120_000); // the first run on a machine unpacks the bundled Chromium (about 190 MB)
+afterAll(() => browser?.dispose());
 
 async function report(
   argv: string[],
@@ -84,12 +94,11 @@ async function report(
 
 /** Headless Chromium with a fresh profile in `profileDir`, offline (a page that fetches anything fails). */
 async function launchOffline(profileDir: string, viewport: { width: number; height: number }): Promise<BrowserContext> {
-  const browser = await chooseChromium();
   return chromium.launchPersistentContext(profileDir, {
-    executablePath: browser.executablePath,
+    executablePath: browser!.executablePath,
     headless: true,
-    args: [...browser.args],
-    env: { ...process.env, ...browser.env },
+    args: [...browser!.args],
+    env: { ...process.env, ...browser!.env },
     viewport,
     offline: true,
   });
@@ -168,7 +177,7 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
     summary = runsSummarySchema.parse(JSON.parse((await report(['--json'])).out));
     fixture = await load(file);
     await fixture.page.screenshot({ path: join(ARTIFACTS, 'report.png'), fullPage: true });
-  }, 120_000); // the first run on a machine unpacks the bundled Chromium (about 190 MB)
+  }, 120_000);
 
   afterAll(async () => {
     await context?.close();

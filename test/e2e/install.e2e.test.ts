@@ -3,18 +3,19 @@
  * write, and installed from the packed tarball (as `npm i -g` lays it out) by a user who is not root.
  * As root, the processes run as `nobody` (permissions mean nothing to root). The installed copy,
  * its production dependencies and the fake CLI sit in a world-readable temp dir: the clone itself
- * may be where `nobody` cannot read (a 0700 temp dir).
+ * may be where `nobody` cannot read (a 0700 temp dir). When nobody cannot run node at all (installed
+ * under root's home) or reach the temp dir, the tests run as nobody skip, saying so in one line.
  */
 import { spawn, type SpawnOptions } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
   copyFileSync,
-  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -23,13 +24,17 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { cannotReach, copyProductionDependencies, NOBODY, USER_PATH } from '../helpers/other-user.js';
 import { FAKE_OLLAMA, makeSandbox, ROOT, SERVER_ENTRY, serverEnv, waitFor } from './harness.js';
 
 const packageJson = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
 const AS_ROOT = process.getuid?.() === 0;
 /** Run the server as an unprivileged user: `nobody` when the tests run as root, else the user itself. */
-const USER: Pick<SpawnOptions, 'uid' | 'gid'> = AS_ROOT ? { uid: 65534, gid: 65534 } : {};
+const USER: Pick<SpawnOptions, 'uid' | 'gid'> = AS_ROOT ? NOBODY : {};
+/** As root: why nobody cannot run the bin's `node` or reach the temp dir (node under root's home, a private TMPDIR), else null. */
+const NOBODY_PROBLEM = AS_ROOT ? cannotReach(NOBODY, [tmpdir()], true) : null;
+if (NOBODY_PROBLEM !== null) process.stderr.write(`install tests run as nobody skipped: ${NOBODY_PROBLEM}\n`);
 
 const INIT = {
   jsonrpc: '2.0',
@@ -62,7 +67,7 @@ function start(command: string, args: string[], options: SpawnOptions) {
 function ownedTempDir(prefix: string): string {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   chmodSync(dir, 0o755);
-  if (AS_ROOT) chownSync(dir, 65534, 65534);
+  if (AS_ROOT) chownSync(dir, NOBODY.uid, NOBODY.gid);
   return dir;
 }
 
@@ -85,6 +90,7 @@ describe('starting in a pipe, as an MCP client starts it', () => {
     } finally {
       server.child.stdin!.end();
       expect(await server.exited).toBe(0);
+      rmSync(path.dirname(sandbox.telemetryDir), { recursive: true, force: true });
     }
   });
 
@@ -96,6 +102,24 @@ describe('starting in a pipe, as an MCP client starts it', () => {
     expect(result.exitCode).toBe(0);
     expect(`${result.stdout}\n`).toContain(expected);
     expect(result.stderr).toBe('');
+  });
+});
+
+describe('installed from a clone with `npm install -g .`, as the README says', () => {
+  it("links the ollama-runner-mcp command to the clone: it runs the clone's build, with the clone's dependencies", async () => {
+    const prefix = mkdtempSync(path.join(tmpdir(), 'install-link-'));
+    try {
+      // --prefix: where a user who may not write the global prefix installs (~/.local); a link needs no network.
+      await execa('npm', ['install', '-g', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', ROOT]);
+      const bin = path.join(prefix, 'bin', packageJson.name);
+      expect(realpathSync(bin)).toBe(realpathSync(SERVER_ENTRY));
+      const run = (flag: string) =>
+        execa(bin, [flag], { reject: false, cwd: prefix, env: { PATH: USER_PATH }, extendEnv: false });
+      expect(await run('--version')).toMatchObject({ exitCode: 0, stdout: packageJson.version, stderr: '' });
+      expect((await run('--help')).stdout).toContain(`${packageJson.name} ${packageJson.version}: an MCP server`);
+    } finally {
+      rmSync(prefix, { recursive: true, force: true });
+    }
   });
 });
 
@@ -112,7 +136,7 @@ const installation = {
   /** The fake CLI, where the unprivileged user can run it. */
   fake: '',
   /** A clean PATH with node on it. */
-  path: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
+  path: USER_PATH,
 };
 
 /** Unpack the tarball into the prefix, replacing the package folder whole as an upgrade does. */
@@ -141,14 +165,7 @@ beforeAll(async () => {
   const [info] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }];
   installation.tarball = path.join(work, info.filename);
   installation.packedFiles = info.files.map((f) => f.path).sort();
-  const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
-    packages: Record<string, { dev?: boolean }>;
-  };
-  for (const [where, entry] of Object.entries(lock.packages)) {
-    const topLevel = where.startsWith('node_modules/') && !where.slice('node_modules/'.length).includes('/node_modules/');
-    if (!topLevel || entry.dev === true || !existsSync(path.join(ROOT, where))) continue;
-    cpSync(path.join(ROOT, where), path.join(work, 'deps', where), { recursive: true, dereference: true });
-  }
+  copyProductionDependencies(path.join(work, 'deps', 'node_modules'));
   installation.fake = path.join(work, 'fake-ollama.mjs');
   copyFileSync(FAKE_OLLAMA, installation.fake);
   chmodSync(installation.fake, 0o755);
@@ -158,13 +175,14 @@ afterAll(() => {
   if (installation.work) rmSync(installation.work, { recursive: true, force: true });
 });
 
-describe('a telemetry dir that cannot be used stops start-up with one line', () => {
+describe.skipIf(NOBODY_PROBLEM !== null)('a telemetry dir that cannot be used stops start-up with one line', () => {
   it.each([
     ['a dir it may not create (EACCES)', 'locked/telemetry', 'EACCES'],
     ['an existing dir it may not write (EACCES, caught by the write probe)', 'locked', 'EACCES'],
     ['a path under a file (ENOTDIR)', 'a-file/telemetry', 'ENOTDIR'],
   ])('%s: exit 2, the path and the variable named, no stack trace, nothing on stdout', async (_what, under, code) => {
     const root = ownedTempDir('telemetry-fatal-');
+    onTestFinished(() => rmSync(root, { recursive: true, force: true }));
     // A root-owned dir the unprivileged user may read but not write, and a file.
     mkdirSync(path.join(root, 'locked'), { mode: 0o555 });
     if (AS_ROOT) chownSync(path.join(root, 'locked'), 0, 0);
@@ -184,11 +202,10 @@ describe('a telemetry dir that cannot be used stops start-up with one line', () 
     expect(server.stdout()).toBe('');
     expect(existsSync(path.join(root, 'locked/telemetry'))).toBe(false);
     expect(existsSync(path.join(root, 'a-file'))).toBe(true);
-    rmSync(root, { recursive: true, force: true });
   });
 });
 
-describe('installed from the packed tarball, run by a user who is not root', () => {
+describe.skipIf(NOBODY_PROBLEM !== null)('installed from the packed tarball, run by a user who is not root', () => {
   let home: string;
 
   /** Start the installed bin as the user, with a bare environment (no telemetry setting), run one prompt, stop. */
@@ -263,7 +280,7 @@ describe('installed from the packed tarball, run by a user who is not root', () 
     expect(mode(dataDir)).toBe('700');
     expect(mode(path.join(home, '.local', 'state'))).toBe('700'); // created by the server, so the XDG mode
     expect(mode(path.join(dataDir, 'runs.jsonl'))).toBe('600');
-    if (AS_ROOT) expect(statSync(path.join(dataDir, 'runs.jsonl')).uid).toBe(65534);
+    if (AS_ROOT) expect(statSync(path.join(dataDir, 'runs.jsonl')).uid).toBe(NOBODY.uid);
 
     await install(); // the upgrade: the package folder is deleted and unpacked again
     await serveOneRun(bin, 'second');

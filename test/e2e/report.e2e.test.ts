@@ -1,12 +1,30 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 import { execa } from 'execa';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DAY_FACTS, realisticDayLines, writeRealisticDay } from '../helpers/realistic-day.js';
-import { makeSandbox, SERVER_ENTRY, startServer } from './harness.js';
+import { makeSandbox, ROOT, SERVER_ENTRY, startServer, type Sandbox } from './harness.js';
+
+/** Where the realistic day's reports are left for a human to read (git-ignored, overwritten by each run). */
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+
+const removeSandbox = (sandbox: Sandbox) => rmSync(path.dirname(sandbox.telemetryDir), { recursive: true, force: true });
+
+/** The sentence of a text report that begins with `start`, its wrapped lines joined again. */
+function sentence(report: string, start: string): string | undefined {
+  const lines = report.split('\n');
+  const at = lines.findIndex((line) => line.startsWith(start));
+  if (at < 0) return undefined;
+  const continued = [];
+  for (const line of lines.slice(at + 1)) {
+    if (!line.startsWith('  ')) break; // the report indents a sentence's continuation lines
+    continued.push(line.trim());
+  }
+  return [lines[at], ...continued].join(' ');
+}
 
 describe('reviewing runs: report command and ollama_runs_summary', () => {
   it('summarises what the server logged, for the developer and for the agent', async () => {
@@ -43,6 +61,7 @@ describe('reviewing runs: report command and ollama_runs_summary', () => {
       expect(JSON.stringify(tool.structuredContent).length).toBeLessThan(8_000);
     } finally {
       await server.close();
+      removeSandbox(sandbox);
     }
   });
 });
@@ -63,6 +82,7 @@ describe('report on what the server wrote: a fallback chain falling through', ()
     const { stdout } = await execa(process.execPath, [SERVER_ENTRY, 'report', '--json', '--since', 'all'], {
       env: { OLLAMA_MCP_TELEMETRY_DIR: sandbox.telemetryDir, PATH: process.env.PATH ?? '' },
     });
+    removeSandbox(sandbox);
     const summary = JSON.parse(stdout);
     expect(summary.total_runs).toBe(1); // the caller saw one result
     expect(summary.chains).toMatchObject({
@@ -78,27 +98,30 @@ describe('report on what the server wrote: a fallback chain falling through', ()
   });
 });
 
-/** Where the realistic day and its reports are left, for a human to read (overwritten by each run). */
-const DAY_DIR = path.join(tmpdir(), 'ollama-runner-realistic-day');
-
 describe('report on a realistic day (test/helpers/realistic-day.ts), through the built CLI', () => {
+  let dayDir = '';
+  beforeAll(() => {
+    dayDir = mkdtempSync(path.join(tmpdir(), 'report-day-'));
+    writeRealisticDay(path.join(dayDir, 'alice'));
+    mkdirSync(ARTIFACTS, { recursive: true });
+  });
+  afterAll(() => rmSync(dayDir, { recursive: true, force: true }));
+
   const cli = (args: string[], env: Record<string, string> = {}) =>
     execa(process.execPath, [SERVER_ENTRY, 'report', '--since', 'all', ...args], {
-      env: { PATH: process.env.PATH ?? '', OLLAMA_MCP_TELEMETRY_DIR: path.join(DAY_DIR, 'none'), ...env },
+      env: { PATH: process.env.PATH ?? '', OLLAMA_MCP_TELEMETRY_DIR: path.join(dayDir, 'none'), ...env },
       extendEnv: false,
       reject: false,
     });
 
   it('explains the day in 100 columns (80 with COLUMNS=80): attention first, three causes, tokens, chains', async () => {
-    rmSync(DAY_DIR, { recursive: true, force: true });
-    writeRealisticDay(path.join(DAY_DIR, 'alice'));
-    const text = await cli(['--dir', path.join(DAY_DIR, 'alice')]);
+    const text = await cli(['--dir', path.join(dayDir, 'alice')]);
     expect(text.exitCode).toBe(0);
-    writeFileSync(path.join(DAY_DIR, 'report.txt'), text.stdout);
-    process.stdout.write(`text report of the realistic day: ${path.join(DAY_DIR, 'report.txt')}\n`);
+    writeFileSync(path.join(ARTIFACTS, 'report-day.txt'), text.stdout);
+    process.stdout.write(`text report of the realistic day: ${path.join(ARTIFACTS, 'report-day.txt')}\n`);
     const lines = text.stdout.split('\n');
     expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(100);
-    const narrow = await cli(['--dir', path.join(DAY_DIR, 'alice')], { COLUMNS: '80' });
+    const narrow = await cli(['--dir', path.join(dayDir, 'alice')], { COLUMNS: '80' });
     expect(Math.max(...narrow.stdout.split('\n').map((line) => line.length))).toBeLessThanOrEqual(80);
 
     const order = [
@@ -126,7 +149,7 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
     expect(text.stdout).toMatch(/^qwen3:8b\s+12\s+5 \(41\.7%\)\s+llama3\.2:latest 5, 5 ok$/m);
     expect(text.stdout).toContain(`Busy retries by the server: ${DAY_FACTS.busyRetries}`);
 
-    const json = JSON.parse((await cli(['--json', '--dir', path.join(DAY_DIR, 'alice')])).stdout);
+    const json = JSON.parse((await cli(['--json', '--dir', path.join(dayDir, 'alice')])).stdout);
     const gemma = json.models.find((m: { model: string }) => m.model === 'gemma3:4b');
     expect(gemma.tokens.may_be_truncated).toBe(DAY_FACTS.truncated);
     expect(gemma.tokens.prompt_tokens_p95).toBe(8192);
@@ -137,13 +160,13 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
     const qwen = json.models.find((m: { model: string }) => m.model === 'qwen2.5-coder:7b');
     expect(qwen.retried.busy_retries).toBe(DAY_FACTS.busyRetries);
     expect(qwen.failures.server_busy).toBeUndefined(); // retried by the server: not a failure the caller saw
-    const html = await cli(['--html', path.join(DAY_DIR, 'report.html'), '--dir', path.join(DAY_DIR, 'alice')]);
+    const html = await cli(['--html', path.join(ARTIFACTS, 'report-day.html'), '--dir', path.join(dayDir, 'alice')]);
     expect(html.exitCode).toBe(0);
   });
 
   it('reads several telemetry dirs at once (--dir repeated) and says which', async () => {
-    writeRealisticDay(path.join(DAY_DIR, 'bob'), 10);
-    const dirs = [path.join(DAY_DIR, 'alice'), path.join(DAY_DIR, 'bob')];
+    writeRealisticDay(path.join(dayDir, 'bob'), 10);
+    const dirs = [path.join(dayDir, 'alice'), path.join(dayDir, 'bob')];
     const one = JSON.parse((await cli(['--json', '--dir', dirs[0]!])).stdout);
     const two = JSON.parse((await cli(['--json', '--dir', dirs[0]!, '--dir', dirs[1]!])).stdout);
     expect(two.dirs).toEqual(dirs);
@@ -151,10 +174,11 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
     const bob = JSON.parse((await cli(['--json', '--dir', dirs[1]!])).stdout);
     expect(two.total_runs).toBe(one.total_runs + bob.total_runs);
     const text = await cli(['--dir', dirs[0]!, '--dir', dirs[1]!]);
-    expect(text.stdout).toContain(`Dirs: ${dirs.join(', ')}`);
-    const missing = await cli(['--dir', dirs[0]!, '--dir', path.join(DAY_DIR, 'alice', 'runs.jsonl')]);
+    // The line wraps where the temp dir's path is long (macOS's): the sentence, not the line, names them.
+    expect(sentence(text.stdout, 'Dirs: ')).toBe(`Dirs: ${dirs.join(', ')}`);
+    const missing = await cli(['--dir', dirs[0]!, '--dir', path.join(dayDir, 'alice', 'runs.jsonl')]);
     expect(missing.exitCode).toBe(1);
-    expect(missing.stderr).toContain(`could not read the run logs in ${path.join(DAY_DIR, 'alice', 'runs.jsonl')}`);
+    expect(missing.stderr).toContain(`could not read the run logs in ${path.join(dayDir, 'alice', 'runs.jsonl')}`);
   });
 
   it('ollama_runs_summary gives the agent the same causes, attention items and tokens, in a few KB', async () => {
@@ -181,6 +205,7 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
       expect(Buffer.byteLength(text)).toBeLessThan(8 * 1024);
     } finally {
       await server.close();
+      removeSandbox(sandbox);
     }
   });
 });

@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/store/state-store.js';
 import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, startServer, type RunningServer, type Sandbox } from '../e2e/harness.js';
+import { cannotReach, NOBODY, serverFor } from '../helpers/other-user.js';
 
 /** The detailed result: these tests read the whole record. */
 async function call(server: RunningServer, name: string, args: Record<string, unknown>) {
@@ -151,7 +152,10 @@ describe('corrupt, empty and locked state files, through the built server', () =
 
   it.skipIf(process.getuid?.() !== 0)(
     'state files the server may not read (EACCES, server run as nobody): every result and health say so, doctor shows no ✓ circuits',
-    async () => {
+    async ({ skip, onTestFinished }) => {
+      // nobody may not reach the clone (a 0700 `mktemp -d`): the server runs from a copy it can reach.
+      const nobody = serverFor(NOBODY);
+      onTestFinished(nobody.dispose);
       const sandbox = await withHistory('100');
       // Only the telemetry dir is closed to nobody; the fake's trace and state dirs stay open.
       chmodSync(sandbox.traceDir, 0o777);
@@ -160,9 +164,15 @@ describe('corrupt, empty and locked state files, through the built server', () =
       // the state files in it are root's 0600 and the ledger's dir root's 0700.
       chmodSync(path.dirname(sandbox.telemetryDir), 0o755);
       chmodSync(sandbox.telemetryDir, 0o777);
-      const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, SERVER_ENTRY];
+      const unusable = nobody.unusable ?? cannotReach(NOBODY, [sandbox.telemetryDir, sandbox.traceDir]);
+      if (unusable !== null) {
+        process.stderr.write(`skipped the state-files test as nobody: ${unusable}\n`);
+        return skip(unusable);
+      }
+      const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, nobody.entry];
+      const env = { ...serverEnv(sandbox), OLLAMA_BIN: nobody.fake };
 
-      const doctor = await execa('setpriv', [...asNobody, 'doctor'], { env: serverEnv(sandbox), reject: false });
+      const doctor = await execa('setpriv', [...asNobody, 'doctor'], { env, reject: false });
       expect(doctor.exitCode).toBe(1);
       expect(doctor.stdout).toMatch(/EACCES/);
       expect(doctor.stdout).not.toMatch(/✓ circuits/);
@@ -170,7 +180,7 @@ describe('corrupt, empty and locked state files, through the built server', () =
 
       const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
       const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
-      const transport = new StdioClientTransport({ command: 'setpriv', args: asNobody, env: serverEnv(sandbox), stderr: 'pipe' });
+      const transport = new StdioClientTransport({ command: 'setpriv', args: asNobody, env, stderr: 'pipe' });
       let stderr = '';
       transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
       const client = new Client({ name: 'faults', version: '1.0.0' });

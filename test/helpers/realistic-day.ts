@@ -15,7 +15,7 @@
  *
  * Records are built in the server's key order (telemetry/README.md, /work/contract.md), so the
  * report reads them as it reads a real log. Used by the report's tests
- * (test/e2e/report.e2e.test.ts also leaves the text report of this day in the OS tmp dir).
+ * (test/e2e/report.e2e.test.ts also leaves the text report of this day in test-artifacts/).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -4,6 +4,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { inject } from 'vitest';
 
 /**
  * A real `redis-server` for the team-mode tests: started on a free loopback port with a temp dir
@@ -16,8 +17,8 @@ export const REDIS_SERVER_AVAILABLE = spawnSync('redis-server', ['--version'], {
 export function noteRedisSkipped(): void {
   if (REDIS_SERVER_AVAILABLE) return;
   try {
-    // Test files run in forks of one vitest process: the first to create the marker speaks.
-    closeSync(openSync(path.join(tmpdir(), `ollama-runner-redis-skip-${process.ppid}`), 'wx'));
+    // Test files run in forks of one vitest process: the first to create the marker in the run's own dir speaks.
+    closeSync(openSync(path.join(inject('runDir'), 'redis-skip-noted'), 'wx'));
   } catch {
     return;
   }

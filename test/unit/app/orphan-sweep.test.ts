@@ -10,7 +10,7 @@ const identity = { self: { pid: 1, start: 1 }, place: HERE, hasProc: true };
 const ARGS = ['run', 'llama3.2', '--nowordwrap'];
 
 let dir: string;
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => rmSync(path.dirname(dir), { recursive: true, force: true })); // the mkdtemp dir around it
 
 function setup(records: ChildRecord[]): void {
   dir = path.join(mkdtempSync(path.join(tmpdir(), 'sweep-')), 'children');
@@ -74,7 +74,7 @@ describe('sweepOrphans', () => {
   });
 
   it('a missing dir is an empty sweep', async () => {
-    dir = path.join(tmpdir(), 'no-such-sweep-dir');
+    dir = path.join(mkdtempSync(path.join(tmpdir(), 'sweep-')), 'children'); // never created
     const w = world([]);
     expect(await sweep(w)).toMatchObject({ ended: 0, forgotten: 0, kept: 0 });
   });
