@@ -3,13 +3,13 @@ import type { Config } from '../config/config.js';
 import { SETTING_RANGES } from '../config/ranges.js';
 import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD, timeoutField } from './shared-fields.js';
 import { FALLBACK_MODELS_FIELD, fallbackModelsProblems } from './shared-fields.js';
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import type { RunResult } from '../app/run-result.js';
 import { runReplySchema, toRunReply, type ResponseFormat, type RunReply } from '../app/run-reply.js';
 import { LiveRun } from '../app/run-progress.js';
 import type { QueueReason } from '../app/call-slots.js';
 import type { RunRequest, RunService } from '../app/run-service.js';
-import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
+import { formatElapsed, startHeartbeat } from './progress.js';
 import { renderRunText } from './run-text.js';
 import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 

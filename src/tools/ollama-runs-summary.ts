@@ -1,6 +1,6 @@
 import * as z from 'zod';
 
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import type { ResponseFormat } from '../app/run-reply.js';
 import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 import { RUN_STATUSES } from '../policy/run-status.js';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
 import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
 import type { StateBackend } from '../store/state-backend.js';
