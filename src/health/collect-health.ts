@@ -7,7 +7,7 @@ import type { InstalledModels } from '../ollama/installed-models.js';
 import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData } from '../store/state-schema.js';
 import type { StoreWriteFailure, TaskScope } from '../store/state-store.js';
-import type { SlotView } from '../store/shared-slots.js';
+import type { ProcessesStatus } from '../app/process-hygiene.js';
 import { redactRedisUrl } from '../config/redis-url.js';
 import { checkStateBackend, stateFixHint } from './state-backend-check.js';
 import type { HealthReport } from './health-report-schema.js';
@@ -23,25 +23,6 @@ const RUNS_LOG_FILE_NAME = 'runs.jsonl';
 const PROBE_BYTES = 4096;
 
 export { healthReportSchema, type HealthReport } from './health-report-schema.js';
-
-/** What app/process-hygiene.ts reports for `processes`. */
-export interface ProcessesStatus {
-  readonly orphanSweep: {
-    readonly enabled: boolean;
-    readonly reason: string | null;
-    readonly intervalMs: number;
-    readonly last: { readonly at: number; readonly ended: number; readonly forgotten: number; readonly kept: number } | null;
-  };
-  readonly shared: {
-    readonly limit: number;
-    readonly inUse: number;
-    readonly slots: readonly SlotView[];
-    readonly waitingHere: number;
-    readonly error: string | null;
-    /** `machines`: team mode, the slots are in Redis. @default 'processes' */
-    readonly across?: 'processes' | 'machines';
-  } | null;
-}
 
 /** The part of StateStore the check needs (a StateStore will do). */
 export interface HealthStateSource {
