@@ -6,7 +6,6 @@ import { ConfigError, loadConfig, type Config } from '../../../src/config/config
 import {
   EXAMPLE_TIERS_JSON,
   buildModelTiers,
-  globMatches,
   loadModelTiers,
   parseJson,
   parseTiersFile,
@@ -15,6 +14,7 @@ import {
   type TiersFile,
 } from '../../../src/config/model-tiers.js';
 import { findJsonError } from '../../../src/config/json-position.js';
+import { globMatches } from '../../../src/config/tier-rules.js';
 import { SETTING_RANGES } from '../../../src/config/ranges.js';
 import { formatPath } from '../../../src/config/zod-english.js';
 
