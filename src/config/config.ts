@@ -163,57 +163,118 @@ export function telemetryDirFor(context: TelemetryDirContext): { dir: string; wh
  * variable. `where` says where this process runs from (for the default telemetry dir).
  */
 export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemetryDirContext(env)): Config {
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === '') return fallback;
-    const value = Number(raw.trim());
-    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-      throw new ConfigError(name, `${name} must be a whole number from ${min} to ${max}, got \`${raw}\``);
+  const read = envReader(env);
+  const { int, setting, bool } = read;
+  const http = httpAccess(read);
+  const configFile = read.optional('OLLAMA_MCP_CONFIG');
+  const host = ollamaHost(env);
+  const state = stateLocation(env, read);
+  const telemetry = telemetryDirFor({ ...where, env });
+  const parallel = parallelFrom(env, read);
+  const maxLoaded = maxLoadedModelsFrom(env, read);
+  return {
+    ollamaBin: read.text('OLLAMA_BIN', 'ollama'),
+    ollamaHost: host,
+    telemetryDir: telemetry.dir,
+    telemetryDirReason: telemetry.why,
+    concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, CONCURRENCY_RANGE),
+    sharedConcurrency: read.optional('OLLAMA_MCP_SHARED_CONCURRENCY')
+      ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, SHARED_CONCURRENCY_RANGE)
+      : null,
+    parallel: parallel.value,
+    parallelSource: parallel.source,
+    maxLoadedModels: maxLoaded.value,
+    maxLoadedModelsSource: maxLoaded.source,
+    startTimeoutMs: setting('OLLAMA_MCP_START_TIMEOUT_MS', defaultStartTimeoutMs(env), 'start_timeout_ms'),
+    switchAfterMs: int('OLLAMA_MCP_SWITCH_AFTER_MS', 30_000, SWITCH_AFTER_RANGE),
+    keepAliveMs: keepAliveMs(env),
+    timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
+    maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
+    breakerThreshold: setting('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 'breaker_threshold'),
+    breakerCooldownMs: setting('OLLAMA_MCP_BREAKER_COOLDOWN_MS', 60_000, 'breaker_cooldown_ms'),
+    killGraceMs: int('OLLAMA_MCP_KILL_GRACE_MS', 2_000, { min: 100, max: 60_000 }),
+    maxOutputBytes: int('OLLAMA_MCP_MAX_OUTPUT_BYTES', 1_048_576, { min: 1_024, max: 104_857_600 }),
+    logContent: bool('OLLAMA_MCP_LOG_CONTENT', false),
+    runsSummaryTool: bool('OLLAMA_MCP_RUNS_SUMMARY_TOOL', false),
+    taskTtlMs: int('OLLAMA_MCP_TASK_TTL_DAYS', 30, { min: 1, max: 3_650 }) * DAY_MS,
+    maxTasks: int('OLLAMA_MCP_MAX_TASKS', 10_000, { min: 100, max: 1_000_000 }),
+    progressIntervalMs: int('OLLAMA_MCP_PROGRESS_INTERVAL_MS', 5_000, { min: 100, max: 60_000 }),
+    escalationMode: read.choice('OLLAMA_MCP_ESCALATION', 'signal', ['signal', 'block'] as const),
+    preflight: bool('OLLAMA_MCP_PREFLIGHT', true),
+    modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, { min: 0, max: 3_600_000 }),
+    configFile: configFile === undefined ? undefined : path.resolve(configFile),
+    ...http,
+    logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, { min: 1_024, max: 107_374_182_400 }),
+    logRetentionMs: int('OLLAMA_MCP_LOG_RETENTION_DAYS', 90, { min: 0, max: 36_500 }) * DAY_MS,
+    logMaxTotalBytes: int('OLLAMA_MCP_LOG_MAX_TOTAL_BYTES', 1_073_741_824, { min: 0, max: 1_125_899_906_842_624 }),
+    busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE),
+    ...state,
+  };
+}
+
+const DAY_MS = 86_400_000;
+
+type Range = { readonly min: number; readonly max: number };
+type EnvReader = ReturnType<typeof envReader>;
+
+/** Readers of one environment's variables, each throwing a ConfigError that quotes the bad value. */
+function envReader(env: Env) {
+  const optional = (name: string): string | undefined => env[name]?.trim() || undefined;
+  const int = (name: string, fallback: number, { min, max }: Range): number => {
+    const raw = optional(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
+      throw new ConfigError(name, `${name} must be a whole number from ${min} to ${max}, got \`${env[name]}\``);
     }
     return value;
   };
-  const setting = (name: string, fallback: number, key: keyof typeof SETTING_RANGES): number =>
-    int(name, fallback, SETTING_RANGES[key].min, SETTING_RANGES[key].max);
-  const bool = (name: string): boolean => {
-    const raw = env[name]?.trim().toLowerCase();
-    if (raw === undefined || raw === '' || raw === '0' || raw === 'false' || raw === 'no') return false;
-    if (raw === '1' || raw === 'true' || raw === 'yes') return true;
-    throw new ConfigError(name, `${name} must be 1/true/yes or 0/false/no, got \`${env[name]}\``);
+  return {
+    optional,
+    int,
+    setting: (name: string, fallback: number, key: keyof typeof SETTING_RANGES): number =>
+      int(name, fallback, SETTING_RANGES[key]),
+    bool(name: string, fallback: boolean): boolean {
+      const raw = optional(name)?.toLowerCase();
+      if (raw === undefined) return fallback;
+      if (raw === '0' || raw === 'false' || raw === 'no') return false;
+      if (raw === '1' || raw === 'true' || raw === 'yes') return true;
+      throw new ConfigError(name, `${name} must be 1/true/yes or 0/false/no, got \`${env[name]}\``);
+    },
+    text(name: string, fallback: string): string {
+      const raw = env[name];
+      if (raw === undefined) return fallback;
+      if (raw.trim() === '') throw new ConfigError(name, `${name} is set but empty; unset it to use the default (${fallback})`);
+      return raw;
+    },
+    choice<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+      const raw = optional(name)?.toLowerCase();
+      if (raw === undefined) return fallback;
+      if ((allowed as readonly string[]).includes(raw)) return raw as T;
+      throw new ConfigError(name, `${name} must be one of ${allowed.join(', ')}, got \`${env[name]}\``);
+    },
   };
-  const text = (name: string, fallback: string): string => {
-    const raw = env[name];
-    if (raw === undefined) return fallback;
-    if (raw.trim() === '') throw new ConfigError(name, `${name} is set but empty; unset it to use the default (${fallback})`);
-    return raw;
-  };
+}
 
-  const choice = <T extends string>(name: string, fallback: T, allowed: readonly T[]): T => {
-    const raw = env[name]?.trim().toLowerCase();
-    if (raw === undefined || raw === '') return fallback;
-    if ((allowed as readonly string[]).includes(raw)) return raw as T;
-    throw new ConfigError(name, `${name} must be one of ${allowed.join(', ')}, got \`${env[name]}\``);
-  };
-  const optional = (name: string): string | undefined => (env[name]?.trim() ? env[name]!.trim() : undefined);
-  const boolDefault = (name: string, fallback: boolean): boolean => (env[name]?.trim() ? bool(name) : fallback);
-
-  const httpToken = optional('OLLAMA_MCP_HTTP_TOKEN');
+/** The HTTP transport's bearer token and whether it is required: a short token, or none with a token, is refused. */
+function httpAccess(read: EnvReader): Pick<Config, 'httpToken' | 'httpAuth'> {
+  const httpToken = read.optional('OLLAMA_MCP_HTTP_TOKEN');
   if (httpToken !== undefined && httpToken.length < HTTP_TOKEN_MIN_CHARS) {
     throw new ConfigError('OLLAMA_MCP_HTTP_TOKEN', HTTP_TOKEN_TOO_SHORT);
   }
-  const httpAuth = choice('OLLAMA_MCP_HTTP_AUTH', 'token', ['token', 'none'] as const);
+  const httpAuth = read.choice('OLLAMA_MCP_HTTP_AUTH', 'token', ['token', 'none'] as const);
   if (httpAuth === 'none' && httpToken !== undefined) {
     throw new ConfigError(
       'OLLAMA_MCP_HTTP_AUTH',
       'OLLAMA_MCP_HTTP_AUTH=none contradicts OLLAMA_MCP_HTTP_TOKEN, which is set: unset one of them',
     );
   }
-  const configFile = optional('OLLAMA_MCP_CONFIG');
+  return { httpToken, httpAuth };
+}
 
-  const ollamaHost = env.OLLAMA_HOST?.trim() ? env.OLLAMA_HOST.trim() : undefined;
-  if (ollamaHost !== undefined && /\s/.test(ollamaHost)) {
-    throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${ollamaHost}\``);
-  }
-  const stateUrl = optional('OLLAMA_MCP_STATE_URL');
+/** Team mode's Redis URL (checked, never shown with its password) and key prefix. */
+function stateLocation(env: Env, read: EnvReader): Pick<Config, 'stateUrl' | 'statePrefix'> {
+  const stateUrl = read.optional('OLLAMA_MCP_STATE_URL');
   if (stateUrl !== undefined) {
     const parsed = parseRedisUrl(stateUrl);
     if (isRedisUrlError(parsed)) throw new ConfigError('OLLAMA_MCP_STATE_URL', `OLLAMA_MCP_STATE_URL: ${parsed.error}`);
@@ -222,58 +283,21 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
   if (!STATE_PREFIX_PATTERN.test(statePrefix)) {
     throw new ConfigError('OLLAMA_MCP_STATE_PREFIX', `OLLAMA_MCP_STATE_PREFIX ${STATE_PREFIX_RULE}, got \`${statePrefix}\``);
   }
-  const telemetry = telemetryDirFor({ ...where, env });
-  const parallel = parallelFrom(env, setting);
-  const maxLoaded = maxLoadedModelsFrom(env, int);
-  return {
-    ollamaBin: text('OLLAMA_BIN', 'ollama'),
-    ollamaHost,
-    telemetryDir: telemetry.dir,
-    telemetryDirReason: telemetry.why,
-    concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, CONCURRENCY_RANGE.min, CONCURRENCY_RANGE.max),
-    sharedConcurrency: env.OLLAMA_MCP_SHARED_CONCURRENCY?.trim()
-      ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, SHARED_CONCURRENCY_RANGE.min, SHARED_CONCURRENCY_RANGE.max)
-      : null,
-    parallel: parallel.value,
-    parallelSource: parallel.source,
-    maxLoadedModels: maxLoaded.value,
-    maxLoadedModelsSource: maxLoaded.source,
-    startTimeoutMs: setting('OLLAMA_MCP_START_TIMEOUT_MS', defaultStartTimeoutMs(env), 'start_timeout_ms'),
-    switchAfterMs: int('OLLAMA_MCP_SWITCH_AFTER_MS', 30_000, SWITCH_AFTER_RANGE.min, SWITCH_AFTER_RANGE.max),
-    keepAliveMs: keepAliveMs(env),
-    timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
-    maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
-    breakerThreshold: setting('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 'breaker_threshold'),
-    breakerCooldownMs: setting('OLLAMA_MCP_BREAKER_COOLDOWN_MS', 60_000, 'breaker_cooldown_ms'),
-    killGraceMs: int('OLLAMA_MCP_KILL_GRACE_MS', 2_000, 100, 60_000),
-    maxOutputBytes: int('OLLAMA_MCP_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 104_857_600),
-    logContent: bool('OLLAMA_MCP_LOG_CONTENT'),
-    runsSummaryTool: bool('OLLAMA_MCP_RUNS_SUMMARY_TOOL'),
-    taskTtlMs: int('OLLAMA_MCP_TASK_TTL_DAYS', 30, 1, 3_650) * 86_400_000,
-    maxTasks: int('OLLAMA_MCP_MAX_TASKS', 10_000, 100, 1_000_000),
-    progressIntervalMs: int('OLLAMA_MCP_PROGRESS_INTERVAL_MS', 5_000, 100, 60_000),
-    escalationMode: choice('OLLAMA_MCP_ESCALATION', 'signal', ['signal', 'block'] as const),
-    preflight: boolDefault('OLLAMA_MCP_PREFLIGHT', true),
-    modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, 0, 3_600_000),
-    configFile: configFile === undefined ? undefined : path.resolve(configFile),
-    httpToken,
-    httpAuth,
-    logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, 1_024, 107_374_182_400),
-    logRetentionMs: int('OLLAMA_MCP_LOG_RETENTION_DAYS', 90, 0, 36_500) * 86_400_000,
-    logMaxTotalBytes: int('OLLAMA_MCP_LOG_MAX_TOTAL_BYTES', 1_073_741_824, 0, 1_125_899_906_842_624),
-    busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE.min, BUSY_RETRIES_RANGE.max),
-    stateUrl,
-    statePrefix,
-  };
+  return { stateUrl, statePrefix };
 }
 
-type Setting = (name: string, fallback: number, key: keyof typeof SETTING_RANGES) => number;
-type Int = (name: string, fallback: number, min: number, max: number) => number;
+function ollamaHost(env: Env): string | undefined {
+  const host = env.OLLAMA_HOST?.trim() || undefined;
+  if (host !== undefined && /\s/.test(host)) {
+    throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${host}\``);
+  }
+  return host;
+}
 
 /** OLLAMA_MCP_PARALLEL, else Ollama's OLLAMA_NUM_PARALLEL (0 and invalid mean Ollama's default, 1), capped to the range. */
-function parallelFrom(env: Env, setting: Setting): { value: number; source: string } {
-  if (env.OLLAMA_MCP_PARALLEL?.trim()) {
-    return { value: setting('OLLAMA_MCP_PARALLEL', 1, 'parallel'), source: 'OLLAMA_MCP_PARALLEL' };
+function parallelFrom(env: Env, read: EnvReader): { value: number; source: string } {
+  if (read.optional('OLLAMA_MCP_PARALLEL')) {
+    return { value: read.setting('OLLAMA_MCP_PARALLEL', 1, 'parallel'), source: 'OLLAMA_MCP_PARALLEL' };
   }
   const ollama = ollamaUint(env, 'OLLAMA_NUM_PARALLEL');
   if (ollama !== null && ollama > 0) {
@@ -283,10 +307,10 @@ function parallelFrom(env: Env, setting: Setting): { value: number; source: stri
 }
 
 /** OLLAMA_MCP_MAX_LOADED_MODELS, else Ollama's OLLAMA_MAX_LOADED_MODELS above 0; else null (learned). */
-function maxLoadedModelsFrom(env: Env, int: Int): { value: number | null; source: string } {
+function maxLoadedModelsFrom(env: Env, read: EnvReader): { value: number | null; source: string } {
   const name = 'OLLAMA_MCP_MAX_LOADED_MODELS';
-  if (env[name]?.trim()) {
-    return { value: int(name, 1, MAX_LOADED_MODELS_RANGE.min, MAX_LOADED_MODELS_RANGE.max), source: name };
+  if (read.optional(name)) {
+    return { value: read.int(name, 1, MAX_LOADED_MODELS_RANGE), source: name };
   }
   const ollama = ollamaUint(env, 'OLLAMA_MAX_LOADED_MODELS');
   if (ollama !== null && ollama > 0) {
