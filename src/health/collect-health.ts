@@ -8,6 +8,7 @@ import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData } from '../store/state-schema.js';
 import type { StoreWriteFailure, TaskScope } from '../store/state-store.js';
 import type { ProcessesStatus } from '../app/process-hygiene.js';
+import type { QueueView } from '../app/run-service.js';
 import { RUN_LOG_FILE_NAME } from '../telemetry/log-files.js';
 import { redactRedisUrl } from '../config/redis-url.js';
 import { checkStateBackend, stateFixHint } from './state-backend-check.js';
@@ -37,14 +38,7 @@ export interface HealthDeps {
   readonly store: HealthStateSource;
   readonly runs: {
     readonly inFlight: number;
-    /** The run service's queue: calls running and waiting, its limit, what it believes Ollama has loaded. */
-    readonly queue: {
-      readonly running: number;
-      readonly waiting: number;
-      readonly limit: number;
-      readonly loaded: readonly string[];
-      readonly capacity: number;
-    };
+    readonly queue: QueueView;
   };
   readonly installedModels: InstalledModels;
   /** The orphan sweep and the shared slots, read when the check runs. @default none shown */
