@@ -9,8 +9,7 @@ export type { AnyToolDefinition };
 /** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
 export function registerTools(server: Server, tools: readonly AnyToolDefinition[]): void {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  // Built at the first `tools/list`, not at start-up: the JSON schemas take tens of ms, and the
-  // `initialize` reply, which a client waits on first, does not need them.
+  // Built at the first `tools/list`: the `initialize` reply, which a client waits on first, needs no JSON schema.
   let listing: ReturnType<typeof listTools> | null = null;
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: (listing ??= listTools(tools)) }));
   // The SDK has already checked the request against CallToolRequestSchema; parsing it again with
@@ -73,16 +72,9 @@ function describeTooDeep(path: readonly (string | number)[]): string {
 
 type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
 
-/** By schema: every HTTP session has its own Server and tool list, but the tools share their schemas. */
-const jsonSchemas = { input: new WeakMap<z.ZodType, JsonSchemaObject>(), output: new WeakMap<z.ZodType, JsonSchemaObject>() };
-
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {
-  const known = jsonSchemas[io].get(schema);
-  if (known) return known;
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  const lean = leanJsonSchema(json, io) as JsonSchemaObject;
-  jsonSchemas[io].set(schema, lean);
-  return lean;
+  return leanJsonSchema(json, io) as JsonSchemaObject;
 }
 
 /**
