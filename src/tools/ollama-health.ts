@@ -32,8 +32,7 @@ export function toHealthReply(report: HealthReport, format: ResponseFormat): Hea
   };
 }
 
-/** `ollama_health`: a read-only check of everything `ollama_run` needs. It never starts a model. */
-/** `deps`: what the check reads, built on the first call (see App.services). */
+/** `ollama_health`: a read-only check of everything `ollama_run` needs, never starting a model. `deps` are built on the first call (see App.services). */
 export function ollamaHealthTool(deps: () => Promise<HealthDeps>): AnyToolDefinition {
   return {
     name: 'ollama_health',
