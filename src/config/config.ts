@@ -21,113 +21,77 @@ import {
 } from './ranges.js';
 import { isRedisUrlError, parseRedisUrl } from './redis-url.js';
 
-/** Everything the server can be told, validated once at start-up. Each field names its variable. */
+/** Everything the server can be told, validated once at start-up. Each field names its variable; the README gives the ranges. */
 export interface Config {
   /** `OLLAMA_BIN`: the CLI to spawn. @default "ollama" (found on PATH) */
   readonly ollamaBin: string;
   /** `OLLAMA_HOST`: passed through to the CLI when set. */
   readonly ollamaHost: string | undefined;
-  /**
-   * `OLLAMA_MCP_TELEMETRY_DIR`: holds runs.jsonl and the state files. @default the repo's telemetry/ in a
-   * source checkout, else the per-user state dir (see resolveTelemetryDir in telemetry-dir.ts)
-   */
+  /** `OLLAMA_MCP_TELEMETRY_DIR`: holds runs.jsonl and the state files. @default see resolveTelemetryDir */
   readonly telemetryDir: string;
   /** Why telemetryDir is where it is (the variable, a source checkout, or the per-user state dir). */
   readonly telemetryDirReason: string;
-  /** `OLLAMA_MCP_CONCURRENCY`: model processes at once in this server (1-32). @default 3 */
+  /** `OLLAMA_MCP_CONCURRENCY`: model processes at once in this server. @default 3 */
   readonly concurrency: number;
-  /**
-   * `OLLAMA_MCP_SHARED_CONCURRENCY`: model processes at once across every server process sharing the
-   * telemetry dir (1-256); null (unset, the default): no cap across processes.
-   */
+  /** `OLLAMA_MCP_SHARED_CONCURRENCY`: model processes at once across the servers sharing the telemetry dir; null: no such cap. */
   readonly sharedConcurrency: number | null;
-  /**
-   * Requests of one model Ollama runs at once (1-32): `OLLAMA_MCP_PARALLEL`, else `OLLAMA_NUM_PARALLEL`
-   * when this server's environment has it, else 1 (Ollama's default). More calls for the model wait here.
-   */
+  /** Requests of one model Ollama runs at once (more wait here): `OLLAMA_MCP_PARALLEL`, else `OLLAMA_NUM_PARALLEL`, else 1. */
   readonly parallel: number;
   /** Where `parallel` came from, for health and doctor. */
   readonly parallelSource: string;
-  /**
-   * Models Ollama keeps loaded together (1-32): `OLLAMA_MCP_MAX_LOADED_MODELS`, else
-   * `OLLAMA_MAX_LOADED_MODELS` when above 0; null: learned, the most `ollama ps` has shown at once (1
-   * until it shows more).
-   */
+  /** Models Ollama keeps loaded together: `OLLAMA_MCP_MAX_LOADED_MODELS`, else `OLLAMA_MAX_LOADED_MODELS`; null: learned. */
   readonly maxLoadedModels: number | null;
   /** Where `maxLoadedModels` came from, for health and doctor. */
   readonly maxLoadedModelsSource: string;
-  /**
-   * `OLLAMA_MCP_START_TIMEOUT_MS`: how long a run may wait for its first byte of answer (Ollama's queue,
-   * the load, reading the prompt) before it is stopped (1000-3600000). @default OLLAMA_LOAD_TIMEOUT when
-   * set, else 300000 (Ollama's own default load timeout)
-   */
+  /** `OLLAMA_MCP_START_TIMEOUT_MS`: limit of the wait for the answer's first byte. @default OLLAMA_LOAD_TIMEOUT, else 300000 */
   readonly startTimeoutMs: number;
-  /**
-   * `OLLAMA_MCP_SWITCH_AFTER_MS`: a call for a model that is not loaded waits at most this long behind
-   * calls for the loaded one before the server switches models (0-3600000). @default 30000
-   */
+  /** `OLLAMA_MCP_SWITCH_AFTER_MS`: longest wait of a call for a model not loaded behind the loaded one's. @default 30000 */
   readonly switchAfterMs: number;
-  /** How long Ollama keeps an idle model loaded: `OLLAMA_KEEP_ALIVE` as Ollama reads it, else 5 min; Infinity when negative. */
+  /** How long Ollama keeps an idle model loaded: `OLLAMA_KEEP_ALIVE` as Ollama reads it, Infinity if negative. @default 5 min */
   readonly keepAliveMs: number;
-  /** `OLLAMA_MCP_TIMEOUT_MS`: default limit of a run's answer, from its first byte (100-3600000). @default 120000 */
+  /** `OLLAMA_MCP_TIMEOUT_MS`: default limit of a run's answer, from its first byte. @default 120000 */
   readonly timeoutMs: number;
-  /** `OLLAMA_MCP_MAX_RETRIES`: default `max_retries` (0-100, 0 = no limit). @default 3 */
+  /** `OLLAMA_MCP_MAX_RETRIES`: default `max_retries` (0 = no limit). @default 3 */
   readonly maxRetries: number;
-  /** `OLLAMA_MCP_BREAKER_THRESHOLD`: consecutive model failures that open a circuit (1-1000). @default 5 */
+  /** `OLLAMA_MCP_BREAKER_THRESHOLD`: consecutive model failures that open a circuit. @default 5 */
   readonly breakerThreshold: number;
-  /** `OLLAMA_MCP_BREAKER_COOLDOWN_MS`: how long a circuit stays open (1000-86400000). @default 60000 */
+  /** `OLLAMA_MCP_BREAKER_COOLDOWN_MS`: how long a circuit stays open. @default 60000 */
   readonly breakerCooldownMs: number;
-  /** `OLLAMA_MCP_KILL_GRACE_MS`: after SIGTERM, wait this long before SIGKILL (100-60000). @default 2000 */
+  /** `OLLAMA_MCP_KILL_GRACE_MS`: after SIGTERM, wait this long before SIGKILL. @default 2000 */
   readonly killGraceMs: number;
-  /** `OLLAMA_MCP_MAX_OUTPUT_BYTES`: stdout kept per run; more stops the model (1024-104857600). @default 1048576 */
+  /** `OLLAMA_MCP_MAX_OUTPUT_BYTES`: stdout kept per run; more stops the model. @default 1048576 */
   readonly maxOutputBytes: number;
-  /** `OLLAMA_MCP_LOG_CONTENT`: `1`/`true` logs prompt and output text in runs.jsonl. @default false */
+  /** `OLLAMA_MCP_LOG_CONTENT`: log prompt and output text in runs.jsonl. @default false */
   readonly logContent: boolean;
-  /** `OLLAMA_MCP_RUNS_SUMMARY_TOOL`: also list `ollama_runs_summary` (a review tool; the agent's protocol needs it not). @default false */
+  /** `OLLAMA_MCP_RUNS_SUMMARY_TOOL`: also list the review tool `ollama_runs_summary`. @default false */
   readonly runsSummaryTool: boolean;
-  /** `OLLAMA_MCP_TASK_TTL_DAYS`: task ledger entries untouched this long are pruned (1-3650). @default 30 */
+  /** `OLLAMA_MCP_TASK_TTL_DAYS` in ms: task ledger entries untouched this long are pruned. @default 30 days */
   readonly taskTtlMs: number;
-  /** `OLLAMA_MCP_MAX_TASKS`: at most this many task ledger entries are kept (100-1000000). @default 10000 */
+  /** `OLLAMA_MCP_MAX_TASKS`: at most this many task ledger entries are kept. @default 10000 */
   readonly maxTasks: number;
-  /** `OLLAMA_MCP_PROGRESS_INTERVAL_MS`: progress heartbeat period when the client asks for progress (100-60000). @default 5000 */
+  /** `OLLAMA_MCP_PROGRESS_INTERVAL_MS`: progress heartbeat period, when the client asks for progress. @default 5000 */
   readonly progressIntervalMs: number;
-  /**
-   * `OLLAMA_MCP_ESCALATION`: `signal` only tells the caller to escalate; `block` also refuses, without
-   * spawning, further runs of a task that escalated until it is reset. @default "signal"
-   */
+  /** `OLLAMA_MCP_ESCALATION`: `block` also refuses further runs of an escalated task until it is reset. @default "signal" */
   readonly escalationMode: 'signal' | 'block';
   /** `OLLAMA_MCP_PREFLIGHT`: check a model is installed (`ollama list`) before running it. @default true */
   readonly preflight: boolean;
-  /** `OLLAMA_MCP_MODEL_LIST_TTL_MS`: how long the installed-model list is trusted (0-3600000). @default 30000 */
+  /** `OLLAMA_MCP_MODEL_LIST_TTL_MS`: how long the installed-model list is trusted. @default 30000 */
   readonly modelListTtlMs: number;
   /** `OLLAMA_MCP_CONFIG`: optional JSON file with defaults and per-model tiers. */
   readonly configFile: string | undefined;
-  /**
-   * `OLLAMA_MCP_HTTP_TOKEN`: the bearer token the HTTP transport requires. Unset: a token generated
-   * once and kept in the telemetry dir (`http-token`), unless `httpAuth` is `none`.
-   */
+  /** `OLLAMA_MCP_HTTP_TOKEN`: the HTTP transport's bearer token. @default one generated once, kept in the telemetry dir */
   readonly httpToken: string | undefined;
-  /**
-   * `OLLAMA_MCP_HTTP_AUTH`: `token` requires a bearer token over HTTP; `none` turns the check off
-   * (refused on a non-loopback host, and together with OLLAMA_MCP_HTTP_TOKEN). @default "token"
-   */
+  /** `OLLAMA_MCP_HTTP_AUTH`: `none` turns the bearer token check off (refused on a non-loopback host). @default "token" */
   readonly httpAuth: 'token' | 'none';
-  /**
-   * `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with jittered exponential backoff, after Ollama
-   * answers `server busy` (0-10). @default 3
-   */
+  /** `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with backoff, after Ollama answers `server busy`. @default 3 */
   readonly busyRetries: number;
-  /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size (1024-107374182400). @default 52428800 */
+  /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size. @default 52428800 */
   readonly logMaxBytes: number;
-  /** `OLLAMA_MCP_LOG_RETENTION_DAYS` in ms: rotated log files whose newest record is older are deleted (0-36500 days; 0 keeps them). @default 90 days */
+  /** `OLLAMA_MCP_LOG_RETENTION_DAYS` in ms: rotated log files older than this are deleted (0 keeps them). @default 90 days */
   readonly logRetentionMs: number;
   /** `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`: past this, the oldest rotated log files are deleted (0 = no limit). @default 1073741824 */
   readonly logMaxTotalBytes: number;
-  /**
-   * `OLLAMA_MCP_STATE_URL`: `redis://[user:password@]host[:port][/db]` (or `rediss://` for TLS) keeps the
-   * task ledger and the circuits in that Redis, shared by every server pointed at it (team mode).
-   * Unset: the state files in the telemetry dir. Holds the password: show it only through `redactRedisUrl`.
-   */
+  /** `OLLAMA_MCP_STATE_URL`: the Redis of team mode. Holds the password: show it only through `redactRedisUrl`. */
   readonly stateUrl: string | undefined;
   /** `OLLAMA_MCP_STATE_PREFIX`: prefix of every Redis key (team mode). @default "ollama-mcp:" */
   readonly statePrefix: string;
