@@ -514,6 +514,9 @@ describe('parseJson', () => {
     ['{"a":01}', 6],
     ['{"a": [1, 2,]}', 12],
     ['{"a": "b\nc"}', 8],
+    // A malformed number: where V8 itself points, at the character that cannot continue it.
+    ['{"a": 1.}', 8],
+    ['{"a": -}', 7],
     ['{"a": {"b": [true, false, null, -1.5e3, "\\u00e9"]}}', null],
     ['{}  ', null],
   ])('findJsonError(%j) is %s', (text, position) => {
