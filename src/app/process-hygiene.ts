@@ -7,7 +7,6 @@ import { CHILDREN_DIR_NAME, ChildRegistry } from '../store/child-registry.js';
 import { liveProcView, selfIdentity, type SelfIdentity } from '../store/proc-reader.js';
 import { SharedSlots, type SlotView } from '../store/shared-slots.js';
 import { RedisSlotTable, type SlotRedisConnection } from '../store/redis-slot-table.js';
-import type { ProcessesStatus } from '../health/collect-health.js';
 import { OrphanSweeper } from './orphan-sweep.js';
 
 type Spawn = (request: ModelProcessRequest) => Promise<ProcessOutcome>;
@@ -25,7 +24,23 @@ export function teamConnectionOf(store: unknown): SlotRedisConnection | null {
 }
 
 /** What `ollama_health` shows of the model processes across server processes. */
-export type HygieneStatus = ProcessesStatus;
+export interface ProcessesStatus {
+  readonly orphanSweep: {
+    readonly enabled: boolean;
+    readonly reason: string | null;
+    readonly intervalMs: number;
+    readonly last: { readonly at: number; readonly ended: number; readonly forgotten: number; readonly kept: number } | null;
+  };
+  readonly shared: {
+    readonly limit: number;
+    readonly inUse: number;
+    readonly slots: readonly SlotView[];
+    readonly waitingHere: number;
+    readonly error: string | null;
+    /** `machines`: team mode, the slots are in Redis. @default 'processes' */
+    readonly across?: 'processes' | 'machines';
+  } | null;
+}
 
 export const NO_PROC_REASON =
   'no /proc on this platform: a process start time cannot be read, so a pid cannot be told from a reused one; a killed server leaves its model processes running';
@@ -103,7 +118,7 @@ export class ProcessHygiene {
     await this.sharedSlots?.table.idle?.();
   }
 
-  async status(): Promise<HygieneStatus> {
+  async status(): Promise<ProcessesStatus> {
     const slots = this.sharedSlots;
     let view: SlotView[] = [];
     let viewError: string | null = null;

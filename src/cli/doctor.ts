@@ -1,11 +1,11 @@
 import path from 'node:path';
 import type { Config } from '../config/config.js';
-import { collectHealth, type HealthStateSource, type ProcessesStatus } from '../health/collect-health.js';
+import { collectHealth, type HealthStateSource } from '../health/collect-health.js';
 import { renderHealth } from '../health/render-health.js';
 import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
 import { prepareTelemetryDir } from '../config/telemetry-dir.js';
-import { NO_PROC_REASON, teamConnectionOf } from '../app/process-hygiene.js';
+import { NO_PROC_REASON, teamConnectionOf, type ProcessesStatus } from '../app/process-hygiene.js';
 import { SWEEP_INTERVAL_MS } from '../app/orphan-sweep.js';
 import { liveProcView, selfIdentity } from '../store/proc-reader.js';
 import { SLOTS_DIR_NAME, viewSlots, type SlotView } from '../store/shared-slots.js';

@@ -21,113 +21,77 @@ import {
 } from './ranges.js';
 import { isRedisUrlError, parseRedisUrl } from './redis-url.js';
 
-/** Everything the server can be told, validated once at start-up. Each field names its variable. */
+/** Everything the server can be told, validated once at start-up. Each field names its variable; the README gives the ranges. */
 export interface Config {
   /** `OLLAMA_BIN`: the CLI to spawn. @default "ollama" (found on PATH) */
   readonly ollamaBin: string;
   /** `OLLAMA_HOST`: passed through to the CLI when set. */
   readonly ollamaHost: string | undefined;
-  /**
-   * `OLLAMA_MCP_TELEMETRY_DIR`: holds runs.jsonl and the state files. @default the repo's telemetry/ in a
-   * source checkout, else the per-user state dir (see resolveTelemetryDir in telemetry-dir.ts)
-   */
+  /** `OLLAMA_MCP_TELEMETRY_DIR`: holds runs.jsonl and the state files. @default see resolveTelemetryDir */
   readonly telemetryDir: string;
   /** Why telemetryDir is where it is (the variable, a source checkout, or the per-user state dir). */
   readonly telemetryDirReason: string;
-  /** `OLLAMA_MCP_CONCURRENCY`: model processes at once in this server (1-32). @default 3 */
+  /** `OLLAMA_MCP_CONCURRENCY`: model processes at once in this server. @default 3 */
   readonly concurrency: number;
-  /**
-   * `OLLAMA_MCP_SHARED_CONCURRENCY`: model processes at once across every server process sharing the
-   * telemetry dir (1-256); null (unset, the default): no cap across processes.
-   */
+  /** `OLLAMA_MCP_SHARED_CONCURRENCY`: model processes at once across the servers sharing the telemetry dir; null: no such cap. */
   readonly sharedConcurrency: number | null;
-  /**
-   * Requests of one model Ollama runs at once (1-32): `OLLAMA_MCP_PARALLEL`, else `OLLAMA_NUM_PARALLEL`
-   * when this server's environment has it, else 1 (Ollama's default). More calls for the model wait here.
-   */
+  /** Requests of one model Ollama runs at once (more wait here): `OLLAMA_MCP_PARALLEL`, else `OLLAMA_NUM_PARALLEL`, else 1. */
   readonly parallel: number;
   /** Where `parallel` came from, for health and doctor. */
   readonly parallelSource: string;
-  /**
-   * Models Ollama keeps loaded together (1-32): `OLLAMA_MCP_MAX_LOADED_MODELS`, else
-   * `OLLAMA_MAX_LOADED_MODELS` when above 0; null: learned, the most `ollama ps` has shown at once (1
-   * until it shows more).
-   */
+  /** Models Ollama keeps loaded together: `OLLAMA_MCP_MAX_LOADED_MODELS`, else `OLLAMA_MAX_LOADED_MODELS`; null: learned. */
   readonly maxLoadedModels: number | null;
   /** Where `maxLoadedModels` came from, for health and doctor. */
   readonly maxLoadedModelsSource: string;
-  /**
-   * `OLLAMA_MCP_START_TIMEOUT_MS`: how long a run may wait for its first byte of answer (Ollama's queue,
-   * the load, reading the prompt) before it is stopped (1000-3600000). @default OLLAMA_LOAD_TIMEOUT when
-   * set, else 300000 (Ollama's own default load timeout)
-   */
+  /** `OLLAMA_MCP_START_TIMEOUT_MS`: limit of the wait for the answer's first byte. @default OLLAMA_LOAD_TIMEOUT, else 300000 */
   readonly startTimeoutMs: number;
-  /**
-   * `OLLAMA_MCP_SWITCH_AFTER_MS`: a call for a model that is not loaded waits at most this long behind
-   * calls for the loaded one before the server switches models (0-3600000). @default 30000
-   */
+  /** `OLLAMA_MCP_SWITCH_AFTER_MS`: longest wait of a call for a model not loaded behind the loaded one's. @default 30000 */
   readonly switchAfterMs: number;
-  /** How long Ollama keeps an idle model loaded: `OLLAMA_KEEP_ALIVE` as Ollama reads it, else 5 min; Infinity when negative. */
+  /** How long Ollama keeps an idle model loaded: `OLLAMA_KEEP_ALIVE` as Ollama reads it, Infinity if negative. @default 5 min */
   readonly keepAliveMs: number;
-  /** `OLLAMA_MCP_TIMEOUT_MS`: default limit of a run's answer, from its first byte (100-3600000). @default 120000 */
+  /** `OLLAMA_MCP_TIMEOUT_MS`: default limit of a run's answer, from its first byte. @default 120000 */
   readonly timeoutMs: number;
-  /** `OLLAMA_MCP_MAX_RETRIES`: default `max_retries` (0-100, 0 = no limit). @default 3 */
+  /** `OLLAMA_MCP_MAX_RETRIES`: default `max_retries` (0 = no limit). @default 3 */
   readonly maxRetries: number;
-  /** `OLLAMA_MCP_BREAKER_THRESHOLD`: consecutive model failures that open a circuit (1-1000). @default 5 */
+  /** `OLLAMA_MCP_BREAKER_THRESHOLD`: consecutive model failures that open a circuit. @default 5 */
   readonly breakerThreshold: number;
-  /** `OLLAMA_MCP_BREAKER_COOLDOWN_MS`: how long a circuit stays open (1000-86400000). @default 60000 */
+  /** `OLLAMA_MCP_BREAKER_COOLDOWN_MS`: how long a circuit stays open. @default 60000 */
   readonly breakerCooldownMs: number;
-  /** `OLLAMA_MCP_KILL_GRACE_MS`: after SIGTERM, wait this long before SIGKILL (100-60000). @default 2000 */
+  /** `OLLAMA_MCP_KILL_GRACE_MS`: after SIGTERM, wait this long before SIGKILL. @default 2000 */
   readonly killGraceMs: number;
-  /** `OLLAMA_MCP_MAX_OUTPUT_BYTES`: stdout kept per run; more stops the model (1024-104857600). @default 1048576 */
+  /** `OLLAMA_MCP_MAX_OUTPUT_BYTES`: stdout kept per run; more stops the model. @default 1048576 */
   readonly maxOutputBytes: number;
-  /** `OLLAMA_MCP_LOG_CONTENT`: `1`/`true` logs prompt and output text in runs.jsonl. @default false */
+  /** `OLLAMA_MCP_LOG_CONTENT`: log prompt and output text in runs.jsonl. @default false */
   readonly logContent: boolean;
-  /** `OLLAMA_MCP_RUNS_SUMMARY_TOOL`: also list `ollama_runs_summary` (a review tool; the agent's protocol needs it not). @default false */
+  /** `OLLAMA_MCP_RUNS_SUMMARY_TOOL`: also list the review tool `ollama_runs_summary`. @default false */
   readonly runsSummaryTool: boolean;
-  /** `OLLAMA_MCP_TASK_TTL_DAYS`: task ledger entries untouched this long are pruned (1-3650). @default 30 */
+  /** `OLLAMA_MCP_TASK_TTL_DAYS` in ms: task ledger entries untouched this long are pruned. @default 30 days */
   readonly taskTtlMs: number;
-  /** `OLLAMA_MCP_MAX_TASKS`: at most this many task ledger entries are kept (100-1000000). @default 10000 */
+  /** `OLLAMA_MCP_MAX_TASKS`: at most this many task ledger entries are kept. @default 10000 */
   readonly maxTasks: number;
-  /** `OLLAMA_MCP_PROGRESS_INTERVAL_MS`: progress heartbeat period when the client asks for progress (100-60000). @default 5000 */
+  /** `OLLAMA_MCP_PROGRESS_INTERVAL_MS`: progress heartbeat period, when the client asks for progress. @default 5000 */
   readonly progressIntervalMs: number;
-  /**
-   * `OLLAMA_MCP_ESCALATION`: `signal` only tells the caller to escalate; `block` also refuses, without
-   * spawning, further runs of a task that escalated until it is reset. @default "signal"
-   */
+  /** `OLLAMA_MCP_ESCALATION`: `block` also refuses further runs of an escalated task until it is reset. @default "signal" */
   readonly escalationMode: 'signal' | 'block';
   /** `OLLAMA_MCP_PREFLIGHT`: check a model is installed (`ollama list`) before running it. @default true */
   readonly preflight: boolean;
-  /** `OLLAMA_MCP_MODEL_LIST_TTL_MS`: how long the installed-model list is trusted (0-3600000). @default 30000 */
+  /** `OLLAMA_MCP_MODEL_LIST_TTL_MS`: how long the installed-model list is trusted. @default 30000 */
   readonly modelListTtlMs: number;
   /** `OLLAMA_MCP_CONFIG`: optional JSON file with defaults and per-model tiers. */
   readonly configFile: string | undefined;
-  /**
-   * `OLLAMA_MCP_HTTP_TOKEN`: the bearer token the HTTP transport requires. Unset: a token generated
-   * once and kept in the telemetry dir (`http-token`), unless `httpAuth` is `none`.
-   */
+  /** `OLLAMA_MCP_HTTP_TOKEN`: the HTTP transport's bearer token. @default one generated once, kept in the telemetry dir */
   readonly httpToken: string | undefined;
-  /**
-   * `OLLAMA_MCP_HTTP_AUTH`: `token` requires a bearer token over HTTP; `none` turns the check off
-   * (refused on a non-loopback host, and together with OLLAMA_MCP_HTTP_TOKEN). @default "token"
-   */
+  /** `OLLAMA_MCP_HTTP_AUTH`: `none` turns the bearer token check off (refused on a non-loopback host). @default "token" */
   readonly httpAuth: 'token' | 'none';
-  /**
-   * `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with jittered exponential backoff, after Ollama
-   * answers `server busy` (0-10). @default 3
-   */
+  /** `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with backoff, after Ollama answers `server busy`. @default 3 */
   readonly busyRetries: number;
-  /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size (1024-107374182400). @default 52428800 */
+  /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size. @default 52428800 */
   readonly logMaxBytes: number;
-  /** `OLLAMA_MCP_LOG_RETENTION_DAYS` in ms: rotated log files whose newest record is older are deleted (0-36500 days; 0 keeps them). @default 90 days */
+  /** `OLLAMA_MCP_LOG_RETENTION_DAYS` in ms: rotated log files older than this are deleted (0 keeps them). @default 90 days */
   readonly logRetentionMs: number;
   /** `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`: past this, the oldest rotated log files are deleted (0 = no limit). @default 1073741824 */
   readonly logMaxTotalBytes: number;
-  /**
-   * `OLLAMA_MCP_STATE_URL`: `redis://[user:password@]host[:port][/db]` (or `rediss://` for TLS) keeps the
-   * task ledger and the circuits in that Redis, shared by every server pointed at it (team mode).
-   * Unset: the state files in the telemetry dir. Holds the password: show it only through `redactRedisUrl`.
-   */
+  /** `OLLAMA_MCP_STATE_URL`: the Redis of team mode. Holds the password: show it only through `redactRedisUrl`. */
   readonly stateUrl: string | undefined;
   /** `OLLAMA_MCP_STATE_PREFIX`: prefix of every Redis key (team mode). @default "ollama-mcp:" */
   readonly statePrefix: string;
@@ -163,57 +127,118 @@ export function telemetryDirFor(context: TelemetryDirContext): { dir: string; wh
  * variable. `where` says where this process runs from (for the default telemetry dir).
  */
 export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemetryDirContext(env)): Config {
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === '') return fallback;
-    const value = Number(raw.trim());
-    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-      throw new ConfigError(name, `${name} must be a whole number from ${min} to ${max}, got \`${raw}\``);
+  const read = envReader(env);
+  const { int, setting, bool } = read;
+  const http = httpAccess(read);
+  const configFile = read.optional('OLLAMA_MCP_CONFIG');
+  const host = ollamaHost(env);
+  const state = stateLocation(env, read);
+  const telemetry = telemetryDirFor({ ...where, env });
+  const parallel = parallelFrom(env, read);
+  const maxLoaded = maxLoadedModelsFrom(env, read);
+  return {
+    ollamaBin: read.text('OLLAMA_BIN', 'ollama'),
+    ollamaHost: host,
+    telemetryDir: telemetry.dir,
+    telemetryDirReason: telemetry.why,
+    concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, CONCURRENCY_RANGE),
+    sharedConcurrency: read.optional('OLLAMA_MCP_SHARED_CONCURRENCY')
+      ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, SHARED_CONCURRENCY_RANGE)
+      : null,
+    parallel: parallel.value,
+    parallelSource: parallel.source,
+    maxLoadedModels: maxLoaded.value,
+    maxLoadedModelsSource: maxLoaded.source,
+    startTimeoutMs: setting('OLLAMA_MCP_START_TIMEOUT_MS', defaultStartTimeoutMs(env), 'start_timeout_ms'),
+    switchAfterMs: int('OLLAMA_MCP_SWITCH_AFTER_MS', 30_000, SWITCH_AFTER_RANGE),
+    keepAliveMs: keepAliveMs(env),
+    timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
+    maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
+    breakerThreshold: setting('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 'breaker_threshold'),
+    breakerCooldownMs: setting('OLLAMA_MCP_BREAKER_COOLDOWN_MS', 60_000, 'breaker_cooldown_ms'),
+    killGraceMs: int('OLLAMA_MCP_KILL_GRACE_MS', 2_000, { min: 100, max: 60_000 }),
+    maxOutputBytes: int('OLLAMA_MCP_MAX_OUTPUT_BYTES', 1_048_576, { min: 1_024, max: 104_857_600 }),
+    logContent: bool('OLLAMA_MCP_LOG_CONTENT', false),
+    runsSummaryTool: bool('OLLAMA_MCP_RUNS_SUMMARY_TOOL', false),
+    taskTtlMs: int('OLLAMA_MCP_TASK_TTL_DAYS', 30, { min: 1, max: 3_650 }) * DAY_MS,
+    maxTasks: int('OLLAMA_MCP_MAX_TASKS', 10_000, { min: 100, max: 1_000_000 }),
+    progressIntervalMs: int('OLLAMA_MCP_PROGRESS_INTERVAL_MS', 5_000, { min: 100, max: 60_000 }),
+    escalationMode: read.choice('OLLAMA_MCP_ESCALATION', 'signal', ['signal', 'block'] as const),
+    preflight: bool('OLLAMA_MCP_PREFLIGHT', true),
+    modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, { min: 0, max: 3_600_000 }),
+    configFile: configFile === undefined ? undefined : path.resolve(configFile),
+    ...http,
+    logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, { min: 1_024, max: 107_374_182_400 }),
+    logRetentionMs: int('OLLAMA_MCP_LOG_RETENTION_DAYS', 90, { min: 0, max: 36_500 }) * DAY_MS,
+    logMaxTotalBytes: int('OLLAMA_MCP_LOG_MAX_TOTAL_BYTES', 1_073_741_824, { min: 0, max: 1_125_899_906_842_624 }),
+    busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE),
+    ...state,
+  };
+}
+
+const DAY_MS = 86_400_000;
+
+type Range = { readonly min: number; readonly max: number };
+type EnvReader = ReturnType<typeof envReader>;
+
+/** Readers of one environment's variables, each throwing a ConfigError that quotes the bad value. */
+function envReader(env: Env) {
+  const optional = (name: string): string | undefined => env[name]?.trim() || undefined;
+  const int = (name: string, fallback: number, { min, max }: Range): number => {
+    const raw = optional(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
+      throw new ConfigError(name, `${name} must be a whole number from ${min} to ${max}, got \`${env[name]}\``);
     }
     return value;
   };
-  const setting = (name: string, fallback: number, key: keyof typeof SETTING_RANGES): number =>
-    int(name, fallback, SETTING_RANGES[key].min, SETTING_RANGES[key].max);
-  const bool = (name: string): boolean => {
-    const raw = env[name]?.trim().toLowerCase();
-    if (raw === undefined || raw === '' || raw === '0' || raw === 'false' || raw === 'no') return false;
-    if (raw === '1' || raw === 'true' || raw === 'yes') return true;
-    throw new ConfigError(name, `${name} must be 1/true/yes or 0/false/no, got \`${env[name]}\``);
+  return {
+    optional,
+    int,
+    setting: (name: string, fallback: number, key: keyof typeof SETTING_RANGES): number =>
+      int(name, fallback, SETTING_RANGES[key]),
+    bool(name: string, fallback: boolean): boolean {
+      const raw = optional(name)?.toLowerCase();
+      if (raw === undefined) return fallback;
+      if (raw === '0' || raw === 'false' || raw === 'no') return false;
+      if (raw === '1' || raw === 'true' || raw === 'yes') return true;
+      throw new ConfigError(name, `${name} must be 1/true/yes or 0/false/no, got \`${env[name]}\``);
+    },
+    text(name: string, fallback: string): string {
+      const raw = env[name];
+      if (raw === undefined) return fallback;
+      if (raw.trim() === '') throw new ConfigError(name, `${name} is set but empty; unset it to use the default (${fallback})`);
+      return raw;
+    },
+    choice<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+      const raw = optional(name)?.toLowerCase();
+      if (raw === undefined) return fallback;
+      if ((allowed as readonly string[]).includes(raw)) return raw as T;
+      throw new ConfigError(name, `${name} must be one of ${allowed.join(', ')}, got \`${env[name]}\``);
+    },
   };
-  const text = (name: string, fallback: string): string => {
-    const raw = env[name];
-    if (raw === undefined) return fallback;
-    if (raw.trim() === '') throw new ConfigError(name, `${name} is set but empty; unset it to use the default (${fallback})`);
-    return raw;
-  };
+}
 
-  const choice = <T extends string>(name: string, fallback: T, allowed: readonly T[]): T => {
-    const raw = env[name]?.trim().toLowerCase();
-    if (raw === undefined || raw === '') return fallback;
-    if ((allowed as readonly string[]).includes(raw)) return raw as T;
-    throw new ConfigError(name, `${name} must be one of ${allowed.join(', ')}, got \`${env[name]}\``);
-  };
-  const optional = (name: string): string | undefined => (env[name]?.trim() ? env[name]!.trim() : undefined);
-  const boolDefault = (name: string, fallback: boolean): boolean => (env[name]?.trim() ? bool(name) : fallback);
-
-  const httpToken = optional('OLLAMA_MCP_HTTP_TOKEN');
+/** The HTTP transport's bearer token and whether it is required: a short token, or none with a token, is refused. */
+function httpAccess(read: EnvReader): Pick<Config, 'httpToken' | 'httpAuth'> {
+  const httpToken = read.optional('OLLAMA_MCP_HTTP_TOKEN');
   if (httpToken !== undefined && httpToken.length < HTTP_TOKEN_MIN_CHARS) {
     throw new ConfigError('OLLAMA_MCP_HTTP_TOKEN', HTTP_TOKEN_TOO_SHORT);
   }
-  const httpAuth = choice('OLLAMA_MCP_HTTP_AUTH', 'token', ['token', 'none'] as const);
+  const httpAuth = read.choice('OLLAMA_MCP_HTTP_AUTH', 'token', ['token', 'none'] as const);
   if (httpAuth === 'none' && httpToken !== undefined) {
     throw new ConfigError(
       'OLLAMA_MCP_HTTP_AUTH',
       'OLLAMA_MCP_HTTP_AUTH=none contradicts OLLAMA_MCP_HTTP_TOKEN, which is set: unset one of them',
     );
   }
-  const configFile = optional('OLLAMA_MCP_CONFIG');
+  return { httpToken, httpAuth };
+}
 
-  const ollamaHost = env.OLLAMA_HOST?.trim() ? env.OLLAMA_HOST.trim() : undefined;
-  if (ollamaHost !== undefined && /\s/.test(ollamaHost)) {
-    throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${ollamaHost}\``);
-  }
-  const stateUrl = optional('OLLAMA_MCP_STATE_URL');
+/** Team mode's Redis URL (checked, never shown with its password) and key prefix. */
+function stateLocation(env: Env, read: EnvReader): Pick<Config, 'stateUrl' | 'statePrefix'> {
+  const stateUrl = read.optional('OLLAMA_MCP_STATE_URL');
   if (stateUrl !== undefined) {
     const parsed = parseRedisUrl(stateUrl);
     if (isRedisUrlError(parsed)) throw new ConfigError('OLLAMA_MCP_STATE_URL', `OLLAMA_MCP_STATE_URL: ${parsed.error}`);
@@ -222,58 +247,21 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
   if (!STATE_PREFIX_PATTERN.test(statePrefix)) {
     throw new ConfigError('OLLAMA_MCP_STATE_PREFIX', `OLLAMA_MCP_STATE_PREFIX ${STATE_PREFIX_RULE}, got \`${statePrefix}\``);
   }
-  const telemetry = telemetryDirFor({ ...where, env });
-  const parallel = parallelFrom(env, setting);
-  const maxLoaded = maxLoadedModelsFrom(env, int);
-  return {
-    ollamaBin: text('OLLAMA_BIN', 'ollama'),
-    ollamaHost,
-    telemetryDir: telemetry.dir,
-    telemetryDirReason: telemetry.why,
-    concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, CONCURRENCY_RANGE.min, CONCURRENCY_RANGE.max),
-    sharedConcurrency: env.OLLAMA_MCP_SHARED_CONCURRENCY?.trim()
-      ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, SHARED_CONCURRENCY_RANGE.min, SHARED_CONCURRENCY_RANGE.max)
-      : null,
-    parallel: parallel.value,
-    parallelSource: parallel.source,
-    maxLoadedModels: maxLoaded.value,
-    maxLoadedModelsSource: maxLoaded.source,
-    startTimeoutMs: setting('OLLAMA_MCP_START_TIMEOUT_MS', defaultStartTimeoutMs(env), 'start_timeout_ms'),
-    switchAfterMs: int('OLLAMA_MCP_SWITCH_AFTER_MS', 30_000, SWITCH_AFTER_RANGE.min, SWITCH_AFTER_RANGE.max),
-    keepAliveMs: keepAliveMs(env),
-    timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
-    maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
-    breakerThreshold: setting('OLLAMA_MCP_BREAKER_THRESHOLD', 5, 'breaker_threshold'),
-    breakerCooldownMs: setting('OLLAMA_MCP_BREAKER_COOLDOWN_MS', 60_000, 'breaker_cooldown_ms'),
-    killGraceMs: int('OLLAMA_MCP_KILL_GRACE_MS', 2_000, 100, 60_000),
-    maxOutputBytes: int('OLLAMA_MCP_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 104_857_600),
-    logContent: bool('OLLAMA_MCP_LOG_CONTENT'),
-    runsSummaryTool: bool('OLLAMA_MCP_RUNS_SUMMARY_TOOL'),
-    taskTtlMs: int('OLLAMA_MCP_TASK_TTL_DAYS', 30, 1, 3_650) * 86_400_000,
-    maxTasks: int('OLLAMA_MCP_MAX_TASKS', 10_000, 100, 1_000_000),
-    progressIntervalMs: int('OLLAMA_MCP_PROGRESS_INTERVAL_MS', 5_000, 100, 60_000),
-    escalationMode: choice('OLLAMA_MCP_ESCALATION', 'signal', ['signal', 'block'] as const),
-    preflight: boolDefault('OLLAMA_MCP_PREFLIGHT', true),
-    modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, 0, 3_600_000),
-    configFile: configFile === undefined ? undefined : path.resolve(configFile),
-    httpToken,
-    httpAuth,
-    logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, 1_024, 107_374_182_400),
-    logRetentionMs: int('OLLAMA_MCP_LOG_RETENTION_DAYS', 90, 0, 36_500) * 86_400_000,
-    logMaxTotalBytes: int('OLLAMA_MCP_LOG_MAX_TOTAL_BYTES', 1_073_741_824, 0, 1_125_899_906_842_624),
-    busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE.min, BUSY_RETRIES_RANGE.max),
-    stateUrl,
-    statePrefix,
-  };
+  return { stateUrl, statePrefix };
 }
 
-type Setting = (name: string, fallback: number, key: keyof typeof SETTING_RANGES) => number;
-type Int = (name: string, fallback: number, min: number, max: number) => number;
+function ollamaHost(env: Env): string | undefined {
+  const host = env.OLLAMA_HOST?.trim() || undefined;
+  if (host !== undefined && /\s/.test(host)) {
+    throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${host}\``);
+  }
+  return host;
+}
 
 /** OLLAMA_MCP_PARALLEL, else Ollama's OLLAMA_NUM_PARALLEL (0 and invalid mean Ollama's default, 1), capped to the range. */
-function parallelFrom(env: Env, setting: Setting): { value: number; source: string } {
-  if (env.OLLAMA_MCP_PARALLEL?.trim()) {
-    return { value: setting('OLLAMA_MCP_PARALLEL', 1, 'parallel'), source: 'OLLAMA_MCP_PARALLEL' };
+function parallelFrom(env: Env, read: EnvReader): { value: number; source: string } {
+  if (read.optional('OLLAMA_MCP_PARALLEL')) {
+    return { value: read.setting('OLLAMA_MCP_PARALLEL', 1, 'parallel'), source: 'OLLAMA_MCP_PARALLEL' };
   }
   const ollama = ollamaUint(env, 'OLLAMA_NUM_PARALLEL');
   if (ollama !== null && ollama > 0) {
@@ -283,10 +271,10 @@ function parallelFrom(env: Env, setting: Setting): { value: number; source: stri
 }
 
 /** OLLAMA_MCP_MAX_LOADED_MODELS, else Ollama's OLLAMA_MAX_LOADED_MODELS above 0; else null (learned). */
-function maxLoadedModelsFrom(env: Env, int: Int): { value: number | null; source: string } {
+function maxLoadedModelsFrom(env: Env, read: EnvReader): { value: number | null; source: string } {
   const name = 'OLLAMA_MCP_MAX_LOADED_MODELS';
-  if (env[name]?.trim()) {
-    return { value: int(name, 1, MAX_LOADED_MODELS_RANGE.min, MAX_LOADED_MODELS_RANGE.max), source: name };
+  if (read.optional(name)) {
+    return { value: read.int(name, 1, MAX_LOADED_MODELS_RANGE), source: name };
   }
   const ollama = ollamaUint(env, 'OLLAMA_MAX_LOADED_MODELS');
   if (ollama !== null && ollama > 0) {

@@ -22,94 +22,39 @@ function lineColumn(text: string, position: number): string {
   return `line ${line} column ${column} (position ${position})`;
 }
 
-/** Offset of the first JSON syntax error, for parser messages that do not give one; null if none is found. */
+/**
+ * Offset of the first JSON syntax error, for parser messages that do not give one; null if the text parses.
+ * The shortest prefix of the text that JSON.parse refuses before its end ends just past the error:
+ * every shorter prefix is valid as far as it goes, so bisection finds it.
+ */
 export function findJsonError(text: string): number | null {
-  let i = 0;
-  const fail = (): never => {
-    throw new JsonSyntaxAt(i);
-  };
-  const space = (): void => {
-    while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++;
-  };
-  const string = (): void => {
-    i++; // opening quote
-    for (;;) {
-      const c = text[i];
-      if (c === undefined || c < ' ') fail();
-      if (c === '"') {
-        i++;
-        return;
-      }
-      if (c === '\\') {
-        i++;
-        const e = text[i];
-        if (e !== undefined && '"\\/bfnrt'.includes(e)) i++;
-        else if (e === 'u') {
-          i++;
-          for (let k = 0; k < 4; k++, i++) if (!/[0-9a-fA-F]/.test(text[i] ?? '')) fail();
-        } else fail();
-      } else i++;
+  if (failsBefore(text, text.length)) {
+    let low = 1;
+    let high = text.length;
+    while (low < high) {
+      const middle = Math.floor((low + high) / 2);
+      if (failsBefore(text, middle)) high = middle;
+      else low = middle + 1;
     }
-  };
-  const value = (): void => {
-    space();
-    const c = text[i];
-    if (c === '{') {
-      i++;
-      space();
-      if (text[i] === '}') return void i++;
-      for (;;) {
-        space();
-        if (text[i] !== '"') fail();
-        string();
-        space();
-        if (text[i] !== ':') fail();
-        i++;
-        value();
-        space();
-        if (text[i] === ',') i++;
-        else if (text[i] === '}') return void i++;
-        else fail();
-      }
-    }
-    if (c === '[') {
-      i++;
-      space();
-      if (text[i] === ']') return void i++;
-      for (;;) {
-        value();
-        space();
-        if (text[i] === ',') i++;
-        else if (text[i] === ']') return void i++;
-        else fail();
-      }
-    }
-    if (c === '"') return string();
-    for (const word of ['true', 'false', 'null']) {
-      if (c === word[0]) {
-        for (const expected of word) {
-          if (text[i] !== expected) fail();
-          i++;
-        }
-        return;
-      }
-    }
-    const number = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-    number.lastIndex = i;
-    if (!number.test(text)) fail();
-    i = number.lastIndex;
-  };
+    return low - 1;
+  }
   try {
-    value();
-    space();
-    if (i < text.length) fail();
+    JSON.parse(text);
     return null;
-  } catch (error) {
-    if (error instanceof JsonSyntaxAt) return error.position;
-    return null; // e.g. nesting too deep for the stack: no position rather than a wrong one
+  } catch {
+    return text.length; // the text ends too soon
   }
 }
 
-class JsonSyntaxAt {
-  constructor(readonly position: number) {}
+/** Whether JSON.parse refuses `text.slice(0, end)` before its end (not for ending too soon). */
+function failsBefore(text: string, end: number): boolean {
+  try {
+    JSON.parse(text.slice(0, end));
+    return false;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (message.startsWith('Unexpected end of JSON input')) return false;
+    const reported = /\bat position (\d+)/.exec(message);
+    return reported === null || Number(reported[1]) < end;
+  }
 }

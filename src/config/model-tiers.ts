@@ -4,8 +4,9 @@ import { describeJsonError } from './json-position.js';
 import { SETTING_RANGES } from './ranges.js';
 import { describeIssue, formatPath, type KeyHints } from './zod-english.js';
 import { ConfigError, type Config } from './config.js';
-import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from '../ollama/model-name.js';
+import { canonicalModelName } from '../ollama/model-name.js';
 import { MAX_FALLBACK_MODELS } from '../policy/fallback.js';
+import { compileMatch, crossCheck, matches, type Matcher } from './tier-rules.js';
 
 /**
  * Per-model tiers: an optional JSON file (`OLLAMA_MCP_CONFIG`) with defaults, named tiers and
@@ -45,7 +46,7 @@ export interface TierRule {
 }
 
 export interface ModelTiers {
-  /** Settings for a model name (any spelling: `llama3.2`, `library/llama3.2:latest`). Memoised; cheap. */
+  /** Settings for a model name (any spelling: `llama3.2`, `library/llama3.2:latest`). */
   settingsFor(model: string): ModelSettings;
   /** What a model that matches no rule gets: Config values with the file's `defaults` over them. */
   readonly defaults: ModelSettings;
@@ -60,14 +61,8 @@ const SETTING_KEYS = Object.keys(SETTING_RANGES) as SettingKey[];
 
 const ROOT_KEYS = ['defaults', 'tiers', 'models'] as const;
 const RULE_KEYS = ['match', 'tier', ...SETTING_KEYS, 'fallback'] as const;
-const TIER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
-const TIER_NAME_MAX_LENGTH = 64;
-const MATCH_PATTERN = /^[A-Za-z0-9._\-/:*?]+$/;
 
-/**
- * The tiers file's schemas, made on first use: a server without a tiers file never needs them, and
- * building them costs milliseconds of a start-up that a client waits on.
- */
+/** The tiers file's schemas, made on first use: a server without a tiers file starts without building them. */
 function tiersSchemas() {
   const setting = (key: SettingKey) => z.int().min(SETTING_RANGES[key].min).max(SETTING_RANGES[key].max).optional();
   const settingsShape = {
@@ -94,7 +89,7 @@ function tiersSchemas() {
     .superRefine((value, ctx) => {
       for (const issue of crossCheck(value)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
     });
-  return { settings, rule, file };
+  return { settings, file };
 }
 
 type TiersSchemas = ReturnType<typeof tiersSchemas>;
@@ -107,7 +102,6 @@ export function tiersFileSchema(): TiersSchemas['file'] {
 
 export type TiersFile = z.infer<TiersSchemas['file']>;
 type Settings = z.infer<TiersSchemas['settings']>;
-type Rule = z.infer<TiersSchemas['rule']>;
 
 /** The example from the README; valid. */
 export const EXAMPLE_TIERS_JSON = `{
@@ -125,154 +119,6 @@ export const EXAMPLE_TIERS_JSON = `{
 }
 `;
 
-// ---------------------------------------------------------------------------------------------
-// Matching
-
-/**
- * Glob match: `*` any run of characters (`/` and `:` included), `?` exactly one, everything else
- * literal. Linear-time two-pointer matcher (no RegExp, so no escaping and no catastrophic
- * backtracking). Case-sensitive: callers lower-case both sides.
- */
-export function globMatches(pattern: string, text: string): boolean {
-  let p = 0;
-  let t = 0;
-  let star = -1;
-  let resume = 0;
-  while (t < text.length) {
-    if (p < pattern.length && (pattern[p] === '?' || pattern[p] === text[t])) {
-      p++;
-      t++;
-    } else if (p < pattern.length && pattern[p] === '*') {
-      star = p++;
-      resume = t;
-    } else if (star !== -1) {
-      p = star + 1;
-      t = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (pattern[p] === '*') p++;
-  return p === pattern.length;
-}
-
-const isGlob = (match: string): boolean => /[*?]/.test(match);
-
-/** A compiled `match`: exact names compare canonical forms; globs try the name as given and its canonical form. */
-interface Matcher {
-  readonly glob: boolean;
-  /** Canonical name for an exact rule, lower-cased pattern (consecutive `*` collapsed) for a glob. */
-  readonly key: string;
-}
-
-function compileMatch(match: string): Matcher {
-  return isGlob(match)
-    ? { glob: true, key: match.trim().toLowerCase().replace(/\*+/g, '*') }
-    : { glob: false, key: canonicalModelName(match) };
-}
-
-function matches(matcher: Matcher, lower: string, canonical: string): boolean {
-  if (!matcher.glob) return canonical === matcher.key;
-  return globMatches(matcher.key, lower) || (canonical !== lower && globMatches(matcher.key, canonical));
-}
-
-/** Why rule `later` can never apply because `earlier` comes first, or null. */
-function shadowedBy(earlier: Matcher, later: Matcher): string | null {
-  if (earlier.glob && earlier.key === '*') return 'matches every model';
-  if (earlier.glob === later.glob && earlier.key === later.key) return 'has the same match';
-  // An exact rule matches only names whose canonical form is its own; an earlier rule that matches that
-  // canonical form takes every one of them first.
-  if (!later.glob && matches(earlier, later.key, later.key)) return `already matches "${later.key}"`;
-  return null;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Cross-checks: tier names, rule `match` and `tier`, reachability
-
-interface Problem {
-  readonly path: (string | number)[];
-  readonly message: string;
-}
-
-/** Checks zod cannot express per field. Defensive about shapes: it also runs when some fields were invalid. */
-function crossCheck(file: TiersFile): Problem[] {
-  const problems: Problem[] = [];
-  const tiers = isRecord(file.tiers) ? Object.keys(file.tiers) : [];
-  for (const name of tiers) {
-    if (!TIER_NAME_PATTERN.test(name) || name.length > TIER_NAME_MAX_LENGTH) {
-      problems.push({
-        path: ['tiers'],
-        message: `tier name ${JSON.stringify(name)} must be 1-${TIER_NAME_MAX_LENGTH} letters, digits, ".", "_" or "-", starting with a letter or digit`,
-      });
-    }
-  }
-  const rules = Array.isArray(file.models) ? file.models : [];
-  const compiled: { index: number; match: string; matcher: Matcher }[] = [];
-  rules.forEach((rule: Rule, index) => {
-    if (!isRecord(rule)) return;
-    if (typeof rule.tier === 'string' && !tiers.includes(rule.tier)) {
-      const defined = tiers.length > 0 ? `defined: ${tiers.join(', ')}` : 'no tiers are defined';
-      problems.push({ path: ['models', index, 'tier'], message: `no tier named ${JSON.stringify(rule.tier)} (${defined})` });
-    }
-    for (const problem of fallbackProblems(rule)) problems.push({ path: ['models', index, 'fallback'], message: problem });
-    if (typeof rule.match !== 'string') return;
-    const problem = matchProblem(rule.match);
-    if (problem !== null) {
-      problems.push({ path: ['models', index, 'match'], message: problem });
-      return;
-    }
-    const matcher = compileMatch(rule.match);
-    for (const earlier of compiled) {
-      const why = shadowedBy(earlier.matcher, matcher);
-      if (why !== null) {
-        problems.push({
-          path: ['models', index],
-          message: `unreachable: models[${earlier.index}] (${JSON.stringify(earlier.match)}) comes first and ${why}; put more specific rules first`,
-        });
-        break;
-      }
-    }
-    compiled.push({ index, match: rule.match, matcher });
-  });
-  return problems;
-}
-
-/** A rule's `fallback`: valid model names, each once, never the rule's own (exact) model. */
-function fallbackProblems(rule: Rule): string[] {
-  if (!Array.isArray(rule.fallback)) return [];
-  const problems: string[] = [];
-  const own = typeof rule.match === 'string' && !isGlob(rule.match) ? canonicalModelName(rule.match) : null;
-  const seen = new Set<string>();
-  for (const name of rule.fallback) {
-    if (typeof name !== 'string') continue; // zod reports it
-    if (!MODEL_NAME_PATTERN.test(name) || name.length > MODEL_NAME_MAX_LENGTH) {
-      problems.push(`${JSON.stringify(name)} is not a valid model name`);
-      continue;
-    }
-    const key = canonicalModelName(name);
-    if (key === own) problems.push(`${JSON.stringify(name)} is the rule's own model; a model cannot be its own fallback`);
-    else if (seen.has(key)) problems.push(`${JSON.stringify(name)} is listed twice`);
-    seen.add(key);
-  }
-  return problems;
-}
-
-function matchProblem(match: string): string | null {
-  if (match.trim() === '') return 'must not be empty';
-  if (match.length > MODEL_NAME_MAX_LENGTH) return `must be at most ${MODEL_NAME_MAX_LENGTH} characters`;
-  if (!MATCH_PATTERN.test(match)) {
-    return `${JSON.stringify(match)} may contain only letters, digits, ".", "_", "-", "/", ":" and the wildcards "*" and "?"`;
-  }
-  if (!isGlob(match) && !MODEL_NAME_PATTERN.test(match)) {
-    return `${JSON.stringify(match)} is not a valid model name (and has no wildcard), so it would never match`;
-  }
-  return null;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Building
-
-const CACHE_MAX = 1_024;
 const NO_FALLBACK: readonly string[] = Object.freeze([]);
 
 /** The settings of every model when there is no tiers file: the environment's. */
@@ -318,23 +164,11 @@ export function buildModelTiers(config: Config, file: TiersFile | null, filePath
 }
 
 function tiersOf(defaults: ModelSettings, rules: { rule: TierRule; matcher: Matcher }[], file: string | null): ModelTiers {
-  const cache = new Map<string, ModelSettings>();
-  const resolve = (model: string): ModelSettings => {
-    const lower = model.trim().toLowerCase();
-    const canonical = canonicalModelName(model);
-    for (const { rule, matcher } of rules) if (matches(matcher, lower, canonical)) return rule.settings;
-    return defaults;
-  };
   return Object.freeze({
     settingsFor(model: string): ModelSettings {
-      if (rules.length === 0) return defaults;
-      const hit = cache.get(model);
-      if (hit !== undefined) return hit;
-      const settings = resolve(model);
-      // Names come from callers: keep the memo bounded.
-      if (cache.size >= CACHE_MAX) cache.clear();
-      cache.set(model, settings);
-      return settings;
+      const lower = model.trim().toLowerCase();
+      const canonical = canonicalModelName(model);
+      return rules.find(({ matcher }) => matches(matcher, lower, canonical))?.rule.settings ?? defaults;
     },
     defaults,
     rules: Object.freeze(rules.map(({ rule }) => rule)),
@@ -357,9 +191,6 @@ function overlay(settings: ModelSettings, layer: Settings | undefined): ModelSet
   for (const key of SETTING_KEYS) if (layer[key] !== undefined) next[CAMEL[key]] = layer[key];
   return next as unknown as ModelSettings;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Validation messages
 
 /** Validate a parsed JSON value. Throws ConfigError: `OLLAMA_MCP_CONFIG (<path>): <key path> <problem>[; ...]`. */
 export function parseTiersFile(raw: unknown, filePath: string | null): TiersFile {
@@ -399,12 +230,6 @@ const TIERS_KEYS: KeyHints = {
   // `concurrency` (runs of one model at once) is `parallel` now, Ollama's word for the same limit.
   renamedTo: (key) => (key === 'concurrency' ? 'parallel' : undefined),
 };
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-// ---------------------------------------------------------------------------------------------
-// Loading
 
 /** A tiers file larger than this is surely the wrong file. */
 const MAX_FILE_BYTES = 1_048_576;

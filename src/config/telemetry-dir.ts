@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureDirSync } from '../store/durable-fs.js';
 
 /** The folder name under the per-user state dir. */
 export const APP_DIR_NAME = 'ollama-runner-mcp';
@@ -41,47 +40,16 @@ export interface TelemetryDirContext {
  * Choose the telemetry dir. Pure: everything it depends on is in `context`.
  *
  * 1. `OLLAMA_MCP_TELEMETRY_DIR`, with a leading `~` expanded (MCP clients start servers without a
- *    shell, so nothing else expands it), relative to the working directory otherwise.
+ *    shell), relative to the working directory otherwise.
  * 2. A source checkout keeps using the repo's git-ignored `telemetry/`, next to the code being worked on.
- * 3. An installed package must not write inside itself: `npm i -g` replaces the package folder on
- *    every upgrade (the data would be deleted), a non-root user cannot write there, and under npx it
- *    is a cache. It uses the per-user state dir instead:
- *    - Linux and other Unixes: `$XDG_STATE_HOME/ollama-runner-mcp`, else `~/.local/state/ollama-runner-mcp`
- *      (the XDG base-dir spec's place for state that persists across restarts but is not worth
- *      backing up like documents: logs, history; a relative XDG_STATE_HOME is ignored, as the spec says).
- *    - macOS: `~/Library/Application Support/ollama-runner-mcp`, whatever XDG_STATE_HOME says: MCP
- *      clients launched from the Dock do not see a shell's variables, so honouring it would split the
- *      data between two dirs. Caches/ may be purged by the system; Logs/ is for logs only, and the
- *      retry ledger is not a log.
- *    - Windows: `%LOCALAPPDATA%\ollama-runner-mcp` (Local, not Roaming: the lock and the ledger belong
- *      to this machine's server processes and must not be synced by a roaming profile).
+ * 3. An installed package never writes inside itself (`npm i -g` replaces that folder on every
+ *    upgrade, a non-root user cannot write there, under npx it is a cache): it uses the per-user
+ *    state dir (see userStateDir).
  */
 export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirChoice | TelemetryDirProblem {
   const paths = context.platform === 'win32' ? path.win32 : path.posix;
   const raw = context.env[TELEMETRY_DIR_VARIABLE];
-  if (raw !== undefined) {
-    const value = raw.trim();
-    if (value === '') {
-      return problem(TELEMETRY_DIR_VARIABLE, `${TELEMETRY_DIR_VARIABLE} is set but empty; unset it to use the default`);
-    }
-    if (/^~[^/\\]/.test(value)) {
-      return problem(
-        TELEMETRY_DIR_VARIABLE,
-        `${TELEMETRY_DIR_VARIABLE}=${value}: only \`~\` and \`~/...\` are expanded; write the full path`,
-      );
-    }
-    if (value.startsWith('~')) {
-      if (context.home === '') {
-        return problem(
-          TELEMETRY_DIR_VARIABLE,
-          `${TELEMETRY_DIR_VARIABLE}=${value}: the home directory is unknown; write the full path`,
-        );
-      }
-      return { dir: paths.join(context.home, value.slice(1)), source: 'env', why: `${TELEMETRY_DIR_VARIABLE} is set` };
-    }
-    return { dir: paths.resolve(context.cwd, value), source: 'env', why: `${TELEMETRY_DIR_VARIABLE} is set` };
-  }
-
+  if (raw !== undefined) return fromVariable(raw.trim(), context, paths);
   if (context.sourceCheckout !== null) {
     return {
       dir: paths.join(context.packageRoot, 'telemetry'),
@@ -89,37 +57,61 @@ export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirC
       why: `running from a source checkout: ${context.sourceCheckout}`,
     };
   }
+  return userStateDir(context, paths);
+}
 
+function fromVariable(
+  value: string,
+  context: TelemetryDirContext,
+  paths: path.PlatformPath,
+): TelemetryDirChoice | TelemetryDirProblem {
+  const name = TELEMETRY_DIR_VARIABLE;
+  if (value === '') return problem(name, `${name} is set but empty; unset it to use the default`);
+  if (/^~[^/\\]/.test(value))
+    return problem(name, `${name}=${value}: only \`~\` and \`~/...\` are expanded; write the full path`);
+  const why = `${name} is set`;
+  if (!value.startsWith('~')) return { dir: paths.resolve(context.cwd, value), source: 'env', why };
+  if (context.home === '') return problem(name, `${name}=${value}: the home directory is unknown; write the full path`);
+  return { dir: paths.join(context.home, value.slice(1)), source: 'env', why };
+}
+
+/**
+ * The per-user state dir of an installed package:
+ * - Linux and other Unixes: `$XDG_STATE_HOME/ollama-runner-mcp`, else `~/.local/state/...` (the XDG
+ *   spec's place for state kept across restarts; a relative XDG_STATE_HOME is ignored, as it says).
+ * - macOS: `~/Library/Application Support/...`, whatever XDG_STATE_HOME says: clients launched from
+ *   the Dock do not see a shell's variables, so honouring it would split the data between two dirs
+ *   (not Caches/, which the system may purge, nor Logs/: the retry ledger is not a log).
+ * - Windows: `%LOCALAPPDATA%\...` (Local, not Roaming: the lock and the ledger belong to this machine).
+ */
+function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): TelemetryDirChoice | TelemetryDirProblem {
   const installed = (dir: string, where: string): TelemetryDirChoice => ({
     dir: paths.join(dir, APP_DIR_NAME),
     source: 'user_state',
     why: `installed package: the per-user state dir ${where}`,
   });
-  const noHome = problem(
-    TELEMETRY_DIR_VARIABLE,
-    `cannot choose a telemetry dir: the home directory is unknown; set ${TELEMETRY_DIR_VARIABLE} to a writable folder`,
-  );
+  const home = (...parts: string[]) => paths.join(context.home, ...parts);
   if (context.platform === 'win32') {
     const localAppData = context.env.LOCALAPPDATA?.trim();
     if (localAppData && paths.isAbsolute(localAppData)) return installed(localAppData, 'under %LOCALAPPDATA%');
-    return context.home === ''
-      ? noHome
-      : installed(paths.join(context.home, 'AppData', 'Local'), 'in AppData\\Local, as %LOCALAPPDATA% is unset');
+  } else if (context.platform !== 'darwin') {
+    const xdgStateHome = context.env.XDG_STATE_HOME?.trim();
+    if (xdgStateHome && paths.isAbsolute(xdgStateHome)) return installed(xdgStateHome, 'under $XDG_STATE_HOME');
+  }
+  if (context.home === '') {
+    return problem(
+      TELEMETRY_DIR_VARIABLE,
+      `cannot choose a telemetry dir: the home directory is unknown; set ${TELEMETRY_DIR_VARIABLE} to a writable folder`,
+    );
+  }
+  if (context.platform === 'win32') {
+    return installed(home('AppData', 'Local'), 'in AppData\\Local, as %LOCALAPPDATA% is unset');
   }
   if (context.platform === 'darwin') {
-    return context.home === ''
-      ? noHome
-      : installed(paths.join(context.home, 'Library', 'Application Support'), 'of macOS, in ~/Library/Application Support');
+    return installed(home('Library', 'Application Support'), 'of macOS, in ~/Library/Application Support');
   }
-  const xdgStateHome = context.env.XDG_STATE_HOME?.trim();
-  if (xdgStateHome && paths.isAbsolute(xdgStateHome)) return installed(xdgStateHome, 'under $XDG_STATE_HOME');
-  if (context.home === '') return noHome;
-  return installed(
-    paths.join(context.home, '.local', 'state'),
-    xdgStateHome
-      ? 'in ~/.local/state, as XDG_STATE_HOME is not an absolute path'
-      : 'in ~/.local/state, as XDG_STATE_HOME is unset',
-  );
+  const unusable = context.env.XDG_STATE_HOME?.trim() ? 'is not an absolute path' : 'is unset';
+  return installed(home('.local', 'state'), `in ~/.local/state, as XDG_STATE_HOME ${unusable}`);
 }
 
 export function isTelemetryDirProblem(value: TelemetryDirChoice | TelemetryDirProblem): value is TelemetryDirProblem {
@@ -131,12 +123,9 @@ function problem(variable: string, message: string): TelemetryDirProblem {
 }
 
 /**
- * Whether `packageRoot` is a source checkout rather than an installed package, and by what sign:
- * `.git` (a clone, or a worktree's `.git` file), or `src/cli.ts` with `tsconfig.json` (a checkout
- * without git, such as an unpacked source archive). Never inside `node_modules`: an installed
- * package is not a checkout whatever files it ships. The published package has none of these
- * (`files` in package.json lists dist/ only; npm never packs `.git`). `npm link` or `npm i -g .`
- * links to the checkout itself, which counts as a checkout: a developer's data stays in the repo.
+ * Whether `packageRoot` is a source checkout, and by what sign: `.git` (a clone or a worktree), or
+ * `src/cli.ts` with `tsconfig.json` (an unpacked source archive). Never inside `node_modules`; the
+ * published package ships dist/ only. `npm link` points at the checkout, so a developer's data stays in the repo.
  */
 export function detectSourceCheckout(packageRoot: string, exists: (file: string) => boolean = existsSync): string | null {
   if (packageRoot.split(/[/\\]/).includes('node_modules')) return null;
@@ -184,15 +173,14 @@ export class TelemetryDirError extends Error {
 }
 
 /**
- * Create the telemetry dir (and missing parents) with mode 0700, as the XDG spec asks and
- * telemetry/README.md promises: the log may hold prompts. An existing dir keeps its mode (it is the
- * user's). Then prove it writable by creating and removing a probe file: a server that cannot save
- * its ledger must not start and fail every run later.
+ * Create the telemetry dir (mode 0700, as telemetry/README.md promises: the log may hold prompts;
+ * an existing dir keeps its mode) and prove it writable with a probe file: a server that cannot
+ * save its ledger must not start and fail every run later.
  */
 export async function prepareTelemetryDir(dir: string): Promise<void> {
   const probe = path.join(dir, `.write-probe-${process.pid}`);
   try {
-    ensureDirSync(dir); // names the real cause (EROFS, EACCES) where a recursive mkdir says ENOENT
+    ensureDirSync(dir);
     const handle = await open(probe, 'wx', 0o600);
     await handle.close();
     await rm(probe, { force: true });
@@ -203,4 +191,24 @@ export async function prepareTelemetryDir(dir: string): Promise<void> {
 
 export function isTelemetryDirError(error: unknown): error is TelemetryDirError {
   return typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'telemetry_dir_error';
+}
+
+/** The telemetry dir and the folders in it: only their owner may read them (the log may hold prompts). */
+const DIR_MODE = 0o700;
+
+/**
+ * `mkdir -p` (new folders 0700) that names the real cause: Node's recursive mkdir says ENOENT when a
+ * missing parent cannot be created (a read-only mount), so the first missing one is then created
+ * alone to get its own error (EROFS, EACCES...).
+ */
+export function ensureDirSync(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    let missing = dir;
+    while (path.dirname(missing) !== missing && !existsSync(path.dirname(missing))) missing = path.dirname(missing);
+    mkdirSync(missing, { mode: DIR_MODE }); // throws the telling error
+    mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+  }
 }

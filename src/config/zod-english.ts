@@ -10,8 +10,8 @@ export interface KeyHints {
   renamedTo?(key: string): string | undefined;
 }
 
-export /** `models[1].timeout_ms`, `tiers.reasoning`, `tiers["odd name"]`; empty for the top level. */
-function formatPath(path: readonly PropertyKey[]): string {
+/** `models[1].timeout_ms`, `tiers.reasoning`, `tiers["odd name"]`; empty for the top level. */
+export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const part of path) {
     if (typeof part === 'number') out += `[${part}]`;

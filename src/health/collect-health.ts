@@ -7,7 +7,9 @@ import type { InstalledModels } from '../ollama/installed-models.js';
 import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData } from '../store/state-schema.js';
 import type { StoreWriteFailure, TaskScope } from '../store/state-store.js';
-import type { SlotView } from '../store/shared-slots.js';
+import type { ProcessesStatus } from '../app/process-hygiene.js';
+import type { QueueView } from '../app/run-service.js';
+import { RUN_LOG_FILE_NAME } from '../telemetry/log-files.js';
 import { redactRedisUrl } from '../config/redis-url.js';
 import { checkStateBackend, stateFixHint } from './state-backend-check.js';
 import type { HealthReport } from './health-report-schema.js';
@@ -18,30 +20,10 @@ const DEFAULT_OLLAMA_HOST = 'http://127.0.0.1:11434';
 const HEALTH_CLI_TIMEOUT_MS = 5_000;
 /** The whole check gives up waiting after this (a hung CLI, a stuck disk). */
 const HEALTH_DEADLINE_MS = 9_000;
-const RUNS_LOG_FILE_NAME = 'runs.jsonl';
 /** The writability probe writes this much: an empty file is created even on a full disk. */
 const PROBE_BYTES = 4096;
 
 export { healthReportSchema, type HealthReport } from './health-report-schema.js';
-
-/** What app/process-hygiene.ts reports for `processes`. */
-export interface ProcessesStatus {
-  readonly orphanSweep: {
-    readonly enabled: boolean;
-    readonly reason: string | null;
-    readonly intervalMs: number;
-    readonly last: { readonly at: number; readonly ended: number; readonly forgotten: number; readonly kept: number } | null;
-  };
-  readonly shared: {
-    readonly limit: number;
-    readonly inUse: number;
-    readonly slots: readonly SlotView[];
-    readonly waitingHere: number;
-    readonly error: string | null;
-    /** `machines`: team mode, the slots are in Redis. @default 'processes' */
-    readonly across?: 'processes' | 'machines';
-  } | null;
-}
 
 /** The part of StateStore the check needs (a StateStore will do). */
 export interface HealthStateSource {
@@ -56,14 +38,7 @@ export interface HealthDeps {
   readonly store: HealthStateSource;
   readonly runs: {
     readonly inFlight: number;
-    /** The run service's queue: calls running and waiting, its limit, what it believes Ollama has loaded. */
-    readonly queue: {
-      readonly running: number;
-      readonly waiting: number;
-      readonly limit: number;
-      readonly loaded: readonly string[];
-      readonly capacity: number;
-    };
+    readonly queue: QueueView;
   };
   readonly installedModels: InstalledModels;
   /** The orphan sweep and the shared slots, read when the check runs. @default none shown */
@@ -80,31 +55,62 @@ export interface HealthDeps {
  */
 export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
   const clock = deps.clock ?? Date.now;
+  const { config, runs } = deps;
+  const checks = await runChecks(deps, clock);
+  const { cli, circuits, telemetry, ledgerProblems, writeFailure } = checks;
+  const processes = deps.processes ? viewProcesses(await deps.processes()) : null;
+  const cliFound = cliFindings(cli, config);
+  const problems = [...cliFound.problems, ...stateProblems(checks, config), ...telemetryProblems(telemetry, config)];
+  const warnings = [...cliFound.warnings, ...circuitWarnings(circuits.circuits), ...sharedSlotsWarnings(processes)];
+  return {
+    ok: problems.length === 0,
+    problems,
+    warnings,
+    cli: { bin: config.ollamaBin, found: cli.found, version: cli.version },
+    server: {
+      reachable: cli.found ? cli.serverReachable : null,
+      version: cli.found ? cli.serverVersion : null,
+      host: redactUserInfo(config.ollamaHost ?? DEFAULT_OLLAMA_HOST),
+    },
+    models: { installed: cli.installed ?? [] },
+    circuits: circuits.circuits,
+    runs: {
+      in_flight: runs.inFlight,
+      running: runs.queue.running,
+      queued: runs.queue.waiting,
+      concurrency: runs.queue.limit,
+      parallel: config.parallel,
+      loaded_models: [...runs.queue.loaded],
+      max_loaded_models: runs.queue.capacity,
+    },
+    processes,
+    telemetry: {
+      dir: config.telemetryDir,
+      writable: telemetry.writable,
+      runs_log: path.join(config.telemetryDir, RUN_LOG_FILE_NAME),
+    },
+    ledger: {
+      ok: ledgerProblems.length === 0 && writeFailure === null,
+      problems: ledgerProblems,
+      last_write_failure: writeFailure && { at: new Date(writeFailure.at).toISOString(), message: writeFailure.message },
+    },
+    state_backend: checks.stateBackend,
+    config: publicConfig(config),
+    checked_at: new Date(clock()).toISOString(),
+  };
+}
+
+type Checks = Awaited<ReturnType<typeof runChecks>>;
+
+/** The CLI, the circuits, the telemetry dir, the state files and the state backend, each within the deadline. */
+async function runChecks(deps: HealthDeps, clock: () => number) {
   const { config } = deps;
   const cliTimeoutMs = deps.cliTimeoutMs ?? HEALTH_CLI_TIMEOUT_MS;
-  const bin = config.ollamaBin;
   const deadline = Math.max(HEALTH_DEADLINE_MS, cliTimeoutMs + 2_000);
-
+  const { bin, env } = deps.installedModels;
   const [cli, circuits, telemetry] = await Promise.all([
-    withDeadline(
-      probeCli({
-        bin: deps.installedModels.bin,
-        env: deps.installedModels.env,
-        timeoutMs: cliTimeoutMs,
-        installedModels: deps.installedModels,
-      }),
-      deadline,
-      (): CliProbe => ({
-        found: true,
-        version: null,
-        serverVersion: null,
-        serverReachable: null,
-        warnings: [],
-        error: `\`${bin}\` did not answer within ${deadline} ms`,
-        errorCause: 'timeout',
-        installed: null,
-        latencyMs: deadline,
-      }),
+    withDeadline(probeCli({ bin, env, timeoutMs: cliTimeoutMs, installedModels: deps.installedModels }), deadline, () =>
+      hungCli(config.ollamaBin, deadline),
     ),
     withDeadline(readCircuits(deps, clock()), deadline, () => ({
       error: `reading the state took longer than ${deadline} ms`,
@@ -127,15 +133,31 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     error: `no answer within ${deadline} ms`,
   }));
   if (circuits.error) ledgerProblems.unshift(`cannot read the circuit state: ${circuits.error}`);
-  const writeFailure = deps.store.lastWriteFailure ?? null;
+  return { cli, circuits, telemetry, ledgerProblems, stateBackend, writeFailure: deps.store.lastWriteFailure ?? null };
+}
 
+function hungCli(bin: string, deadline: number): CliProbe {
+  return {
+    found: true,
+    version: null,
+    serverVersion: null,
+    serverReachable: null,
+    warnings: [],
+    error: `\`${bin}\` did not answer within ${deadline} ms`,
+    errorCause: 'timeout',
+    installed: null,
+    latencyMs: deadline,
+  };
+}
+
+/** Whether the CLI runs, the server answers and a model is installed, each problem with its fix. */
+function cliFindings(cli: CliProbe, config: Config): { problems: string[]; warnings: string[] } {
+  const bin = config.ollamaBin;
   const problems: string[] = [];
   const warnings: string[] = [];
-  const host = config.ollamaHost ?? DEFAULT_OLLAMA_HOST;
   const hostSetting = config.ollamaHost
     ? `OLLAMA_HOST=${redactUserInfo(config.ollamaHost)}`
     : `${DEFAULT_OLLAMA_HOST} (the default: OLLAMA_HOST is unset)`;
-
   if (!cli.found) {
     problems.push(
       `the ollama CLI cannot be run (OLLAMA_BIN=${bin}): ${cli.error ?? 'not found'}. Install Ollama, or set OLLAMA_BIN to the CLI's full path in the MCP client's env (clients pass a minimal PATH).`,
@@ -152,22 +174,25 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     // `list` worked but `--version` did not: runs can go ahead.
     warnings.push(`\`${bin} --version\` failed: ${cli.error}`);
   }
-  const installed = cli.installed ?? [];
-  if (cli.installed !== null && installed.length === 0) {
+  if (cli.installed !== null && cli.installed.length === 0) {
     problems.push('no model is installed: pull one with `ollama pull MODEL` (for example `ollama pull llama3.2`).');
   }
   for (const warning of cli.warnings) {
     // With the server down the CLI says so and prints its own version: both are in the problem already.
     if (cli.serverReachable === false && /could not connect|client version is/i.test(warning)) continue;
-    if (/client version is/i.test(warning) && cli.version !== null && cli.serverVersion !== null) {
-      warnings.push(
-        `the ollama CLI (${cli.version}) and the Ollama server (${cli.serverVersion}) are different versions: update the older one (a CLI older than its server may lack flags and print errors this server does not know).`,
-      );
-      continue;
-    }
-    warnings.push(`the CLI warns: ${warning}`);
+    const mismatch = /client version is/i.test(warning) && cli.version !== null && cli.serverVersion !== null;
+    warnings.push(
+      mismatch
+        ? `the ollama CLI (${cli.version}) and the Ollama server (${cli.serverVersion}) are different versions: update the older one (a CLI older than its server may lack flags and print errors this server does not know).`
+        : `the CLI warns: ${warning}`,
+    );
   }
+  return { problems, warnings };
+}
 
+/** The retry ledger and circuits: files that cannot be used, and updates that could not be saved. */
+function stateProblems({ ledgerProblems, writeFailure }: Checks, config: Config): string[] {
+  const problems: string[] = [];
   if (ledgerProblems.length > 0) {
     problems.push(
       `the retry ledger and circuit state cannot be used (${ledgerProblems.join('; ')}): retry counts and circuits are not saved, so escalation lags. ${stateFixHint(config)}`,
@@ -178,66 +203,36 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       `the retry ledger has not been updated since ${new Date(writeFailure.at).toISOString()} (${writeFailure.message}): runs go ahead but are not counted, so tasks may not escalate. ${stateFixHint(config)}`,
     );
   }
-  for (const circuit of circuits.circuits) {
-    if (circuit.state === 'closed') continue;
-    const when =
-      circuit.retry_after_seconds === null
-        ? 'the next call will probe it'
-        : `runs are refused for ${circuit.retry_after_seconds} s more, then one probe run is let through`;
-    warnings.push(
-      `model ${circuit.model}: circuit ${circuit.state === 'open' ? 'open' : 'half-open'} after ${circuit.consecutive_failures} failures in a row; ${when}. Use another model meanwhile, or fix the model and wait.`,
-    );
-  }
+  return problems;
+}
 
-  const processes = deps.processes ? viewProcesses(await deps.processes()) : null;
-  if (processes?.shared_slots?.error) {
-    warnings.push(
-      `the shared concurrency slots cannot be used (${processes.shared_slots.error}): runs go ahead without the cap across ${processes.shared_slots.across === 'machines' ? 'machines (team mode)' : 'server processes'} (OLLAMA_MCP_SHARED_CONCURRENCY).`,
-    );
-  }
+/** Models refusing runs: when they take runs again, and what to do meanwhile. */
+function circuitWarnings(circuits: HealthReport['circuits']): string[] {
+  return circuits
+    .filter((circuit) => circuit.state !== 'closed')
+    .map((circuit) => {
+      const when =
+        circuit.retry_after_seconds === null
+          ? 'the next call will probe it'
+          : `runs are refused for ${circuit.retry_after_seconds} s more, then one probe run is let through`;
+      return `model ${circuit.model}: circuit ${circuit.state === 'open' ? 'open' : 'half-open'} after ${circuit.consecutive_failures} failures in a row; ${when}. Use another model meanwhile, or fix the model and wait.`;
+    });
+}
 
-  if (!telemetry.writable) {
-    problems.push(
-      `the telemetry dir ${config.telemetryDir} is not writable (${telemetry.error}): runs.jsonl and the retry/circuit state cannot be saved. Fix its permissions, or set OLLAMA_MCP_TELEMETRY_DIR to a writable folder.`,
-    );
-  }
+function sharedSlotsWarnings(processes: HealthReport['processes']): string[] {
+  const shared = processes?.shared_slots;
+  if (!shared?.error) return [];
+  const across = shared.across === 'machines' ? 'machines (team mode)' : 'server processes';
+  return [
+    `the shared concurrency slots cannot be used (${shared.error}): runs go ahead without the cap across ${across} (OLLAMA_MCP_SHARED_CONCURRENCY).`,
+  ];
+}
 
-  return {
-    ok: problems.length === 0,
-    problems,
-    warnings,
-    cli: { bin, found: cli.found, version: cli.version },
-    server: {
-      reachable: cli.found ? cli.serverReachable : null,
-      version: cli.found ? cli.serverVersion : null,
-      host: redactUserInfo(host),
-    },
-    models: { installed },
-    circuits: circuits.circuits,
-    runs: {
-      in_flight: deps.runs.inFlight,
-      running: deps.runs.queue.running,
-      queued: deps.runs.queue.waiting,
-      concurrency: deps.runs.queue.limit,
-      parallel: config.parallel,
-      loaded_models: [...deps.runs.queue.loaded],
-      max_loaded_models: deps.runs.queue.capacity,
-    },
-    processes,
-    telemetry: {
-      dir: config.telemetryDir,
-      writable: telemetry.writable,
-      runs_log: path.join(config.telemetryDir, RUNS_LOG_FILE_NAME),
-    },
-    ledger: {
-      ok: ledgerProblems.length === 0 && writeFailure === null,
-      problems: ledgerProblems,
-      last_write_failure: writeFailure && { at: new Date(writeFailure.at).toISOString(), message: writeFailure.message },
-    },
-    state_backend: stateBackend,
-    config: publicConfig(config),
-    checked_at: new Date(clock()).toISOString(),
-  };
+function telemetryProblems(telemetry: { writable: boolean; error: string | null }, config: Config): string[] {
+  if (telemetry.writable) return [];
+  return [
+    `the telemetry dir ${config.telemetryDir} is not writable (${telemetry.error}): runs.jsonl and the retry/circuit state cannot be saved. Fix its permissions, or set OLLAMA_MCP_TELEMETRY_DIR to a writable folder.`,
+  ];
 }
 
 function viewProcesses(status: ProcessesStatus): HealthReport['processes'] {

@@ -11,70 +11,81 @@ const MAX_LISTED_MODELS = 12;
  * problems with their fixes. Used as the `ollama_health` text content and by `doctor`.
  */
 export function renderHealth(report: HealthReport): string {
-  const lines: string[] = [];
   const count = report.problems.length;
-  lines.push(
+  const lines = [
     report.ok
       ? 'Ollama runner health: OK, models can be run.'
       : `Ollama runner health: NOT OK, ${count} problem${count === 1 ? '' : 's'} (see below).`,
-  );
+    ...renderOllama(report),
+    renderCircuits(report),
+    renderRuns(report.runs),
+    ...renderProcesses(report.processes),
+    ...renderState(report),
+    `  config: ${Object.entries(report.config)
+      .map(([key, value]) => `${key}=${value === null ? '-' : String(value)}`)
+      .join(', ')}`,
+  ];
+  if (report.problems.length > 0) lines.push('', 'Problems:', ...report.problems.map((problem) => `${FAIL} ${problem}`));
+  if (report.warnings.length > 0) lines.push('', 'Warnings:', ...report.warnings.map((warning) => `${NOTE} ${warning}`));
+  lines.push('', `checked at ${report.checked_at}`);
+  return lines.join('\n');
+}
 
-  const { cli, server, models, circuits, runs, telemetry, ledger } = report;
-  lines.push(
+/** The CLI, the server and the installed models. */
+function renderOllama({ cli, server, models }: HealthReport): string[] {
+  const lines = [
     cli.found
       ? `${PASS} ollama CLI: ${cli.bin}${cli.version ? ` (version ${cli.version})` : ' (version unknown)'}`
       : `${FAIL} ollama CLI: ${cli.bin} cannot be run`,
-  );
-  lines.push(
     server.reachable === true
       ? `${PASS} Ollama server: reachable at ${server.host}${server.version ? ` (version ${server.version})` : ''}`
       : server.reachable === false
         ? `${FAIL} Ollama server: not reachable at ${server.host}`
         : `${FAIL} Ollama server: unknown (${server.host}; the CLI did not tell)`,
-  );
-  if (server.reachable === true) {
-    const shown = models.installed.slice(0, MAX_LISTED_MODELS).join(', ');
-    const more = models.installed.length > MAX_LISTED_MODELS ? `, and ${models.installed.length - MAX_LISTED_MODELS} more` : '';
-    lines.push(
-      models.installed.length > 0
-        ? `${PASS} models: ${models.installed.length} installed: ${shown}${more}`
-        : `${FAIL} models: none installed`,
-    );
-  } else {
-    lines.push(`${FAIL} models: unknown (the model list could not be read)`);
+  ];
+  const installed = models.installed;
+  if (server.reachable !== true) lines.push(`${FAIL} models: unknown (the model list could not be read)`);
+  else if (installed.length === 0) lines.push(`${FAIL} models: none installed`);
+  else {
+    const more = installed.length > MAX_LISTED_MODELS ? `, and ${installed.length - MAX_LISTED_MODELS} more` : '';
+    lines.push(`${PASS} models: ${installed.length} installed: ${installed.slice(0, MAX_LISTED_MODELS).join(', ')}${more}`);
   }
+  return lines;
+}
+
+function renderCircuits({ circuits, ledger }: HealthReport): string {
   const blocked = circuits.filter((c) => c.state !== 'closed');
-  if (!ledger.ok && circuits.length === 0) {
-    // Nothing could be read, or nothing can be saved: "none on record" would be a false all-clear.
-    lines.push(`${FAIL} circuits: unknown (the circuit state cannot be used; see the problems)`);
-  } else if (blocked.length === 0) {
-    lines.push(`${PASS} circuits: ${circuits.length === 0 ? 'none on record' : `all ${circuits.length} closed`}`);
-  } else {
-    const listed = blocked
-      .map(
-        (c) =>
-          `${c.model} ${c.state} after ${c.consecutive_failures} failures${c.retry_after_seconds !== null ? `, retry in ${c.retry_after_seconds} s` : ''}`,
-      )
-      .join('; ');
-    lines.push(`${NOTE} circuits: ${blocked.length} of ${circuits.length} refusing runs: ${listed}`);
-  }
-  lines.push(
-    `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}, ${runs.parallel} per model; loaded: ${runs.loaded_models.join(', ') || 'none known'} (${runs.max_loaded_models} fit together)`,
-  );
-  lines.push(...renderProcesses(report.processes));
-  lines.push(
+  // Nothing could be read, or nothing can be saved: "none on record" would be a false all-clear.
+  if (!ledger.ok && circuits.length === 0)
+    return `${FAIL} circuits: unknown (the circuit state cannot be used; see the problems)`;
+  if (blocked.length === 0)
+    return `${PASS} circuits: ${circuits.length === 0 ? 'none on record' : `all ${circuits.length} closed`}`;
+  const listed = blocked
+    .map(
+      (c) =>
+        `${c.model} ${c.state} after ${c.consecutive_failures} failures${c.retry_after_seconds !== null ? `, retry in ${c.retry_after_seconds} s` : ''}`,
+    )
+    .join('; ');
+  return `${NOTE} circuits: ${blocked.length} of ${circuits.length} refusing runs: ${listed}`;
+}
+
+function renderRuns(runs: HealthReport['runs']): string {
+  const loaded = runs.loaded_models.join(', ') || 'none known';
+  return `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}, ${runs.parallel} per model; loaded: ${loaded} (${runs.max_loaded_models} fit together)`;
+}
+
+/** The telemetry dir, the ledger, and (team mode) the Redis that holds the state. */
+function renderState({ telemetry, ledger, state_backend: backend }: HealthReport): string[] {
+  const lines = [
     telemetry.writable
       ? `${PASS} telemetry: ${telemetry.dir} is writable (log: ${telemetry.runs_log})`
       : `${FAIL} telemetry: ${telemetry.dir} is not writable`,
-  );
-  lines.push(
-    ledger.ok
-      ? `${PASS} ledger: the retry ledger and circuit files can be read and written`
-      : `${FAIL} ledger: ${ledger.last_write_failure ? `not updated since ${ledger.last_write_failure.at}` : 'cannot be used'}${
-          ledger.problems.length > 0 ? ` (${ledger.problems.join('; ')})` : ''
-        }`,
-  );
-  const backend = report.state_backend;
+  ];
+  if (ledger.ok) lines.push(`${PASS} ledger: the retry ledger and circuit files can be read and written`);
+  else {
+    const since = ledger.last_write_failure ? `not updated since ${ledger.last_write_failure.at}` : 'cannot be used';
+    lines.push(`${FAIL} ledger: ${since}${ledger.problems.length > 0 ? ` (${ledger.problems.join('; ')})` : ''}`);
+  }
   if (backend?.kind === 'redis') {
     lines.push(
       backend.reachable
@@ -82,22 +93,7 @@ export function renderHealth(report: HealthReport): string {
         : `${FAIL} state: Redis at ${backend.location} not reachable${backend.error ? ` (${backend.error})` : ''}; runs go on without the shared ledger`,
     );
   }
-  lines.push(
-    `  config: ${Object.entries(report.config)
-      .map(([key, value]) => `${key}=${value === null ? '-' : String(value)}`)
-      .join(', ')}`,
-  );
-
-  if (report.problems.length > 0) {
-    lines.push('', 'Problems:');
-    for (const problem of report.problems) lines.push(`${FAIL} ${problem}`);
-  }
-  if (report.warnings.length > 0) {
-    lines.push('', 'Warnings:');
-    for (const warning of report.warnings) lines.push(`${NOTE} ${warning}`);
-  }
-  lines.push('', `checked at ${report.checked_at}`);
-  return lines.join('\n');
+  return lines;
 }
 
 /** The orphan sweep and the shared slots, one line each (none when the report has no such section). */

@@ -127,8 +127,8 @@ export const INSTRUCTIONS = `This server runs tasks on local Ollama models. The 
 
 /**
  * The SDK's Ajv validator, made at its first use (only `elicitInput` uses it, which this server never
- * calls): the SDK otherwise builds one per Server (about 10 ms, before the `initialize` reply, and
- * again for every HTTP session). One per process.
+ * calls): the SDK would otherwise build one per Server, before the `initialize` reply and for every
+ * HTTP session. One per process.
  */
 let ajv: AjvJsonSchemaValidator | null = null;
 const lazyJsonSchemaValidator: jsonSchemaValidator = {

@@ -1,50 +1,15 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import {
-  ListToolsRequestSchema,
-  type CallToolResult,
-  type ServerNotification,
-  type ServerRequest,
-  type ToolAnnotations,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import { findExcessiveNesting, MAX_ARGUMENT_DEPTH } from '../tools/shared-fields.js';
+import type { AnyToolDefinition } from '../tools/tool-definition.js';
 
-export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-
-/** What a tool handler returns: the structured result (always), its text rendering, and whether it failed. */
-export interface ToolOutcome<Out> {
-  readonly structured: Out;
-  readonly text: string;
-  readonly isError: boolean;
-}
-
-/**
- * One MCP tool. Unlike `McpServer.registerTool`, invalid arguments reach the tool's own
- * `onInvalidInput`, so a rejected call still gets the tool's structured result (and, for
- * `ollama_run`, its runs.jsonl line) instead of a bare error string.
- */
-export interface ToolDefinition<In extends z.ZodType, Out extends z.ZodType> {
-  readonly name: string;
-  readonly title: string;
-  readonly description: string;
-  readonly inputSchema: In;
-  /** What `tools/list` shows of the arguments, when it is a looser form of `inputSchema` (which is what is checked). */
-  readonly listedInputSchema?: z.ZodType;
-  readonly outputSchema: Out;
-  readonly annotations: ToolAnnotations;
-  handle(input: z.output<In>, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
-  onInvalidInput(problem: string, rawArguments: unknown, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
-}
-
-// Each tool has its own schema types; a list of tools can only name them as `any`.
-export type AnyToolDefinition = ToolDefinition<any, any>;
+export type { AnyToolDefinition };
 
 /** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
 export function registerTools(server: Server, tools: readonly AnyToolDefinition[]): void {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  // Built at the first `tools/list`, not at start-up: the JSON schemas take tens of ms, and the
-  // `initialize` reply, which a client waits on first, does not need them.
+  // Built at the first `tools/list`: the `initialize` reply, which a client waits on first, needs no JSON schema.
   let listing: ReturnType<typeof listTools> | null = null;
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: (listing ??= listTools(tools)) }));
   // The SDK has already checked the request against CallToolRequestSchema; parsing it again with
@@ -107,16 +72,9 @@ function describeTooDeep(path: readonly (string | number)[]): string {
 
 type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
 
-/** By schema: every HTTP session has its own Server and tool list, but the tools share their schemas. */
-const jsonSchemas = { input: new WeakMap<z.ZodType, JsonSchemaObject>(), output: new WeakMap<z.ZodType, JsonSchemaObject>() };
-
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {
-  const known = jsonSchemas[io].get(schema);
-  if (known) return known;
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  const lean = leanJsonSchema(json, io) as JsonSchemaObject;
-  jsonSchemas[io].set(schema, lean);
-  return lean;
+  return leanJsonSchema(json, io) as JsonSchemaObject;
 }
 
 /**

@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, statSync } from 'node:fs';
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
 /** State files hold task ids and model names: only the owner reads them. */
 export const STATE_FILE_MODE = 0o600;
-const STATE_DIR_MODE = 0o700;
 
 /**
  * Replace `file` with `text` atomically: write a temp file beside it (created 0600, its name unique
@@ -36,32 +34,5 @@ export async function readTextIfAny(file: string): Promise<string | null> {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
-  }
-}
-
-/**
- * `mkdir -p` (new dirs 0700) that names the real cause: Node's recursive mkdir reports ENOENT for
- * the leaf when a missing parent cannot be created (say under a read-only mount), so on failure
- * the first missing ancestor is created alone to get its own error (EROFS, EACCES...).
- */
-export function ensureDirSync(dir: string): void {
-  try {
-    mkdirSync(dir, { recursive: true, mode: STATE_DIR_MODE });
-    return;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    let missing = dir;
-    while (path.dirname(missing) !== missing && !exists(path.dirname(missing))) missing = path.dirname(missing);
-    mkdirSync(missing, { mode: STATE_DIR_MODE }); // throws the telling error
-    mkdirSync(dir, { recursive: true, mode: STATE_DIR_MODE });
-  }
-}
-
-function exists(p: string): boolean {
-  try {
-    statSync(p);
-    return true;
-  } catch {
-    return false;
   }
 }

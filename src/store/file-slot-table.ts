@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { livenessOf, type ProcView, type ProcessPlace } from '../policy/process-identity.js';
-import { ensureDirSync } from './durable-fs.js';
+import { ensureDirSync } from '../config/telemetry-dir.js';
 import { parseHolder, type Holder } from './holder.js';
 import type { SelfIdentity } from './proc-reader.js';
 import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';

@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { access, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskLedgerEntry } from '../policy/task-ledger.js';
-import { ensureDirSync } from './durable-fs.js';
+import { ensureDirSync } from '../config/telemetry-dir.js';
 import { StateFile } from './state-file.js';
 import { StateLock } from './state-lock.js';
 import { isStateStoreError, StateStoreError } from './state-store-error.js';

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import type { HealthDeps } from '../health/collect-health.js';
 import { healthReportSchema, type HealthReport } from '../health/health-report-schema.js';
 import type { ResponseFormat } from '../app/run-reply.js';
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 
 export const ollamaHealthInputSchema = z.strictObject({ response_format: RESPONSE_FORMAT_FIELD });
@@ -32,8 +32,7 @@ export function toHealthReply(report: HealthReport, format: ResponseFormat): Hea
   };
 }
 
-/** `ollama_health`: a read-only check of everything `ollama_run` needs. It never starts a model. */
-/** `deps`: what the check reads, built on the first call (see App.services). */
+/** `ollama_health`: a read-only check of everything `ollama_run` needs, never starting a model. `deps` are built on the first call (see App.services). */
 export function ollamaHealthTool(deps: () => Promise<HealthDeps>): AnyToolDefinition {
   return {
     name: 'ollama_health',

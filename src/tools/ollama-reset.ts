@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { canonicalModelName } from '../ollama/model-name.js';
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
 import type { ModelSettings } from '../app/run-service.js';
@@ -42,15 +42,16 @@ const resetInputSchema = z
     message: 'give exactly one of `task_id` or `model`',
   });
 
-export function ollamaResetTool(deps: {
+interface ResetDeps {
   /** Opened on the first call (see App.services). */
   store: () => Promise<StateBackend>;
   blockMode: boolean;
   settingsFor: (model: string) => ModelSettings;
   clock?: () => number;
   logControl: ControlLogger;
-}): AnyToolDefinition {
-  const clock = deps.clock ?? Date.now;
+}
+
+export function ollamaResetTool(deps: ResetDeps): AnyToolDefinition {
   const rejected = (message: string, format: ResponseFormat): ToolOutcome<ResetResult> => ({
     structured: toResetReply({ done: false, cleared: null, message, task_before: null, circuit_before: null }, format),
     text: `REJECTED: ${message}`,
@@ -67,8 +68,9 @@ export function ollamaResetTool(deps: {
     async handle(input: { task_id?: string; model?: string; response_format?: ResponseFormat }) {
       const format = input.response_format ?? 'concise';
       try {
-        const outcome = await reset(input);
-        return { ...outcome, structured: toResetReply(outcome.structured, format) };
+        const result =
+          input.task_id !== undefined ? await resetTask(deps, input.task_id) : await resetCircuit(deps, input.model!);
+        return { structured: toResetReply(result, format), text: result.message, isError: false };
       } catch (error) {
         if (!isStateStoreError(error)) throw error;
         // Nothing was cleared: say so as a result, not as an internal error.
@@ -80,50 +82,47 @@ export function ollamaResetTool(deps: {
       return rejected(problem, requestedFormat(rawArguments));
     },
   };
+}
 
-  async function reset(input: { task_id?: string; model?: string }): Promise<ToolOutcome<ResetResult>> {
-    if (input.task_id !== undefined) {
-      const taskId = input.task_id;
-      const before = await (
-        await deps.store()
-      ).transact([taskId], (state) => {
-        const entry = state.tasks[taskId];
-        delete state.tasks[taskId];
-        return entry;
-      });
-      const message = before
-        ? `Cleared task "${taskId}" (${before.failures} failure(s) in a row${before.escalated ? `, escalated: ${before.escalationReason}` : ''}). Its next attempt has retry_count 0.`
-        : `Task "${taskId}" had no record; nothing to clear.`;
-      await deps.logControl({ tool: 'ollama_reset', task_id: taskId, model: null, action: 'reset_task', detail: message });
-      const structured: ResetResult = {
-        done: true,
-        cleared: 'task',
-        message,
-        task_before: describeTask(taskId, before, deps.blockMode),
-        circuit_before: null,
-      };
-      return { structured, text: message, isError: false };
-    }
-    const model = input.model!;
-    const key = canonicalModelName(model);
-    const settings = deps.settingsFor(model);
-    const before = await (
-      await deps.store()
-    ).transact([], (state) => {
-      const previous = state.breakers[key] ?? CLOSED;
-      state.breakers[key] = resetBreaker();
-      return previous;
-    });
-    const view = viewCircuit(before, clock(), { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs });
-    const message =
-      before.state === 'closed'
-        ? `The circuit of ${model} was already closed (${before.consecutiveFailures} failure(s) in a row, now 0).`
-        : `Closed the circuit of ${model} (it was ${before.state} after ${before.consecutiveFailures} failure(s) in a row). Runs go through again.`;
-    await deps.logControl({ tool: 'ollama_reset', task_id: null, model, action: 'reset_circuit', detail: message });
-    return {
-      structured: { done: true, cleared: 'circuit', message, task_before: null, circuit_before: { model, ...view } },
-      text: message,
-      isError: false,
-    };
-  }
+/** Remove the task's ledger entry: its next attempt starts from retry_count 0, and a block is lifted. */
+async function resetTask(deps: ResetDeps, taskId: string): Promise<ResetResult> {
+  const before = await (
+    await deps.store()
+  ).transact([taskId], (state) => {
+    const entry = state.tasks[taskId];
+    delete state.tasks[taskId];
+    return entry;
+  });
+  const message = before
+    ? `Cleared task "${taskId}" (${before.failures} failure(s) in a row${before.escalated ? `, escalated: ${before.escalationReason}` : ''}). Its next attempt has retry_count 0.`
+    : `Task "${taskId}" had no record; nothing to clear.`;
+  await deps.logControl({ tool: 'ollama_reset', task_id: taskId, model: null, action: 'reset_task', detail: message });
+  return {
+    done: true,
+    cleared: 'task',
+    message,
+    task_before: describeTask(taskId, before, deps.blockMode),
+    circuit_before: null,
+  };
+}
+
+/** Close the model's circuit, whatever its state, and say what it was. */
+async function resetCircuit(deps: ResetDeps, model: string): Promise<ResetResult> {
+  const key = canonicalModelName(model);
+  const settings = deps.settingsFor(model);
+  const before = await (
+    await deps.store()
+  ).transact([], (state) => {
+    const previous = state.breakers[key] ?? CLOSED;
+    state.breakers[key] = resetBreaker();
+    return previous;
+  });
+  const now = (deps.clock ?? Date.now)();
+  const view = viewCircuit(before, now, { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs });
+  const message =
+    before.state === 'closed'
+      ? `The circuit of ${model} was already closed (${before.consecutiveFailures} failure(s) in a row, now 0).`
+      : `Closed the circuit of ${model} (it was ${before.state} after ${before.consecutiveFailures} failure(s) in a row). Runs go through again.`;
+  await deps.logControl({ tool: 'ollama_reset', task_id: null, model, action: 'reset_circuit', detail: message });
+  return { done: true, cleared: 'circuit', message, task_before: null, circuit_before: { model, ...view } };
 }

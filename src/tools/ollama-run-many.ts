@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
-import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import { formatElapsed, startHeartbeat } from './progress.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import {
   batchReplySchema,
   runBatch,

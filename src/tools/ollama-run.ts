@@ -1,24 +1,31 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
 import { SETTING_RANGES } from '../config/ranges.js';
-import { jsonFitsWithin, MODEL_FIELD, TASK_ID_FIELD, timeoutField } from './shared-fields.js';
-import { FALLBACK_MODELS_FIELD, fallbackModelsProblems } from './shared-fields.js';
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import type { RunResult } from '../app/run-result.js';
 import { runReplySchema, toRunReply, type ResponseFormat, type RunReply } from '../app/run-reply.js';
 import { LiveRun } from '../app/run-progress.js';
 import type { QueueReason } from '../app/call-slots.js';
 import type { RunRequest, RunService } from '../app/run-service.js';
-import { formatElapsed, startHeartbeat } from '../mcp/progress.js';
+import { formatElapsed, startHeartbeat } from './progress.js';
 import { renderRunText } from './run-text.js';
-import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
+import {
+  FALLBACK_MODELS_FIELD,
+  fallbackModelsProblems,
+  jsonFitsWithin,
+  MODEL_FIELD,
+  RESPONSE_FORMAT_FIELD,
+  requestedFormat,
+  TASK_ID_FIELD,
+  timeoutField,
+} from './shared-fields.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
 export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
-/** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
 const MAX_RETRIES = SETTING_RANGES.max_retries;
 
+/** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
 const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
 
 const ollamaRunFields = z.strictObject({

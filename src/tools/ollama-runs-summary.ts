@@ -1,6 +1,6 @@
 import * as z from 'zod';
 
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import type { ResponseFormat } from '../app/run-reply.js';
 import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
@@ -158,12 +158,7 @@ function failed(error: string, now: Date, format: ResponseFormat): ToolOutcome<R
   return { structured: toRunsSummaryReply(structured, format), text: `ollama_runs_summary FAILED: ${error}`, isError: true };
 }
 
-/**
- * `ollama_runs_summary`: what happened in the run log (runs.jsonl and its rotated files) over a
- * window, by default the last 24 hours: per model runs, ok %, timeouts, failures by status,
- * escalations, circuit openings, duration percentiles; and the most recently escalated tasks.
- * Small enough for a model's context: the top N rows only, no timeline. Reads files, runs nothing.
- */
+/** `ollama_runs_summary`: the report of the run log over a window, cut to fit a model's context. Runs nothing. */
 export function ollamaRunsSummaryTool(deps: { readonly telemetryDir: string; readonly now?: () => Date }): AnyToolDefinition {
   const clock = deps.now ?? (() => new Date());
   return {

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import type { AnyToolDefinition, ToolOutcome } from '../mcp/tool-registry.js';
+import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
 import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
 import type { StateBackend } from '../store/state-backend.js';
@@ -123,11 +123,8 @@ export function ollamaTaskStatusTool(deps: {
       return { structured: toTaskStatusReply(status, format), text: render(status), isError: false };
     },
     async onInvalidInput(problem, raw) {
-      const taskId =
-        typeof (raw as { task_id?: unknown })?.task_id === 'string'
-          ? String((raw as { task_id: string }).task_id).slice(0, 128)
-          : '';
-      const outcome = unknown(taskId, requestedFormat(raw));
+      const taskId = (raw as { task_id?: unknown } | null)?.task_id;
+      const outcome = unknown(typeof taskId === 'string' ? taskId.slice(0, 128) : '', requestedFormat(raw));
       return { ...outcome, text: `REJECTED: ${problem}` };
     },
   };

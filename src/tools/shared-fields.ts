@@ -13,7 +13,7 @@ export function requestedFormat(rawArguments: unknown): ResponseFormat {
   return asked && (rawArguments as { response_format: unknown }).response_format === 'detailed' ? 'detailed' : 'concise';
 }
 
-/** Argument schemas shared by several tools, so every tool says the same thing about the same value. */
+// Argument schemas shared by several tools, so every tool says the same thing about the same value.
 const MODEL_NAME = z
   .string()
   .min(1, 'must not be empty')
@@ -61,10 +61,6 @@ export const TASK_ID_VALUE = z
 
 export const TASK_ID_FIELD = TASK_ID_VALUE.describe('Stable id of this work: the same on every retry.');
 
-/**
- * The prompts of one `ollama_run_many` call together: at 6 bytes a character (the worst JSON
- * encoding), 100 jobs with the largest `format` still fit in one message (MAX_MESSAGE_BYTES).
- */
 /** A duration in ms within a setting's range: the timeout's (a run's timeout, a batch's deadline) unless told. */
 export function timeoutField(
   range: { readonly min: number; readonly max: number } = SETTING_RANGES.timeout_ms,
@@ -78,6 +74,10 @@ export function timeoutField(
     .optional();
 }
 
+/**
+ * The prompts of one `ollama_run_many` call together: at 6 bytes a character (the worst JSON
+ * encoding), 100 jobs with the largest `format` still fit in one message (MAX_MESSAGE_BYTES).
+ */
 export const MAX_BATCH_PROMPT_CHARS = 3_000_000;
 
 /** Arguments nested deeper than this are refused before any schema walks them (no stack overflow). */

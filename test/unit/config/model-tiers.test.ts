@@ -6,7 +6,6 @@ import { ConfigError, loadConfig, type Config } from '../../../src/config/config
 import {
   EXAMPLE_TIERS_JSON,
   buildModelTiers,
-  globMatches,
   loadModelTiers,
   parseJson,
   parseTiersFile,
@@ -15,6 +14,7 @@ import {
   type TiersFile,
 } from '../../../src/config/model-tiers.js';
 import { findJsonError } from '../../../src/config/json-position.js';
+import { globMatches } from '../../../src/config/tier-rules.js';
 import { SETTING_RANGES } from '../../../src/config/ranges.js';
 import { formatPath } from '../../../src/config/zod-english.js';
 
@@ -514,6 +514,9 @@ describe('parseJson', () => {
     ['{"a":01}', 6],
     ['{"a": [1, 2,]}', 12],
     ['{"a": "b\nc"}', 8],
+    // A malformed number: where V8 itself points, at the character that cannot continue it.
+    ['{"a": 1.}', 8],
+    ['{"a": -}', 7],
     ['{"a": {"b": [true, false, null, -1.5e3, "\\u00e9"]}}', null],
     ['{}  ', null],
   ])('findJsonError(%j) is %s', (text, position) => {

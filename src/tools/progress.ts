@@ -1,4 +1,4 @@
-import type { ToolExtra } from './tool-registry.js';
+import type { ToolExtra } from './tool-definition.js';
 
 export interface ProgressReport {
   /** Progress so far; the heartbeat makes it strictly increase, as the spec requires. */

@@ -1,0 +1,33 @@
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type * as z from 'zod';
+
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** What a tool handler returns: the structured result (always), its text rendering, and whether it failed. */
+export interface ToolOutcome<Out> {
+  readonly structured: Out;
+  readonly text: string;
+  readonly isError: boolean;
+}
+
+/**
+ * One MCP tool. Unlike `McpServer.registerTool`, invalid arguments reach the tool's own
+ * `onInvalidInput`, so a rejected call still gets the tool's structured result (and, for
+ * `ollama_run`, its runs.jsonl line) instead of a bare error string.
+ */
+export interface ToolDefinition<In extends z.ZodType, Out extends z.ZodType> {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly inputSchema: In;
+  /** What `tools/list` shows of the arguments, when it is a looser form of `inputSchema` (which is what is checked). */
+  readonly listedInputSchema?: z.ZodType;
+  readonly outputSchema: Out;
+  readonly annotations: ToolAnnotations;
+  handle(input: z.output<In>, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
+  onInvalidInput(problem: string, rawArguments: unknown, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
+}
+
+// Each tool has its own schema types; a list of tools can only name them as `any`.
+export type AnyToolDefinition = ToolDefinition<any, any>;
