@@ -73,13 +73,13 @@ describe('one shared Ollama: the waiting happens in this server, untimed', () =>
     expect(queued[3]).toBeGreaterThanOrEqual(2_500); // the last waited for three others, here
   });
 
-  it('a cold load is not timed: a 3 s load and a 2 s timeout_ms answer, and the result says it paid the load', async () => {
-    const { serve, server } = await world({ FAKE_OLLAMA_LOAD_MS: '3000' }, { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '300' });
+  it('a cold load is not timed: a 4 s load and a 3 s timeout_ms answer, and the result says it paid the load', async () => {
+    const { serve, server } = await world({ FAKE_OLLAMA_LOAD_MS: '4000' }, { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '300' });
     const messages: string[] = [];
     const result = await server.client.callTool(
       {
         name: 'ollama_run',
-        arguments: { model: 'sim-a', prompt: 'quick @fake:sleep_ms=200', timeout_ms: 2_000, response_format: 'detailed' },
+        arguments: { model: 'sim-a', prompt: 'quick @fake:sleep_ms=200', timeout_ms: 3_000, response_format: 'detailed' },
       },
       undefined,
       { onprogress: (p) => messages.push(p.message ?? ''), timeout: 30_000 },
@@ -87,9 +87,9 @@ describe('one shared Ollama: the waiting happens in this server, untimed', () =>
     const reply = result.structuredContent as { cold_load_ms?: number; metadata: Record<string, unknown> };
     const metadata = reply.metadata;
     expect(metadata).toMatchObject({ status: 'ok', cold_load: true });
-    expect(reply.cold_load_ms).toBeGreaterThanOrEqual(3_000); // the concise part says it too
-    expect(metadata.start_ms as number).toBeGreaterThanOrEqual(3_000);
-    expect((metadata.usage as { load_ms: number }).load_ms).toBeGreaterThanOrEqual(3_000);
+    expect(reply.cold_load_ms).toBeGreaterThanOrEqual(4_000); // the concise part says it too
+    expect(metadata.start_ms as number).toBeGreaterThanOrEqual(4_000);
+    expect((metadata.usage as { load_ms: number }).load_ms).toBeGreaterThanOrEqual(4_000);
     expect(serve.loads()).toBe(1);
     expect(messages.some((m) => /^sim-a: waiting for sim-a to load for \d+ s \(not counted in timeout_ms\)/.test(m))).toBe(true);
   });
