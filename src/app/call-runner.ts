@@ -31,11 +31,11 @@ export interface CallStep {
   readonly chainId: string | null;
   /** 0 for the chain's first model, 1 for the next...; null without a chain. */
   readonly chainStep: number | null;
-  /** 0 for a model's first try in the call, n for its n-th retry after `server_busy`. */
+  /** 0 for a model's first attempt in the call, n for its n-th retry after `server_busy`. */
   readonly busyTry: number;
-  /** This try's limit of the answer, from its first byte. */
+  /** This attempt's limit of the answer, from its first byte. */
   readonly timeoutMs: number;
-  /** This try's limit of the wait for its first byte (a busy retry gets what is left of its model's). */
+  /** This attempt's limit of the wait for its first byte (a busy retry gets what is left of its model's). */
   readonly startTimeoutMs: number;
   /** The call's max_retries (the first model's, or the caller's), for every model of the chain. */
   readonly maxRetries: number;
@@ -71,7 +71,7 @@ export interface CallRunnerDeps {
   readonly newId: () => string;
 }
 
-/** The models a call tries, in order: its own, then its `fallback_models` (or its tier rule's), itself left out. */
+/** The chain: the models a call may attempt, in order: its own, then its `fallback_models` (or its tier rule's), itself left out. */
 export function chainOf(request: RunRequest, tierFallback: readonly string[]): readonly string[] {
   const fallback = request.fallbackModels ?? tierFallback;
   if (fallback.length === 0) return [request.model];
@@ -106,7 +106,7 @@ interface CallSoFar {
  * chain while the one before cannot serve, each retried after a jittered backoff while Ollama
  * answers `server busy`. Every attempt has its own runs.jsonl line; the caller gets the last one.
  * Bounds: for each model, `start_timeout_ms` until its answer begins (its busy waits and retries
- * included, counted from its first try) and `timeout_ms` for the answer; `deadline_ms` (and a batch
+ * included, counted from its first attempt) and `timeout_ms` for the answer; `deadline_ms` (and a batch
  * deadline) for the whole call.
  */
 export async function runCall(deps: CallRunnerDeps, request: RunRequest, context: RunContext): Promise<RunResult> {

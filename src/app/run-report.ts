@@ -38,7 +38,7 @@ export interface Attempt {
   readonly queueMs?: number;
   /** What the CLI reported (`--verbose`); none when nothing ran. */
   readonly usage?: RunUsage;
-  /** Where the attempt stands in its call (fallback chain, busy retries); absent for a call's only try. */
+  /** Where the attempt stands in its call (fallback chain, busy retries); absent for a call's only attempt. */
   readonly step?: StepFacts;
   /** The prompt's length when its text is not at hand (an attempt settled by another server). */
   readonly promptChars?: number;
@@ -137,7 +137,7 @@ export interface RecordContext {
   readonly prompt: string;
   readonly output: string;
   readonly serverPid: number;
-  /** The attempt's place in its call; absent for a call's only try. */
+  /** The attempt's place in its call; absent for a call's only attempt. */
   readonly step?: Pick<StepFacts, 'chainStep' | 'busyTry' | 'willRetry'>;
   /** Characters of the output (and thinking, when asked for) the reply carries. @default all of them */
   readonly returned?: { readonly outputChars: number; readonly thinkingChars: number | null };

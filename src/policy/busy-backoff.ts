@@ -1,5 +1,5 @@
 import type { RunStatus } from './run-status.js';
-import { MIN_TRY_MS } from './fallback.js';
+import { MIN_ATTEMPT_MS } from './fallback.js';
 
 /**
  * Backoff inside one call when Ollama answers "not now". Pure: the random source and the time are
@@ -53,6 +53,6 @@ export type BusyRetryDecision = { readonly retry: true; readonly waitMs: number 
 export function decideBusyRetry(input: BusyRetryInput): BusyRetryDecision {
   if (!isBusy(input.status) || input.retriesDone >= input.maxRetries) return { retry: false };
   const waitMs = busyBackoffMs(input.retriesDone + 1, input.random);
-  if (input.now + waitMs + MIN_TRY_MS > input.budgetEndsAt) return { retry: false };
+  if (input.now + waitMs + MIN_ATTEMPT_MS > input.budgetEndsAt) return { retry: false };
   return { retry: true, waitMs };
 }

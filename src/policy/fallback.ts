@@ -50,7 +50,7 @@ export const FALLTHROUGH: Readonly<Record<RunStatus, FallthroughRule>> = {
  * is left: a shorter try would mostly time out while its process starts, and the caller would get a
  * `timeout` for a model that never had a chance.
  */
-export const MIN_TRY_MS = 1_000;
+export const MIN_ATTEMPT_MS = 1_000;
 
 /** At most this many fallback models per call (and per tier rule). */
 export const MAX_FALLBACK_MODELS = 5;
@@ -70,6 +70,6 @@ export function fallsThrough({ status, hasNext, now, deadlineAt }: FallthroughIn
   if (!hasNext) return false;
   const rule = FALLTHROUGH[status];
   if (rule === 'never') return false;
-  if (deadlineAt !== null && deadlineAt - now < MIN_TRY_MS) return false;
+  if (deadlineAt !== null && deadlineAt - now < MIN_ATTEMPT_MS) return false;
   return rule === 'always' || deadlineAt !== null;
 }

@@ -63,7 +63,7 @@ export interface RunRecord {
   readonly max_retries: number;
   readonly escalate: boolean;
   readonly escalation_reason: EscalationReason | null;
-  /** 0 for a model's first try in the call, n for its n-th retry after `server_busy`. Absent from older lines. */
+  /** 0 for a model's first attempt in the call, n for its n-th retry after `server_busy`. Absent from older lines. */
   readonly busy_try?: number;
   /** The server went on after this line (a busy retry, or the chain's next model): not the caller's result. Absent from older lines. */
   readonly will_retry?: boolean;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BUSY_BACKOFF, busyBackoffMs, decideBusyRetry, isBusy } from '../../../src/policy/busy-backoff.js';
-import { MIN_TRY_MS } from '../../../src/policy/fallback.js';
+import { MIN_ATTEMPT_MS } from '../../../src/policy/fallback.js';
 import { prng } from '../../helpers/seeded-random.js';
 
 describe('busy backoff schedule', () => {
@@ -49,7 +49,7 @@ describe('busy retry decision', () => {
   });
 
   it('waits only when the wait leaves time for another try within the budget', () => {
-    expect(decideBusyRetry({ ...base, budgetEndsAt: 125 + MIN_TRY_MS })).toEqual({ retry: true, waitMs: 125 });
-    expect(decideBusyRetry({ ...base, budgetEndsAt: 125 + MIN_TRY_MS - 1 })).toEqual({ retry: false });
+    expect(decideBusyRetry({ ...base, budgetEndsAt: 125 + MIN_ATTEMPT_MS })).toEqual({ retry: true, waitMs: 125 });
+    expect(decideBusyRetry({ ...base, budgetEndsAt: 125 + MIN_ATTEMPT_MS - 1 })).toEqual({ retry: false });
   });
 });

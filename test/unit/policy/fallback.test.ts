@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FALLTHROUGH, fallsThrough, MIN_TRY_MS } from '../../../src/policy/fallback.js';
+import { FALLTHROUGH, fallsThrough, MIN_ATTEMPT_MS } from '../../../src/policy/fallback.js';
 import { OUTCOME_POLICY } from '../../../src/policy/outcome-policy.js';
 import { RUN_STATUSES, type RunStatus } from '../../../src/policy/run-status.js';
 
@@ -43,8 +43,8 @@ describe('when a fallback chain moves on', () => {
 
   it('a timeout moves on only with a deadline that leaves time', () => {
     expect(at('timeout')).toBe(false);
-    expect(at('timeout', 1_000 + MIN_TRY_MS)).toBe(true);
-    expect(at('timeout', 1_000 + MIN_TRY_MS - 1)).toBe(false);
+    expect(at('timeout', 1_000 + MIN_ATTEMPT_MS)).toBe(true);
+    expect(at('timeout', 1_000 + MIN_ATTEMPT_MS - 1)).toBe(false);
   });
 
   it('nothing moves on past the last model or past the deadline', () => {
