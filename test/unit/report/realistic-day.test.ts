@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -8,12 +6,13 @@ import { renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import type { RunsSummary } from '../../../src/report/summary-schema.js';
 import { DAY_FACTS, DAY_NOW, realisticDayLines, writeRealisticDay } from '../../helpers/realistic-day.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir: string;
 let summary: RunsSummary;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'report-day-'));
+  dir = tempDir('report-day-');
   summary = await summarizeRuns([writeRealisticDay(dir)], {}, { now: DAY_NOW });
   if (process.env.SHOW_REPORT === '1') process.stderr.write(renderReportText(summary));
 });

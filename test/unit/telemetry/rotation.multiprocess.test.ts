@@ -1,5 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -8,6 +7,7 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 // Same approach as jsonl-appender.multiprocess.test.ts: the children are plain `node` processes,
 // so transpile src/telemetry/ file by file into a folder marked `"type": "module"` and let the
@@ -28,7 +28,7 @@ let root: string;
 let runLogModule: string;
 
 beforeAll(async () => {
-  root = await mkdtemp(join(tmpdir(), 'rotation-multiprocess-'));
+  root = tempDir('rotation-multiprocess-');
   const lib = join(root, 'lib');
   await mkdir(lib);
   await writeFile(join(lib, 'package.json'), '{"type":"module"}\n');
