@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll } from 'vitest';
+import { tempDir } from '../helpers/temp-dir.js';
 
 export const FAKE = fileURLToPath(new URL('../fixtures/fake-ollama.mjs', import.meta.url));
 
@@ -18,7 +19,7 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 
 const tmpDirs: string[] = [];
 export function tmpDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-ollama-test-'));
+  const dir = tempDir('fake-ollama-test-');
   tmpDirs.push(dir);
   return dir;
 }

@@ -7,6 +7,7 @@ import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parsePsContext, parseShowContext } from '../../src/ollama/context-window.js';
 import { parseUsage } from '../../src/ollama/verbose-stats.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const FAKE = path.resolve(__dirname, '../fixtures/fake-ollama.mjs');
 const dirs: string[] = [];
@@ -98,7 +99,7 @@ describe.concurrent('fake --verbose stats', () => {
 
 describe('fake ps and show', () => {
   it('ps lists a model loaded by a run for its keep-alive, with CONTEXT from v0.10', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-ps-'));
+    const dir = tempDir('fake-ps-');
     dirs.push(dir);
     const env = { FAKE_OLLAMA_STATE_DIR: dir, FAKE_OLLAMA_NUM_CTX: 'qwen3:8b=8192' };
     expect((await fake(['ps'], env)).stdout).toBe('NAME    ID    SIZE    PROCESSOR    CONTEXT    UNTIL \n');
