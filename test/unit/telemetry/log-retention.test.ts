@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { forEachJsonLine } from '../../../src/telemetry/jsonl-reader.js';
 import { isOlderThan, pruneRunLog } from '../../../src/telemetry/log-retention.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
-import { sampleRecord } from './sample-record.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const DAY = 86_400_000;

@@ -14,7 +14,7 @@ import { tempDir } from '../../helpers/temp-dir.js';
 // child import run-log.js. That works as long as run-log.ts and what it imports at run time stay
 // inside src/telemetry/ (type-only imports from elsewhere vanish when transpiled).
 const SRC = fileURLToPath(new URL('../../../src/telemetry/', import.meta.url));
-const CHILD = fileURLToPath(new URL('./fixtures/rotate-child.mjs', import.meta.url));
+const CHILD = fileURLToPath(new URL('../../fixtures/rotate-child.mjs', import.meta.url));
 
 const CHILDREN = 6;
 const PER_CHILD = 500;

@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JsonlAppender } from '../../../src/telemetry/jsonl-appender.js';
 import { listRunLogFiles, nextLogFileName } from '../../../src/telemetry/log-files.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
-import { readAll } from './read-all.js';
-import { sampleRecord } from './sample-record.js';
+import { readAll } from '../../helpers/read-all.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir: string;

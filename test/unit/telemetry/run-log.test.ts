@@ -4,8 +4,8 @@ import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { RunLog } from '../../../src/telemetry/run-log.js';
-import { readAll } from './read-all.js';
-import { sampleRecord } from './sample-record.js';
+import { readAll } from '../../helpers/read-all.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir: string;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RUN_RECORD_SCHEMA_VERSION } from '../../../src/telemetry/run-record.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
-import { sampleRecord } from './sample-record.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const dir = tempDir('run-record-v2-');
