@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { makeSandbox, readRunTrace, serverEnv, startServer, startTestServer, waitFor, type Sandbox } from './harness.js';
 import { isRunning } from '../helpers/proc-state.js';
 // A server on raw pipes, so the test can SIGKILL it.
-import { startRawServer, toolCall } from '../faults/raw-stdio.js';
+import { startRawServer, toolCall } from '../helpers/raw-stdio.js';
 
 const HANGING_RUN = toolCall(2, 'ollama_run', { model: 'llama3.2', prompt: 'forever @fake:hang' });
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSandbox, readRuns, serverEnv, spawnCount, useHttpServer, type Sandbox } from '../e2e/harness.js';
-import { startRawServer, toolCall, type JsonRpcLine, type RawStdioServer } from './raw-stdio.js';
+import { startRawServer, toolCall, type JsonRpcLine, type RawStdioServer } from '../helpers/raw-stdio.js';
 
 const DEPTH = 100_000;
 const nestedObjects = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;

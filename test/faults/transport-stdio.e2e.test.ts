@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeSandbox, readRuns, readRunTrace, serverEnv, startTestServer, waitFor, type Sandbox } from '../e2e/harness.js';
 import { MAX_MESSAGE_BYTES } from '../../src/transport/message-limits.js';
-import { startRawServer, toolCall, type RawStdioServer } from './raw-stdio.js';
+import { startRawServer, toolCall, type RawStdioServer } from '../helpers/raw-stdio.js';
 
 const running: RawStdioServer[] = [];
 function rawServer(sandbox: Sandbox): RawStdioServer {

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { REPORT_USAGE, runReportCommand } from '../../../src/cli/report-command.js';
 import { runsSummarySchema } from '../../../src/report/summary-schema.js';
-import { BASIC_DIR, NOW, ROTATED_DIR } from '../report/fixtures.js';
+import { BASIC_DIR, NOW, ROTATED_DIR } from '../../helpers/run-log-fixtures.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 async function run(argv: string[], telemetryDir = BASIC_DIR) {

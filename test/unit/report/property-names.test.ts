@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { buildReportCharts } from '../../../src/report/report-charts.js';
 import { renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
-import { NOW, record } from './fixtures.js';
+import { NOW, record } from '../../helpers/run-log-fixtures.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 /** Task ids, models and statuses are read from the log: Object.prototype's member names among them. */

@@ -5,7 +5,7 @@ import { rm } from 'node:fs/promises';
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 import { duration, renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
-import { BASIC_DIR, NOW, record, writeLog } from './fixtures.js';
+import { BASIC_DIR, NOW, record, writeLog } from '../../helpers/run-log-fixtures.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const basic = async () => summarizeRuns(await listRunLogFiles(BASIC_DIR), {}, { now: NOW });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 import { ollamaRunsSummaryTool } from '../../../src/tools/ollama-runs-summary.js';
-import { record } from './fixtures.js';
+import { record } from '../../helpers/run-log-fixtures.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 // Months of rotated history must not make a summary of the last day slower: a rotated file whose

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import { runsSummarySchema, type RunsSummary } from '../../../src/report/summary-schema.js';
-import { BASIC_DIR, NOW, record, ROTATED_DIR, writeLog } from './fixtures.js';
+import { BASIC_DIR, NOW, record, ROTATED_DIR, writeLog } from '../../helpers/run-log-fixtures.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 async function summarize(dir: string, filters: Parameters<typeof summarizeRuns>[1] = {}, limits = {}): Promise<RunsSummary> {

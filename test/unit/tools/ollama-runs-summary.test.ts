@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { registerTools } from '../../../src/mcp/tool-registry.js';
 import { compactRunsSummarySchema, type CompactRunsSummary } from '../../../src/report/summary-schema.js';
 import { ollamaRunsSummaryTool } from '../../../src/tools/ollama-runs-summary.js';
-import { BASIC_DIR, manyEscalatedTasks, NOW, record, writeLog } from '../report/fixtures.js';
+import { BASIC_DIR, manyEscalatedTasks, NOW, record, writeLog } from '../../helpers/run-log-fixtures.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 interface Called {
