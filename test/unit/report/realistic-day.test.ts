@@ -1,6 +1,4 @@
-import { rmSync } from 'node:fs';
-
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
@@ -16,7 +14,6 @@ beforeAll(async () => {
   summary = await summarizeRuns([writeRealisticDay(dir)], {}, { now: DAY_NOW });
   if (process.env.SHOW_REPORT === '1') process.stderr.write(renderReportText(summary));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('a realistic day (test/helpers/realistic-day.ts)', () => {
   it('is about 300 runs of 5 models, v2 lines mixed with v1 ones and control records', () => {
