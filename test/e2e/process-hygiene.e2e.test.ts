@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { isAlive, makeSandbox, readRuns, readRunTrace, SERVER_ENTRY, serverEnv, startServer, waitFor } from './harness.js';
+import { isAlive, makeSandbox, readRuns, readRunTrace, SERVER_ENTRY, serverEnv, startTestServer, waitFor } from './harness.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const INIT = {
@@ -71,13 +71,9 @@ describe('process hygiene', () => {
     const { server } = await startHangingRun(sandbox);
     server.child.stdin.end();
     await server.exited;
-    const next = await startServer(sandbox);
-    try {
-      const result = await next.run({ model: 'llama3.2', prompt: 'fine', task_id: 'hang' });
-      expect(result.metadata.retry_count).toBe(0);
-    } finally {
-      await next.close();
-    }
+    const next = await startTestServer({}, sandbox);
+    const result = await next.run({ model: 'llama3.2', prompt: 'fine', task_id: 'hang' });
+    expect(result.metadata.retry_count).toBe(0);
   });
 
   it('an invalid setting stops start-up with a message naming the variable', async () => {
