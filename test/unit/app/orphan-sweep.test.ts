@@ -10,7 +10,7 @@ const identity = { self: { pid: 1, start: 1 }, place: HERE, hasProc: true };
 const ARGS = ['run', 'llama3.2', '--nowordwrap'];
 
 let dir: string;
-afterEach(() => rmSync(path.dirname(dir), { recursive: true, force: true })); // the mkdtemp dir around it
+afterEach(() => rmSync(path.dirname(dir), { recursive: true, force: true })); // the temp dir around it
 
 function setup(records: ChildRecord[]): void {
   dir = path.join(tempDir('sweep-'), 'children');
