@@ -2,12 +2,12 @@
  * Which Chromium the browser tests drive, on the machines users have: a Mac with Chrome, a Linux
  * arm64 box, a shared machine whose temp dir another user wrote first. Pure: the host is injected.
  */
-import { mkdtempSync, rmSync, statSync, lstatSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, statSync, lstatSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { cacheProblem, findChromium, type ChromiumHost } from './chromium.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const CHROME_APP = '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome';
 
@@ -71,7 +71,7 @@ describe('cacheProblem: the unpacked Chromium in the shared temp dir is used onl
   });
 
   it('judges what lstat says of real files: a symbolic link to the own dir is still refused', () => {
-    const root = mkdtempSync(join(tmpdir(), 'chromium-cache-'));
+    const root = tempDir('chromium-cache-');
     try {
       const uid = statSync(root).uid;
       expect(cacheProblem(lstatSync(root), uid)).toBeNull();

@@ -9,8 +9,7 @@
  * why). Leaves screenshots in test-artifacts/ (git-ignored): report.png, report-empty.png and
  * report-day.png.
  */
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -22,6 +21,7 @@ import { runsSummarySchema, type RunsSummary } from '../../src/report/summary-sc
 import { STATUS_COLORS } from '../../src/report/render-html.js';
 import { chooseChromium, findChromium, type ChromiumChoice } from './chromium.js';
 import { DAY_FACTS, DAY_NOW, writeRealisticDay } from '../helpers/realistic-day.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const ROOT = resolve(__dirname, '../..');
 const FIXTURE_DIR = join(ROOT, 'test/fixtures/runs/html');
@@ -167,7 +167,7 @@ describe.skipIf(SKIP)('report --html in headless Chromium', () => {
 
   beforeAll(async () => {
     await mkdir(ARTIFACTS, { recursive: true });
-    work = await mkdtemp(join(tmpdir(), 'report-html-'));
+    work = tempDir('report-html-');
     profile = join(work, 'profile'); // a fresh --user-data-dir
     context = await launchOffline(profile, { width: 1280, height: 900 });
 
@@ -328,7 +328,7 @@ describe.skipIf(SKIP)('report --html of a realistic day, at 1400 px, in headless
   let dayDir: string;
 
   beforeAll(async () => {
-    dayDir = await mkdtemp(join(tmpdir(), 'report-day-'));
+    dayDir = tempDir('report-day-');
     writeRealisticDay(join(dayDir, 'logs'));
     profile = join(dayDir, 'profile');
     context = await launchOffline(profile, { width: 1400, height: 900 });

@@ -3,9 +3,9 @@
  * `JSON.stringify(structuredContent)` and drop the text content: every result must say there, in few
  * bytes, what to do now, and an escalation must say to stop and escalate.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunReply } from '../../src/app/run-reply.js';
-import { makeSandbox, readRuns, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { readRuns, startTestServer, useServer, type RunningServer } from './harness.js';
 
 /** What such a client hands the model, and the reply it came from. */
 async function modelView(server: RunningServer, name: string, args: Record<string, unknown>) {
@@ -17,18 +17,14 @@ async function modelView(server: RunningServer, name: string, args: Record<strin
 const STOP_AND_ESCALATE = /"next":"Stop: do not retry this task[^"]*; escalate it/;
 
 describe('what a client that reads structuredContent hands the model', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
+  const server = useServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '2', OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000' });
   beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '2', OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000' });
     await server.client.listTools(); // the SDK client then checks every ok result against its outputSchema
   });
-  afterAll(async () => server?.close());
 
   /** The runs.jsonl line of the last attempt: written from the full metadata. */
   const lastLine = () =>
-    readRuns(sandbox)
+    readRuns(server.sandbox)
       .filter((r) => r.kind !== 'control')
       .at(-1)!;
 
@@ -124,46 +120,32 @@ describe('what a client that reads structuredContent hands the model', () => {
 
 describe('cli_not_found through the built server', () => {
   it('says stop and escalate', async () => {
-    const sandbox = makeSandbox();
-    const server = await startServer(sandbox, { OLLAMA_BIN: '/nonexistent/ollama' });
-    try {
-      const { json, reply } = await modelView(server, 'ollama_run', { model: 'llama3.2', prompt: 'x', task_id: 'no-cli' });
-      expect(reply).toMatchObject({ escalate: true, escalation_reason: 'cli_not_found' });
-      expect(json).toMatch(STOP_AND_ESCALATE);
-      expect(readRuns(sandbox).at(-1)).toMatchObject({ escalate: true, escalation_reason: 'cli_not_found' });
-    } finally {
-      await server.close();
-    }
+    const server = await startTestServer({ OLLAMA_BIN: '/nonexistent/ollama' });
+    const { json, reply } = await modelView(server, 'ollama_run', { model: 'llama3.2', prompt: 'x', task_id: 'no-cli' });
+    expect(reply).toMatchObject({ escalate: true, escalation_reason: 'cli_not_found' });
+    expect(json).toMatch(STOP_AND_ESCALATE);
+    expect(readRuns(server.sandbox).at(-1)).toMatchObject({ escalate: true, escalation_reason: 'cli_not_found' });
   });
 });
 
 describe('the model-visible tools/list: what every session pays before any call', () => {
   it('names, titles, descriptions and input schemas of all tools fit in 6,000 bytes; each description under 2 KB', async () => {
-    const sandbox = makeSandbox();
-    const server = await startServer(sandbox);
-    try {
-      const { tools } = await server.client.listTools();
-      const visible = tools.map(({ name, title, description, inputSchema }) => ({ name, title, description, inputSchema }));
-      expect(JSON.stringify(visible).length).toBeLessThanOrEqual(6_000);
-      for (const tool of tools) expect(Buffer.byteLength(tool.description ?? ''), tool.name).toBeLessThan(2_048);
-      // The critical rule comes first, where a cut description keeps it.
-      const run = tools.find((t) => t.name === 'ollama_run')!;
-      expect(run.description!.slice(0, 200)).toMatch(/Read `escalate` on every result: true means STOP/);
-      const instructions = server.client.getInstructions() ?? '';
-      expect(Buffer.byteLength(instructions)).toBeLessThan(2_048);
-      expect(instructions.split('\n').filter((line) => /^\d\. /.test(line))).toHaveLength(5);
-      expect(tools.map((t) => t.name)).not.toContain('ollama_runs_summary'); // a review tool: opt-in
-    } finally {
-      await server.close();
-    }
+    const server = await startTestServer();
+    const { tools } = await server.client.listTools();
+    const visible = tools.map(({ name, title, description, inputSchema }) => ({ name, title, description, inputSchema }));
+    expect(JSON.stringify(visible).length).toBeLessThanOrEqual(6_000);
+    for (const tool of tools) expect(Buffer.byteLength(tool.description ?? ''), tool.name).toBeLessThan(2_048);
+    // The critical rule comes first, where a cut description keeps it.
+    const run = tools.find((t) => t.name === 'ollama_run')!;
+    expect(run.description!.slice(0, 200)).toMatch(/Read `escalate` on every result: true means STOP/);
+    const instructions = server.client.getInstructions() ?? '';
+    expect(Buffer.byteLength(instructions)).toBeLessThan(2_048);
+    expect(instructions.split('\n').filter((line) => /^\d\. /.test(line))).toHaveLength(5);
+    expect(tools.map((t) => t.name)).not.toContain('ollama_runs_summary'); // a review tool: opt-in
   });
 
   it('OLLAMA_MCP_RUNS_SUMMARY_TOOL=1 lists the review tool too', async () => {
-    const server = await startServer(makeSandbox(), { OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' });
-    try {
-      expect((await server.client.listTools()).tools.map((t) => t.name)).toContain('ollama_runs_summary');
-    } finally {
-      await server.close();
-    }
+    const server = await startTestServer({ OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' });
+    expect((await server.client.listTools()).tools.map((t) => t.name)).toContain('ollama_runs_summary');
   });
 });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BatchResult } from '../../src/app/run-batch.js';
-import { makeSandbox, maxConcurrent, readRuns, readRunTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { maxConcurrent, readRuns, readRunTrace, startTestServer, useServer, type RunningServer } from './harness.js';
 
 async function runMany(
   server: RunningServer,
@@ -24,17 +24,11 @@ async function runMany(
 }
 
 describe('ollama_run_many', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, {
-      OLLAMA_MCP_CONCURRENCY: '4',
-      OLLAMA_MCP_BREAKER_THRESHOLD: '100',
-      OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200',
-    });
+  const server = useServer({
+    OLLAMA_MCP_CONCURRENCY: '4',
+    OLLAMA_MCP_BREAKER_THRESHOLD: '100',
+    OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200',
   });
-  afterAll(async () => server?.close());
 
   it('mixed jobs give full results in input order, with a summary, under one batch_id', async () => {
     const batch = await runMany(server, {
@@ -60,7 +54,7 @@ describe('ollama_run_many', () => {
     });
     expect(batch.isError).toBe(true);
     expect(batch.text).toContain('ESCALATE');
-    const lines = readRuns(sandbox).filter((r) => r.batch_id === batch.batch_id);
+    const lines = readRuns(server.sandbox).filter((r) => r.batch_id === batch.batch_id);
     expect(lines).toHaveLength(4);
     expect(new Set(lines.map((r) => r.tool))).toEqual(new Set(['ollama_run_many']));
   });
@@ -92,39 +86,34 @@ describe('ollama_run_many', () => {
     expect(batch.summary).toMatchObject({ total: 5, ok: 1, not_started: 2 });
     expect(batch.summary.timed_out + batch.summary.not_started).toBe(4);
     // Not-started jobs are logged too, with the batch id; they spawned nothing.
-    expect(readRuns(sandbox).filter((r) => r.batch_id === batch.batch_id)).toHaveLength(5);
-    const prompts = readRunTrace(sandbox)
+    expect(readRuns(server.sandbox).filter((r) => r.batch_id === batch.batch_id)).toHaveLength(5);
+    const prompts = readRunTrace(server.sandbox)
       .filter((e) => e.event === 'prompt')
       .map((e) => e.prompt);
     expect(prompts.some((p) => p?.includes('never reached'))).toBe(false);
   });
 
   it('runs at most `concurrency` jobs at once and reports batch progress', async () => {
-    const fresh = makeSandbox();
-    const s = await startServer(fresh, { OLLAMA_MCP_CONCURRENCY: '8', OLLAMA_MCP_PROGRESS_INTERVAL_MS: '150' });
-    try {
-      const notes: { progress: number; total?: number; message?: string }[] = [];
-      const batch = await runMany(
-        s,
-        {
-          concurrency: 2,
-          jobs: Array.from({ length: 6 }, (_, i) => ({ model: 'llama3.2', prompt: `job ${i} @fake:sleep_ms=300` })),
-        },
-        (p) => notes.push(p),
-      );
-      expect(batch.summary.ok).toBe(6);
-      expect(maxConcurrent(readRunTrace(fresh))).toBe(2);
-      expect(notes.length).toBeGreaterThan(2);
-      expect(notes.every((n) => n.total === 6)).toBe(true);
-      expect(notes.at(-1)!.message).toMatch(/\d\/6 jobs done/);
-      for (let i = 1; i < notes.length; i += 1) expect(notes[i]!.progress).toBeGreaterThan(notes[i - 1]!.progress);
-    } finally {
-      await s.close();
-    }
+    const s = await startTestServer({ OLLAMA_MCP_CONCURRENCY: '8', OLLAMA_MCP_PROGRESS_INTERVAL_MS: '150' });
+    const notes: { progress: number; total?: number; message?: string }[] = [];
+    const batch = await runMany(
+      s,
+      {
+        concurrency: 2,
+        jobs: Array.from({ length: 6 }, (_, i) => ({ model: 'llama3.2', prompt: `job ${i} @fake:sleep_ms=300` })),
+      },
+      (p) => notes.push(p),
+    );
+    expect(batch.summary.ok).toBe(6);
+    expect(maxConcurrent(readRunTrace(s.sandbox))).toBe(2);
+    expect(notes.length).toBeGreaterThan(2);
+    expect(notes.every((n) => n.total === 6)).toBe(true);
+    expect(notes.at(-1)!.message).toMatch(/\d\/6 jobs done/);
+    for (let i = 1; i < notes.length; i += 1) expect(notes[i]!.progress).toBeGreaterThan(notes[i - 1]!.progress);
   });
 
   it('a bad job rejects the whole call, naming the job, and spawns nothing', async () => {
-    const before = readRunTrace(sandbox).filter((e) => e.event === 'start').length;
+    const before = readRunTrace(server.sandbox).filter((e) => e.event === 'start').length;
     const batch = await runMany(server, {
       jobs: [
         { model: 'llama3.2', prompt: 'fine' },
@@ -134,6 +123,6 @@ describe('ollama_run_many', () => {
     expect(batch.isError).toBe(true);
     expect(batch.results).toEqual([]);
     expect(batch.text).toContain('`jobs.1.model`');
-    expect(readRunTrace(sandbox).filter((e) => e.event === 'start').length).toBe(before);
+    expect(readRunTrace(server.sandbox).filter((e) => e.event === 'start').length).toBe(before);
   });
 });

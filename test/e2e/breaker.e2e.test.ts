@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, spawnCount, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { readRuns, spawnCount, useServer } from './harness.js';
 
 // Long enough that the open-circuit tests finish inside it even on a loaded 2-core CI machine.
 const COOLDOWN_MS = 4_000;
@@ -12,13 +12,7 @@ const env = {
 const failing = (model: string) => ({ model, prompt: 'broken @fake:exit=1' });
 
 describe('circuit breaker per model', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, env);
-  });
-  afterAll(async () => server?.close());
+  const server = useServer(env);
 
   it('opens after the threshold of consecutive failures; the opening failure already escalates', async () => {
     const first = await server.run(failing('qwen2.5-coder:7b'));
@@ -30,11 +24,11 @@ describe('circuit breaker per model', () => {
       escalation_reason: 'circuit_open',
       circuit: { state: 'open', consecutive_failures: 2, retry_after_seconds: 4 },
     });
-    expect(readRuns(sandbox).at(-1)).toMatchObject({ circuit: { state: 'open', transition: 'opened' } });
+    expect(readRuns(server.sandbox).at(-1)).toMatchObject({ circuit: { state: 'open', transition: 'opened' } });
   });
 
   it('while open, answers at once without spawning, with escalate and retry_after_seconds', async () => {
-    const spawns = spawnCount(sandbox);
+    const spawns = spawnCount(server.sandbox);
     const refused = await server.run({ model: 'qwen2.5-coder:7b', prompt: 'please', task_id: 'refused-task' });
     expect(refused.isError).toBe(true);
     expect(refused.metadata).toMatchObject({
@@ -48,8 +42,8 @@ describe('circuit breaker per model', () => {
     expect(refused.metadata.circuit.retry_after_seconds).toBeGreaterThanOrEqual(1);
     expect(refused.metadata.circuit.retry_after_seconds).toBeLessThanOrEqual(4);
     expect(refused.text).toContain('ESCALATE');
-    expect(spawnCount(sandbox)).toBe(spawns);
-    expect(readRuns(sandbox).at(-1)).toMatchObject({ status: 'circuit_open', task_id: 'refused-task' });
+    expect(spawnCount(server.sandbox)).toBe(spawns);
+    expect(readRuns(server.sandbox).at(-1)).toMatchObject({ status: 'circuit_open', task_id: 'refused-task' });
   });
 
   it("one model's circuit never affects another's, and name variants share one circuit", async () => {
@@ -59,25 +53,24 @@ describe('circuit breaker per model', () => {
   });
 
   it('stays open across a server restart', async () => {
-    await server.close();
-    server = await startServer(sandbox, env);
-    const spawns = spawnCount(sandbox);
+    await server.restart();
+    const spawns = spawnCount(server.sandbox);
     expect((await server.run({ model: 'qwen2.5-coder:7b', prompt: 'hi' })).metadata.status).toBe('circuit_open');
-    expect(spawnCount(sandbox)).toBe(spawns);
+    expect(spawnCount(server.sandbox)).toBe(spawns);
   });
 
   it('after the cooldown one probe goes through; its failure reopens the circuit', async () => {
     await sleep(COOLDOWN_MS + 100);
-    const spawns = spawnCount(sandbox);
+    const spawns = spawnCount(server.sandbox);
     const probe = await server.run(failing('qwen2.5-coder:7b'));
-    expect(spawnCount(sandbox)).toBe(spawns + 1);
+    expect(spawnCount(server.sandbox)).toBe(spawns + 1);
     expect(probe.metadata).toMatchObject({
       status: 'crashed',
       escalate: true,
       escalation_reason: 'circuit_open',
       circuit: { state: 'open' },
     });
-    expect(readRuns(sandbox).at(-1)).toMatchObject({ circuit: { transition: 'reopened' } });
+    expect(readRuns(server.sandbox).at(-1)).toMatchObject({ circuit: { transition: 'reopened' } });
   });
 
   it('while the probe runs, other calls wait for it instead of being refused; the probe succeeding closes the circuit', async () => {
@@ -92,7 +85,7 @@ describe('circuit breaker per model', () => {
       escalate: false,
       circuit: { state: 'closed', consecutive_failures: 0 },
     });
-    expect(readRuns(sandbox).find((r) => r.run_id === result.metadata.run_id)).toMatchObject({
+    expect(readRuns(server.sandbox).find((r) => r.run_id === result.metadata.run_id)).toMatchObject({
       circuit: { transition: 'closed' },
     });
     expect((await server.run({ model: 'qwen2.5-coder:7b', prompt: 'again' })).metadata.status).toBe('ok');

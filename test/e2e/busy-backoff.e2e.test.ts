@@ -2,22 +2,16 @@
 // after a jittered backoff, each try logged, none counted against the task or the circuit; only
 // when the retries are spent does the caller see server_busy.
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, spawnCount, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { makeSandbox, readRuns, spawnCount, startTestServer } from './harness.js';
 
 describe('busy backoff', () => {
-  let server: RunningServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
-
   it('a server busy twice then free ends ok: retry_count 0, busy_retries 2, three lines', async () => {
-    const sandbox: Sandbox = makeSandbox();
-    server = await startServer(sandbox, {
-      FAKE_OLLAMA_BUSY_TIMES: '2',
-      FAKE_OLLAMA_COUNTER_FILE: path.join(sandbox.fakeStateDir, 'busy-count'),
-    });
+    const sandbox = makeSandbox();
+    const server = await startTestServer(
+      { FAKE_OLLAMA_BUSY_TIMES: '2', FAKE_OLLAMA_COUNTER_FILE: path.join(sandbox.fakeStateDir, 'busy-count') },
+      sandbox,
+    );
     const r = await server.run({ model: 'llama3.2', prompt: 'hello', task_id: 'busy-1' });
     expect(r.metadata).toMatchObject({ status: 'ok', retry_count: 0, busy_retries: 2, escalate: false, chain_id: null });
     expect(r.metadata.circuit.consecutive_failures).toBe(0);
@@ -35,8 +29,8 @@ describe('busy backoff', () => {
   });
 
   it('when the retries are spent the caller sees server_busy, counted once for the task', async () => {
-    const sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_BUSY_RETRIES: '2' });
+    const server = await startTestServer({ OLLAMA_MCP_BUSY_RETRIES: '2' });
+    const { sandbox } = server;
     const call = { model: 'llama3.2', prompt: 'x @fake:error=busy', task_id: 'busy-2' };
     const r = await server.run(call);
     expect(r.metadata).toMatchObject({ status: 'server_busy', retryable: true, escalate: false, busy_retries: 2 });
@@ -50,16 +44,16 @@ describe('busy backoff', () => {
   });
 
   it('OLLAMA_MCP_BUSY_RETRIES=0 turns it off', async () => {
-    const sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_BUSY_RETRIES: '0' });
+    const server = await startTestServer({ OLLAMA_MCP_BUSY_RETRIES: '0' });
+    const { sandbox } = server;
     const r = await server.run({ model: 'llama3.2', prompt: 'x @fake:error=busy' });
     expect(r.metadata).toMatchObject({ status: 'server_busy', busy_retries: 0 });
     expect(readRuns(sandbox)).toHaveLength(1);
   });
 
   it('waits only within deadline_ms', async () => {
-    const sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_BUSY_RETRIES: '10' });
+    const server = await startTestServer({ OLLAMA_MCP_BUSY_RETRIES: '10' });
+    const { sandbox } = server;
     const deadlineMs = 2_500;
     const startedAt = Date.now();
     const r = await server.run({ model: 'llama3.2', prompt: 'x @fake:error=busy', deadline_ms: deadlineMs });

@@ -1,29 +1,23 @@
 // Fallback chains through the built server: a call falls through models that cannot serve it (a
 // broken one, a missing one, one whose circuit is open) to one that can; every model's attempt is
 // its own runs.jsonl line linked by one chain_id; the task's ledger counts the call once.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRunTrace, readRuns, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { readRuns, readRunTrace, useServer } from './harness.js';
 
 const INSTALLED = ['good:1b', 'good2:1b', 'broken:1b', 'broken2:1b', 'broken3:1b', 'flaky:1b', 'slow:1b', 'slow2:1b'];
 
 describe('fallback chains', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, {
-      FAKE_OLLAMA_MODELS: INSTALLED.join(','),
-      FAKE_OLLAMA_BROKEN_MODELS: 'broken:1b,broken2:1b,broken3:1b,flaky:1b',
-      OLLAMA_MCP_BREAKER_THRESHOLD: '3',
-      OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000',
-    });
+  const server = useServer({
+    FAKE_OLLAMA_MODELS: INSTALLED.join(','),
+    FAKE_OLLAMA_BROKEN_MODELS: 'broken:1b,broken2:1b,broken3:1b,flaky:1b',
+    OLLAMA_MCP_BREAKER_THRESHOLD: '3',
+    OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000',
   });
-  afterAll(async () => server?.close());
 
   /** `ollama run` processes started for a model (the fake's trace). */
   const spawnsOf = (model: string) =>
-    readRunTrace(sandbox).filter((e) => e.event === 'start' && e.argv?.[0] === 'run' && e.argv[1] === model).length;
-  const linesOf = (chainId: string) => readRuns(sandbox).filter((r) => r.chain_id === chainId);
+    readRunTrace(server.sandbox).filter((e) => e.event === 'start' && e.argv?.[0] === 'run' && e.argv[1] === model).length;
+  const linesOf = (chainId: string) => readRuns(server.sandbox).filter((r) => r.chain_id === chainId);
 
   it('falls through a broken and a missing model to a good one: one call, three lines, one chain_id', async () => {
     const r = await server.run({
@@ -87,7 +81,7 @@ describe('fallback chains', () => {
     const second = await call();
     expect(second.metadata).toMatchObject({ status: 'crashed', escalate: false, retry_count: 1 });
     expect(
-      readRuns(sandbox)
+      readRuns(server.sandbox)
         .filter((l) => l.task_id === 'last-open')
         .map((l) => [l.model, l.will_retry]),
     ).toEqual([
@@ -179,13 +173,13 @@ describe('fallback chains', () => {
       [{ fallback_models: ['bad name'] }, 'fallback_models.0', 'must be an Ollama model name'],
       [{ fallback_models: ['a', 'b', 'c', 'd', 'e', 'f'] }, 'fallback_models', 'at most 5'],
     ] as const;
-    const before = readRunTrace(sandbox).length;
+    const before = readRunTrace(server.sandbox).length;
     for (const [args, where, message] of cases) {
       const r = await server.run({ model: 'broken:1b', prompt: 'x', ...args });
       expect(r.metadata.status).toBe('invalid_input');
       expect(r.metadata.error?.message).toContain(where);
       expect(r.metadata.error?.message).toContain(message);
     }
-    expect(readRunTrace(sandbox).length).toBe(before);
+    expect(readRunTrace(server.sandbox).length).toBe(before);
   });
 });

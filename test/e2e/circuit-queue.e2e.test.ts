@@ -1,22 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, spawnCount, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { readRuns, spawnCount, useServer } from './harness.js';
 
 const THRESHOLD = 5;
 const CALLS = 50;
 
 describe.each([1, 2])('the circuit is checked again when a queued call leaves the queue (concurrency %i)', (CONCURRENCY) => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, {
-      OLLAMA_MCP_CONCURRENCY: String(CONCURRENCY),
-      OLLAMA_MCP_BREAKER_THRESHOLD: String(THRESHOLD),
-      // Long enough that no probe is let through during the burst.
-      OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000',
-    });
+  const server = useServer({
+    OLLAMA_MCP_CONCURRENCY: String(CONCURRENCY),
+    OLLAMA_MCP_BREAKER_THRESHOLD: String(THRESHOLD),
+    // Long enough that no probe is let through during the burst.
+    OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000',
   });
-  afterAll(async () => server?.close());
 
   it(`a burst of ${CALLS} calls on a failing model spawns about threshold + 1 processes, not ${CALLS}`, async () => {
     // Every call is admitted while the circuit is still closed, so almost all of them queue.
@@ -27,7 +21,7 @@ describe.each([1, 2])('the circuit is checked again when a queued call leaves th
     );
 
     // Runs already in flight when the circuit opened still finish: at most CONCURRENCY - 1 of them.
-    const spawns = spawnCount(sandbox);
+    const spawns = spawnCount(server.sandbox);
     if (process.env.REPORT_SPAWNS)
       process.stderr.write(`burst: concurrency ${CONCURRENCY}, ${spawns} spawns for ${CALLS} calls\n`);
     expect(spawns).toBeGreaterThanOrEqual(THRESHOLD);
@@ -52,7 +46,7 @@ describe.each([1, 2])('the circuit is checked again when a queued call leaves th
     expect(refused.filter((r) => r.metadata.queue_ms > 0).length).toBeGreaterThan(0);
 
     // Every call is logged exactly once.
-    const lines = readRuns(sandbox);
+    const lines = readRuns(server.sandbox);
     expect(lines).toHaveLength(CALLS);
     expect(new Set(lines.map((line) => line.task_id)).size).toBe(CALLS);
     expect(new Set(lines.map((line) => line.run_id))).toEqual(new Set(results.map((r) => r.metadata.run_id)));

@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, maxConcurrent, readRunTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { maxConcurrent, readRunTrace, startTestServer, useServer } from './harness.js';
 
 describe('bounded concurrency', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_CONCURRENCY: '2' });
-  });
-  afterAll(async () => server?.close());
+  const server = useServer({ OLLAMA_MCP_CONCURRENCY: '2' });
 
   it('never runs more than OLLAMA_MCP_CONCURRENCY model processes at once; the rest wait in line', async () => {
     const calls = Array.from({ length: 6 }, (_, i) => server.run({ model: 'llama3.2', prompt: `job ${i} @fake:sleep_ms=400` }));
     const results = await Promise.all(calls);
     expect(results.every((r) => r.metadata.status === 'ok')).toBe(true);
-    const events = readRunTrace(sandbox);
+    const events = readRunTrace(server.sandbox);
     expect(events.filter((e) => e.event === 'start')).toHaveLength(6);
     expect(maxConcurrent(events)).toBe(2);
     const queued = results.map((r) => r.metadata.queue_ms).sort((a, b) => a - b);
@@ -24,19 +18,15 @@ describe('bounded concurrency', () => {
 
   it('serves waiting calls in the order they arrived', async () => {
     // One slot, so each process starts only after the previous one exited: the trace order is the service order.
-    const single = makeSandbox();
-    const one = await startServer(single, { OLLAMA_MCP_CONCURRENCY: '1' });
-    try {
-      await Promise.all(
-        Array.from({ length: 5 }, (_, i) => one.run({ model: 'llama3.2', prompt: `ordered ${i} @fake:sleep_ms=100` })),
-      );
-      const served = readRunTrace(single)
-        .filter((e) => e.event === 'prompt')
-        .map((e) => Number(/ordered (\d)/.exec(e.prompt ?? '')?.[1]));
-      expect(served).toEqual([0, 1, 2, 3, 4]);
-      expect(maxConcurrent(readRunTrace(single))).toBe(1);
-    } finally {
-      await one.close();
-    }
+    const one = await startTestServer({ OLLAMA_MCP_CONCURRENCY: '1' });
+    const { sandbox: single } = one;
+    await Promise.all(
+      Array.from({ length: 5 }, (_, i) => one.run({ model: 'llama3.2', prompt: `ordered ${i} @fake:sleep_ms=100` })),
+    );
+    const served = readRunTrace(single)
+      .filter((e) => e.event === 'prompt')
+      .map((e) => Number(/ordered (\d)/.exec(e.prompt ?? '')?.[1]));
+    expect(served).toEqual([0, 1, 2, 3, 4]);
+    expect(maxConcurrent(readRunTrace(single))).toBe(1);
   });
 });

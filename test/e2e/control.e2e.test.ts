@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { readRuns, useServer, type RunningServer } from './harness.js';
 
 /** The detailed result: these tests read the whole record. */
 async function call(server: RunningServer, name: string, args: Record<string, unknown>) {
@@ -12,17 +12,11 @@ async function call(server: RunningServer, name: string, args: Record<string, un
 }
 
 describe('control tools: ollama_task_status and ollama_reset', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, {
-      OLLAMA_MCP_ESCALATION: 'block',
-      OLLAMA_MCP_BREAKER_THRESHOLD: '2',
-      OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000',
-    });
+  const server = useServer({
+    OLLAMA_MCP_ESCALATION: 'block',
+    OLLAMA_MCP_BREAKER_THRESHOLD: '2',
+    OLLAMA_MCP_BREAKER_COOLDOWN_MS: '600000',
   });
-  afterAll(async () => server?.close());
 
   it("shows a task's ledger", async () => {
     await server.run({ model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'job-1', max_retries: 1 });
@@ -68,7 +62,7 @@ describe('control tools: ollama_task_status and ollama_reset', () => {
   });
 
   it('each control call is logged', async () => {
-    const control = readRuns(sandbox).filter((r) => r.kind === 'control');
+    const control = readRuns(server.sandbox).filter((r) => r.kind === 'control');
     expect(control.map((r) => [r.tool, r.action])).toEqual([
       ['ollama_task_status', 'status'],
       ['ollama_task_status', 'status'],

@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, spawnCount, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { readRuns, spawnCount, useServer } from './harness.js';
 
 describe('retries and escalation per task_id', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    // A high breaker threshold keeps the circuit out of this test.
-    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
-  });
-  afterAll(async () => server?.close());
+  // A high breaker threshold keeps the circuit out of this test.
+  const server = useServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
 
   it('counts failures per task; with max_retries 3 the 4th failure escalates with max_retries_exceeded', async () => {
     const fail = { model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'task-A', max_retries: 3 };
@@ -60,13 +54,12 @@ describe('retries and escalation per task_id', () => {
   });
 
   it('the count survives a restart of the server', async () => {
-    await server.close();
-    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
-    const spawnsBefore = spawnCount(sandbox);
+    await server.restart();
+    const spawnsBefore = spawnCount(server.sandbox);
     const resumed = await server.run({ model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'task-B', max_retries: 3 });
     expect(resumed.metadata.retry_count).toBe(1);
-    expect(spawnCount(sandbox)).toBe(spawnsBefore + 1);
-    const runs = readRuns(sandbox).filter((r) => r.task_id === 'task-B');
+    expect(spawnCount(server.sandbox)).toBe(spawnsBefore + 1);
+    const runs = readRuns(server.sandbox).filter((r) => r.task_id === 'task-B');
     expect(runs.map((r) => r.retry_count)).toEqual([0, 1]);
   });
 });

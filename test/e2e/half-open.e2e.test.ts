@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunResult } from '../../src/app/run-result.js';
 import {
-  makeSandbox,
   readRunTrace,
   readRuns,
   spawnCount,
-  startServer,
+  startTestServer,
+  useServer,
   waitFor,
   type RunningServer,
   type Sandbox,
@@ -34,26 +34,16 @@ function runTimes(sandbox: Sandbox, marker: string): { start: number; exit: numb
 }
 
 describe('calls that meet a half-open probe in flight wait for its verdict', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  let other: RunningServer | undefined;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, env);
-  });
-  afterAll(async () => {
-    await other?.close();
-    await server?.close();
-  });
+  const server = useServer(env);
 
   /** Open the circuit with one failure, wait out the cooldown, start a probe and wait until it spawned. */
   async function probeInFlight(probePrompt: string): Promise<{ probe: Promise<RunResult> }> {
     const opened = await server.run({ model: MODEL, prompt: 'opens it @fake:exit=1' });
     expect(opened.metadata.circuit.state).toBe('open');
     await sleep(COOLDOWN_MS + 100);
-    const spawns = spawnCount(sandbox);
+    const spawns = spawnCount(server.sandbox);
     const probe = server.run({ model: MODEL, prompt: probePrompt });
-    await waitFor(() => spawnCount(sandbox) > spawns, 10_000, 'the probe to spawn');
+    await waitFor(() => spawnCount(server.sandbox) > spawns, 10_000, 'the probe to spawn');
     return { probe }; // wrapped: an async function returning the promise itself would wait for it
   }
 
@@ -83,8 +73,8 @@ describe('calls that meet a half-open probe in flight wait for its verdict', () 
       // The wait for the probe counts as time in line.
       expect(r.metadata.queue_ms).toBeGreaterThanOrEqual(300);
     }
-    const probeExit = runTimes(sandbox, 'good probe')[0]!.exit!;
-    const waited = runTimes(sandbox, 'good-wait');
+    const probeExit = runTimes(server.sandbox, 'good probe')[0]!.exit!;
+    const waited = runTimes(server.sandbox, 'good-wait');
     expect(waited).toHaveLength(WAITERS + 1);
     for (const run of waited) expect(run.start).toBeGreaterThanOrEqual(probeExit);
     expect(messages.some((m) => m.includes(`${MODEL}: waiting for the model's probe run`))).toBe(true);
@@ -92,7 +82,7 @@ describe('calls that meet a half-open probe in flight wait for its verdict', () 
 
   it('after a failed probe they get circuit_open without spawning (and escalate: the model just failed again)', async () => {
     const { probe } = await probeInFlight('bad probe @fake:sleep_ms=1200 @fake:exit=1');
-    const spawns = spawnCount(sandbox);
+    const spawns = spawnCount(server.sandbox);
     const results = await Promise.all(firstAttempts('bad-wait'));
     expect((await probe).metadata).toMatchObject({ status: 'crashed', circuit: { state: 'open' } });
     for (const r of results) {
@@ -108,21 +98,21 @@ describe('calls that meet a half-open probe in flight wait for its verdict', () 
       expect(r.metadata.error?.message).toContain('probe run failed while this call waited');
       expect(r.metadata.queue_ms).toBeGreaterThanOrEqual(300);
     }
-    expect(spawnCount(sandbox)).toBe(spawns);
-    const logged = readRuns(sandbox).filter((line) => String(line.task_id).startsWith('bad-wait'));
+    expect(spawnCount(server.sandbox)).toBe(spawns);
+    const logged = readRuns(server.sandbox).filter((line) => String(line.task_id).startsWith('bad-wait'));
     expect(logged).toHaveLength(WAITERS);
   });
 
   it("calls on another server process sharing the state dir wait for this process's probe too", async () => {
-    other = await startServer(sandbox, env);
+    const other = await startTestServer(env, server.sandbox);
     await sleep(COOLDOWN_MS + 100); // the previous test left the circuit open
-    const spawns = spawnCount(sandbox);
+    const spawns = spawnCount(server.sandbox);
     const probe = server.run({ model: MODEL, prompt: 'shared probe @fake:sleep_ms=1200' });
-    await waitFor(() => spawnCount(sandbox) > spawns, 10_000, 'the probe to spawn');
+    await waitFor(() => spawnCount(server.sandbox) > spawns, 10_000, 'the probe to spawn');
     const results = await Promise.all(firstAttempts('elsewhere-wait', other));
     expect((await probe).metadata.status).toBe('ok');
     for (const r of results) expect(r.metadata).toMatchObject({ status: 'ok', escalate: false });
-    const probeExit = runTimes(sandbox, 'shared probe')[0]!.exit!;
-    for (const run of runTimes(sandbox, 'elsewhere-wait')) expect(run.start).toBeGreaterThanOrEqual(probeExit);
+    const probeExit = runTimes(server.sandbox, 'shared probe')[0]!.exit!;
+    for (const run of runTimes(server.sandbox, 'elsewhere-wait')) expect(run.start).toBeGreaterThanOrEqual(probeExit);
   });
 });

@@ -1,17 +1,20 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, onTestFinished } from 'vitest';
 import type { RunMetadata, RunResult } from '../../src/app/run-result.js';
 import type { RunReply } from '../../src/app/run-reply.js';
+import { removeTempDir, tempDir } from '../helpers/temp-dir.js';
 
 export const ROOT = path.resolve(__dirname, '../..');
 export const SERVER_ENTRY = path.join(ROOT, 'dist/cli.js');
 export const FAKE_OLLAMA = path.join(ROOT, 'test/fixtures/fake-ollama.mjs');
 
 export interface Sandbox {
+  /** The temp dir made for it (it holds the dirs below unless a test put one elsewhere), removed when the test file ends. */
+  readonly root: string;
   /** OLLAMA_MCP_TELEMETRY_DIR: runs.jsonl and the state files. */
   readonly telemetryDir: string;
   /** FAKE_OLLAMA_TRACE_DIR: every fake process writes start/exit lines here. */
@@ -20,15 +23,16 @@ export interface Sandbox {
   readonly fakeStateDir: string;
 }
 
+/** A fresh sandbox in the temp dir, removed when the test file ends (test/helpers/temp-dir.ts). */
 export function makeSandbox(): Sandbox {
-  const root = mkdtempSync(path.join(tmpdir(), 'ollama-runner-e2e-'));
-  const sandbox = {
+  const root = tempDir('ollama-runner-e2e-');
+  const dirs = {
     telemetryDir: path.join(root, 'telemetry'),
     traceDir: path.join(root, 'trace'),
     fakeStateDir: path.join(root, 'fake-state'),
   };
-  for (const dir of Object.values(sandbox)) mkdirSync(dir, { recursive: true });
-  return sandbox;
+  for (const dir of Object.values(dirs)) mkdirSync(dir);
+  return { root, ...dirs };
 }
 
 /**
@@ -107,6 +111,65 @@ export async function startServer(sandbox: Sandbox, extraEnv: Record<string, str
   };
 }
 
+/** The server of a `describe` block or a file: see {@link useServer}. */
+export interface SharedServer extends RunningServer {
+  /** The sandbox it runs in. */
+  readonly sandbox: Sandbox;
+  /** Close it and start another on the same sandbox, as a restart does; `env` replaces the first one's. */
+  restart(env?: Record<string, string>): Promise<void>;
+}
+
+/**
+ * The server every test of the enclosing `describe` (or file) shares: started on a fresh sandbox in
+ * `beforeAll` with `env`, closed and its sandbox removed in `afterAll`. Call it where you would call
+ * `beforeAll`; use what it returns in tests and hooks.
+ */
+export function useServer(env: Record<string, string> = {}): SharedServer {
+  let sandbox: Sandbox | undefined;
+  let running: RunningServer | undefined;
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    running = await startServer(sandbox, env);
+  });
+  afterAll(async () => {
+    await running?.close();
+    if (sandbox !== undefined) removeTempDir(sandbox.root);
+  });
+  const live = (): RunningServer => {
+    if (running === undefined) throw new Error('useServer: the server starts in beforeAll; use it in a test or a hook');
+    return running;
+  };
+  return {
+    get client() {
+      return live().client;
+    },
+    get transport() {
+      return live().transport;
+    },
+    get sandbox() {
+      live();
+      return sandbox!;
+    },
+    stderr: () => live().stderr(),
+    run: (args, options) => live().run(args, options),
+    close: () => live().close(),
+    async restart(nextEnv = env) {
+      await live().close();
+      running = await startServer(sandbox!, nextEnv);
+    },
+  };
+}
+
+/** In a test: a server of its own on `sandbox` (a fresh one by default), closed when the test ends. */
+export async function startTestServer(
+  env: Record<string, string> = {},
+  sandbox: Sandbox = makeSandbox(),
+): Promise<RunningServer & { readonly sandbox: Sandbox }> {
+  const server = await startServer(sandbox, env);
+  onTestFinished(() => server.close());
+  return { ...server, sandbox };
+}
+
 export interface HttpServerChild {
   /** The MCP endpoint it listens on, as its stderr says. */
   readonly url: string;
@@ -157,6 +220,47 @@ export async function startHttpServerChild(
       await exited;
       clearTimeout(timer);
     },
+  };
+}
+
+/** {@link useServer} for `--http`: the child every test of the enclosing `describe` shares, stopped and its sandbox removed in `afterAll`. */
+export function useHttpServer(
+  env: Record<string, string> = {},
+  args: readonly string[] = [],
+): HttpServerChild & { readonly sandbox: Sandbox } {
+  let sandbox: Sandbox | undefined;
+  let child: HttpServerChild | undefined;
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    child = await startHttpServerChild(sandbox, env, args);
+  });
+  afterAll(async () => {
+    await child?.stop();
+    if (sandbox !== undefined) removeTempDir(sandbox.root);
+  });
+  const live = (): HttpServerChild => {
+    if (child === undefined) throw new Error('useHttpServer: the server starts in beforeAll; use it in a test or a hook');
+    return child;
+  };
+  return {
+    get url() {
+      return live().url;
+    },
+    get port() {
+      return live().port;
+    },
+    get token() {
+      return live().token;
+    },
+    get auth() {
+      return live().auth;
+    },
+    get sandbox() {
+      live();
+      return sandbox!;
+    },
+    stderr: () => live().stderr(),
+    stop: () => live().stop(),
   };
 }
 

@@ -1,16 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { HealthReport } from '../../src/health/collect-health.js';
-import { makeSandbox, readRuns, readTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { makeSandbox, readRuns, readTrace, startTestServer, type Sandbox } from './harness.js';
 
 describe('ollama_health end to end', () => {
-  let server: RunningServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
-
   async function health(sandbox: Sandbox, env: Record<string, string> = {}) {
-    server = await startServer(sandbox, env);
+    const server = await startTestServer(env, sandbox);
     const { tools } = await server.client.listTools();
     expect(tools.map((t) => t.name)).toContain('ollama_health');
     const result = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });

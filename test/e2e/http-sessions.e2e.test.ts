@@ -4,20 +4,11 @@
  * never closed do not lock a new client out.
  */
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RunReply } from '../../src/app/run-reply.js';
-import {
-  isAlive,
-  makeSandbox,
-  readRuns,
-  readRunTrace,
-  startHttpServerChild,
-  waitFor,
-  type HttpServerChild,
-  type Sandbox,
-} from './harness.js';
+import { isAlive, readRuns, readRunTrace, useHttpServer, waitFor, type HttpServerChild } from './harness.js';
 
 const INITIALIZE = {
   jsonrpc: '2.0',
@@ -72,14 +63,8 @@ const ping = (server: HttpServerChild, sessionId: string) =>
   exchange(server, { jsonrpc: '2.0', id: 'ping', method: 'ping' }, sessionId).then((reply) => reply.status);
 
 describe('a client that goes away mid-call', () => {
-  let sandbox: Sandbox;
-  let server: HttpServerChild;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    // One slot: a call left running would hold it, and the next call would wait for it.
-    server = await startHttpServerChild(sandbox, { OLLAMA_MCP_CONCURRENCY: '1' });
-  });
-  afterAll(async () => server?.stop());
+  // One slot: a call left running would hold it, and the next call would wait for it.
+  const server = useHttpServer({ OLLAMA_MCP_CONCURRENCY: '1' });
 
   it('cancels its call: the model process is killed within seconds, the run is logged cancelled, the slot is free', async () => {
     const sessionId = await openSession(server);
@@ -93,14 +78,18 @@ describe('a client that goes away mid-call', () => {
       },
       sessionId,
     );
-    await waitFor(() => readRunTrace(sandbox).some((e) => e.event === 'start'), 10_000, 'the fake model to start');
-    const pid = readRunTrace(sandbox).find((e) => e.event === 'start')!.pid;
+    await waitFor(() => readRunTrace(server.sandbox).some((e) => e.event === 'start'), 10_000, 'the fake model to start');
+    const pid = readRunTrace(server.sandbox).find((e) => e.event === 'start')!.pid;
 
     req.destroy(); // the client goes away: its socket closes, no DELETE, no cancel notification
-    await waitFor(() => readRunTrace(sandbox).some((e) => e.event === 'exit' && e.pid === pid), 5_000, 'the fake model to exit');
+    await waitFor(
+      () => readRunTrace(server.sandbox).some((e) => e.event === 'exit' && e.pid === pid),
+      5_000,
+      'the fake model to exit',
+    );
     await waitFor(() => !isAlive(pid), 5_000, 'the fake model process to be gone'); // its exit line comes just before it exits
-    await waitFor(() => readRuns(sandbox).some((run) => run.task_id === 'dropped'), 5_000, 'the run to be logged');
-    expect(readRuns(sandbox).find((run) => run.task_id === 'dropped')).toMatchObject({ status: 'cancelled' });
+    await waitFor(() => readRuns(server.sandbox).some((run) => run.task_id === 'dropped'), 5_000, 'the run to be logged');
+    expect(readRuns(server.sandbox).find((run) => run.task_id === 'dropped')).toMatchObject({ status: 'cancelled' });
     const wentAway = `session ${sessionId}: the client went away before the reply to request 7; cancelling it`;
     await waitFor(() => server.stderr().includes(wentAway), 5_000, 'the cancellation on stderr');
 
@@ -119,11 +108,7 @@ describe('a client that goes away mid-call', () => {
 });
 
 describe('sessions clients never closed', () => {
-  let server: HttpServerChild;
-  beforeAll(async () => {
-    server = await startHttpServerChild(makeSandbox());
-  });
-  afterAll(async () => server?.stop());
+  const server = useHttpServer();
 
   it('64 idle sessions (the limit) and one more: the new one gets in at once, the one used longest ago gets 404 next', async () => {
     const sessions: string[] = [];

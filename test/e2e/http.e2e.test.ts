@@ -10,16 +10,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { HttpServerError, isLoopbackHost, startHttpServer, type RunningHttpServer } from '../../src/transport/http/server.js';
 import { createApp, createMcpServer, type App } from '../../src/mcp/server.js';
 import type { RunReply } from '../../src/app/run-reply.js';
-import {
-  makeSandbox,
-  readTrace,
-  ROOT,
-  serverEnv,
-  startHttpServerChild,
-  waitFor,
-  type HttpServerChild,
-  type Sandbox,
-} from './harness.js';
+import { makeSandbox, readTrace, ROOT, serverEnv, useHttpServer, waitFor, type Sandbox } from './harness.js';
 
 const CONFORMANCE_BIN = path.join(ROOT, 'node_modules/.bin/conformance');
 const TOKEN = 'test-token-0123456789abcdef';
@@ -96,11 +87,7 @@ function jsonRpcError(body: string): { code: number; message: string } {
 // ---------------------------------------------------------------------------------------------
 
 describe('Streamable HTTP transport (the built server as a child process, with its default bearer token)', () => {
-  let server: HttpServerChild;
-  beforeAll(async () => {
-    server = await startHttpServerChild(makeSandbox(), { OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200' });
-  });
-  afterAll(async () => server?.stop());
+  const server = useHttpServer({ OLLAMA_MCP_PROGRESS_INTERVAL_MS: '200' });
 
   it('listens on 127.0.0.1 by default and says so on stderr', () => {
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
@@ -236,11 +223,7 @@ describe('Streamable HTTP transport (the built server as a child process, with i
 
 // The conformance suite cannot send a bearer token: it runs against a server with the check off, on loopback.
 describe('Streamable HTTP transport with OLLAMA_MCP_HTTP_AUTH=none', () => {
-  let server: HttpServerChild;
-  beforeAll(async () => {
-    server = await startHttpServerChild(makeSandbox(), { OLLAMA_MCP_HTTP_AUTH: 'none' });
-  });
-  afterAll(async () => server?.stop());
+  const server = useHttpServer({ OLLAMA_MCP_HTTP_AUTH: 'none' });
 
   it('serves without a token and says so on stderr, with the command to connect', async () => {
     expect((await rawInitialize(server.url)).status).toBe(200);
@@ -278,13 +261,7 @@ describe('Streamable HTTP transport with OLLAMA_MCP_HTTP_AUTH=none', () => {
 });
 
 describe('Streamable HTTP transport with OLLAMA_MCP_HTTP_TOKEN', () => {
-  let sandbox: Sandbox;
-  let server: HttpServerChild;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startHttpServerChild(sandbox, { OLLAMA_MCP_HTTP_TOKEN: TOKEN });
-  });
-  afterAll(async () => server?.stop());
+  const server = useHttpServer({ OLLAMA_MCP_HTTP_TOKEN: TOKEN });
 
   it('answers 401 with WWW-Authenticate: Bearer when the token is missing or wrong', async () => {
     const missing = await rawInitialize(server.url);
@@ -319,7 +296,7 @@ describe('Streamable HTTP transport with OLLAMA_MCP_HTTP_TOKEN', () => {
     expect(refused).toBe(
       'Unauthorized: send the header Authorization: Bearer <token>. The token is the value of OLLAMA_MCP_HTTP_TOKEN the server was started with.',
     );
-    expect(existsSync(path.join(sandbox.telemetryDir, 'http-token'))).toBe(false);
+    expect(existsSync(path.join(server.sandbox.telemetryDir, 'http-token'))).toBe(false);
     expect(server.stderr()).toContain(
       `\n  claude mcp add --transport http ollama-runner ${server.url} --header "Authorization: Bearer $OLLAMA_MCP_HTTP_TOKEN"\n`,
     );

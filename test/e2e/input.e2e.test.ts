@@ -1,14 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, spawnCount, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { readRuns, spawnCount, useServer } from './harness.js';
 
 describe('bad input never spawns a process and gets a specific error', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox);
-  });
-  afterAll(async () => server?.close());
+  const server = useServer();
 
   it.each([
     ['a missing model', { prompt: 'x' }, '`model` is required'],
@@ -30,15 +24,15 @@ describe('bad input never spawns a process and gets a specific error', () => {
     ['a bad think', { model: 'llama3.2', prompt: 'x', think: 'max' }, '`think`'],
     ['an unknown argument', { model: 'llama3.2', prompt: 'x', system: 'be nice' }, 'unknown argument `system`'],
   ])('%s', async (_name, args, message) => {
-    const spawnsBefore = spawnCount(sandbox);
-    const linesBefore = readRuns(sandbox).length;
+    const spawnsBefore = spawnCount(server.sandbox);
+    const linesBefore = readRuns(server.sandbox).length;
     const result = await server.run(args);
     expect(result.isError).toBe(true);
     expect(result.metadata).toMatchObject({ status: 'invalid_input', ok: false, escalate: false, duration_ms: 0 });
     expect(result.metadata.error?.message).toContain(message);
     expect(result.text).toContain('nothing was run');
-    expect(spawnCount(sandbox)).toBe(spawnsBefore);
-    const runs = readRuns(sandbox);
+    expect(spawnCount(server.sandbox)).toBe(spawnsBefore);
+    const runs = readRuns(server.sandbox);
     expect(runs).toHaveLength(linesBefore + 1);
     expect(runs.at(-1)).toMatchObject({ status: 'invalid_input' });
   });

@@ -2,17 +2,9 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunReply } from '../../src/app/run-reply.js';
-import {
-  makeSandbox,
-  ROOT,
-  SERVER_ENTRY,
-  serverEnv,
-  startHttpServerChild,
-  type HttpServerChild,
-  type Sandbox,
-} from './harness.js';
+import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, useHttpServer, type Sandbox } from './harness.js';
 
 // Smoke tests with a real MCP client: the MCP Inspector's CLI mode (@modelcontextprotocol/inspector-cli 1.0.3).
 /** `tools/call ollama_run` with model llama3.2 and prompt "hi", as Inspector CLI arguments. */
@@ -117,13 +109,11 @@ describe('MCP Inspector CLI over stdio (node dist/cli.js)', () => {
 });
 
 describe('MCP Inspector CLI over Streamable HTTP (dist/cli.js --http)', () => {
-  let server: HttpServerChild;
+  const server = useHttpServer();
   let target: string[] = [];
-  beforeAll(async () => {
-    server = await startHttpServerChild(makeSandbox());
+  beforeAll(() => {
     target = [server.url, '--header', `Authorization: Bearer ${server.token}`];
   });
-  afterAll(async () => server?.stop());
 
   it('tools/list and tools/call work against the /mcp URL, with the bearer token the server keeps', async () => {
     expect(parse<ToolsList>(await inspector([...target, '--method', 'tools/list'])).tools.map((t) => t.name)).toContain(

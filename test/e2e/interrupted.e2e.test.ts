@@ -5,7 +5,16 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, readRunTrace, SERVER_ENTRY, serverEnv, startServer, waitFor, type Sandbox } from './harness.js';
+import {
+  makeSandbox,
+  readRuns,
+  readRunTrace,
+  SERVER_ENTRY,
+  serverEnv,
+  startTestServer,
+  waitFor,
+  type Sandbox,
+} from './harness.js';
 
 /** A raw stdio server that starts one hanging ollama_run for `taskId`, then is killed with SIGKILL. */
 async function crashDuringRun(sandbox: Sandbox, taskId: string): Promise<void> {
@@ -44,43 +53,35 @@ describe.skipIf(process.platform === 'win32')('attempts cut off by a crash of th
     expect(readRuns(sandbox)).toEqual([]); // the dead server wrote no line
     expect(openAttempts(sandbox)).toHaveLength(1);
 
-    const next = await startServer(sandbox);
-    try {
-      await waitFor(() => readRuns(sandbox).length === 1, 10_000, 'the interrupted attempt to be settled');
-      expect(readRuns(sandbox)[0]).toMatchObject({
-        status: 'interrupted',
-        task_id: 'crashy',
-        model: 'llama3.2',
-        escalate: false,
-        retry_count: 0,
-        circuit: { consecutive_failures: 0 },
-      });
-      expect(readRuns(sandbox)[0]!.error).toContain('stopped before the attempt ended');
-      expect(openAttempts(sandbox)).toEqual([]);
-      expect(next.stderr()).toMatch(/attempt [0-9a-f-]+ \(llama3\.2, task crashy\) settled as interrupted/);
-      // The task counted it: its next attempt is its second.
-      const retry = await next.run({ model: 'llama3.2', prompt: 'fine now', task_id: 'crashy' });
-      expect(retry.metadata).toMatchObject({ status: 'ok', retry_count: 1 });
-    } finally {
-      await next.close();
-    }
+    const next = await startTestServer({}, sandbox);
+    await waitFor(() => readRuns(sandbox).length === 1, 10_000, 'the interrupted attempt to be settled');
+    expect(readRuns(sandbox)[0]).toMatchObject({
+      status: 'interrupted',
+      task_id: 'crashy',
+      model: 'llama3.2',
+      escalate: false,
+      retry_count: 0,
+      circuit: { consecutive_failures: 0 },
+    });
+    expect(readRuns(sandbox)[0]!.error).toContain('stopped before the attempt ended');
+    expect(openAttempts(sandbox)).toEqual([]);
+    expect(next.stderr()).toMatch(/attempt [0-9a-f-]+ \(llama3\.2, task crashy\) settled as interrupted/);
+    // The task counted it: its next attempt is its second.
+    const retry = await next.run({ model: 'llama3.2', prompt: 'fine now', task_id: 'crashy' });
+    expect(retry.metadata).toMatchObject({ status: 'ok', retry_count: 1 });
   });
 
   it('a task that kills its server every time still ends in max_retries_exceeded', async () => {
     const sandbox = makeSandbox();
     for (let crash = 0; crash < 2; crash += 1) await crashDuringRun(sandbox, 'loop');
-    const next = await startServer(sandbox);
-    try {
-      await waitFor(() => readRuns(sandbox).length === 2, 10_000, 'both interrupted attempts to be settled');
-      const result = await next.run({ model: 'llama3.2', prompt: 'x @fake:exit=1', task_id: 'loop', max_retries: 2 });
-      expect(result.metadata).toMatchObject({
-        status: 'crashed',
-        retry_count: 2,
-        escalate: true,
-        escalation_reason: 'max_retries_exceeded',
-      });
-    } finally {
-      await next.close();
-    }
+    const next = await startTestServer({}, sandbox);
+    await waitFor(() => readRuns(sandbox).length === 2, 10_000, 'both interrupted attempts to be settled');
+    const result = await next.run({ model: 'llama3.2', prompt: 'x @fake:exit=1', task_id: 'loop', max_retries: 2 });
+    expect(result.metadata).toMatchObject({
+      status: 'crashed',
+      retry_count: 2,
+      escalate: true,
+      escalation_reason: 'max_retries_exceeded',
+    });
   });
 });

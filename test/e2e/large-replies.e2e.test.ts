@@ -4,9 +4,9 @@
  * printed, and an answer the reply cannot carry whole is kept whole in a file the reply names.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunReply } from '../../src/app/run-reply.js';
-import { makeSandbox, readRuns, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { readRuns, useServer, type RunningServer } from './harness.js';
 
 const MiB = 1024 * 1024;
 
@@ -24,17 +24,11 @@ async function call(server: RunningServer, name: string, args: Record<string, un
 }
 
 describe('large answers over stdio, through the SDK client', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_MAX_OUTPUT_BYTES: '8000000', OLLAMA_MCP_CONCURRENCY: '8' });
-  });
-  afterAll(async () => server?.close());
+  const server = useServer({ OLLAMA_MCP_MAX_OUTPUT_BYTES: '8000000', OLLAMA_MCP_CONCURRENCY: '8' });
 
   /** runs.jsonl lines of the last `n` attempts. */
   const lastLines = (n: number) =>
-    readRuns(sandbox)
+    readRuns(server.sandbox)
       .filter((r) => r.kind !== 'control')
       .slice(-n);
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv } from './harness.js';
-import { startRawServer } from '../faults/raw-stdio.js';
+import { startRawServer } from '../helpers/raw-stdio.js';
 
 // An MCP client waits for the server's `initialize` reply before it can do anything: a stdio start
 // must not load the HTTP server, the report, `doctor`, or execa (loaded on the first spawn).

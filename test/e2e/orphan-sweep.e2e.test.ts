@@ -1,10 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox, readRunTrace, serverEnv, startServer, waitFor, type Sandbox } from './harness.js';
+import { makeSandbox, readRunTrace, serverEnv, startServer, startTestServer, waitFor, type Sandbox } from './harness.js';
 import { isRunning } from '../helpers/proc-state.js';
 // A server on raw pipes, so the test can SIGKILL it.
-import { startRawServer, toolCall } from '../faults/raw-stdio.js';
+import { startRawServer, toolCall } from '../helpers/raw-stdio.js';
 
 const HANGING_RUN = toolCall(2, 'ollama_run', { model: 'llama3.2', prompt: 'forever @fake:hang' });
 
@@ -64,22 +64,18 @@ describe.skipIf(!existsSync('/proc/self/stat'))('orphan sweep', () => {
   });
 
   it('a model process is recorded while it runs, and its record removed once it exits', async () => {
-    const sandbox = makeSandbox();
-    const server = await startServer(sandbox);
-    try {
-      const run = server.run({ model: 'llama3.2', prompt: 'hello @fake:sleep_ms=2000' });
-      await waitFor(() => childRecords(sandbox).length === 1, 10_000, 'the model process to be recorded');
-      await waitFor(() => runStarts(sandbox).length === 1, 10_000, 'the model process to start');
-      const record = JSON.parse(
-        readFileSync(path.join(sandbox.telemetryDir, 'children', childRecords(sandbox)[0]!), 'utf8'),
-      ) as Record<string, unknown>;
-      expect(record).toMatchObject({ pid: runStarts(sandbox)[0], args: ['run', 'llama3.2', '--nowordwrap', '--verbose'] });
-      expect(record).not.toHaveProperty('prompt');
-      expect((await run).metadata.status).toBe('ok');
-      await waitFor(() => childRecords(sandbox).length === 0, 5_000, 'the record to be removed');
-    } finally {
-      await server.close();
-    }
+    const server = await startTestServer();
+    const { sandbox } = server;
+    const run = server.run({ model: 'llama3.2', prompt: 'hello @fake:sleep_ms=2000' });
+    await waitFor(() => childRecords(sandbox).length === 1, 10_000, 'the model process to be recorded');
+    await waitFor(() => runStarts(sandbox).length === 1, 10_000, 'the model process to start');
+    const record = JSON.parse(
+      readFileSync(path.join(sandbox.telemetryDir, 'children', childRecords(sandbox)[0]!), 'utf8'),
+    ) as Record<string, unknown>;
+    expect(record).toMatchObject({ pid: runStarts(sandbox)[0], args: ['run', 'llama3.2', '--nowordwrap', '--verbose'] });
+    expect(record).not.toHaveProperty('prompt');
+    expect((await run).metadata.status).toBe('ok');
+    await waitFor(() => childRecords(sandbox).length === 0, 5_000, 'the record to be removed');
   });
 
   it('a server stopped by SIGTERM ends its model process group and leaves no record behind', async () => {

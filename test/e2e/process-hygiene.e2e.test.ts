@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { isAlive, makeSandbox, readRuns, readRunTrace, SERVER_ENTRY, serverEnv, startServer, waitFor } from './harness.js';
+import { isAlive, makeSandbox, readRuns, readRunTrace, SERVER_ENTRY, serverEnv, startTestServer, waitFor } from './harness.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -70,13 +71,9 @@ describe('process hygiene', () => {
     const { server } = await startHangingRun(sandbox);
     server.child.stdin.end();
     await server.exited;
-    const next = await startServer(sandbox);
-    try {
-      const result = await next.run({ model: 'llama3.2', prompt: 'fine', task_id: 'hang' });
-      expect(result.metadata.retry_count).toBe(0);
-    } finally {
-      await next.close();
-    }
+    const next = await startTestServer({}, sandbox);
+    const result = await next.run({ model: 'llama3.2', prompt: 'fine', task_id: 'hang' });
+    expect(result.metadata.retry_count).toBe(0);
   });
 
   it('an invalid setting stops start-up with a message naming the variable', async () => {
@@ -91,11 +88,10 @@ describe('process hygiene', () => {
 describe('start-up banner', () => {
   it('on a terminal, says on stderr (never stdout) how to connect a client', async () => {
     const { execa } = await import('execa');
-    const { existsSync, readFileSync, mkdtempSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
+    const { existsSync, readFileSync } = await import('node:fs');
     const pathModule = await import('node:path');
     if (!existsSync('/usr/bin/script')) throw new Error('this test needs util-linux `script` to give the server a terminal');
-    const dir = mkdtempSync(pathModule.join(tmpdir(), 'banner-'));
+    const dir = tempDir('banner-');
     const errFile = pathModule.join(dir, 'stderr.txt');
     // `script` runs the server on a pseudo-terminal; stderr goes to a file, stdout stays on the terminal.
     const result = await execa(

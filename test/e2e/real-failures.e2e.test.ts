@@ -3,8 +3,8 @@
 // whether it may be retried, and whether it touched the model's circuit.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { readRuns, startTestServer, useServer } from './harness.js';
 
 const INSTALLED = [
   'llama3.2:latest',
@@ -17,23 +17,19 @@ const INSTALLED = [
 ];
 
 describe('real Ollama failures through the built server', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  let files: string;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    files = path.join(path.dirname(sandbox.telemetryDir), 'files');
-    mkdirSync(files, { recursive: true });
-    server = await startServer(sandbox, {
-      // A remote Ollama: the dial errors name it.
-      OLLAMA_HOST: 'http://10.0.0.5:11434',
-      FAKE_OLLAMA_MODELS: INSTALLED.join(','),
-      FAKE_OLLAMA_CLOUD_AVAILABLE: 'glm-5',
-      // High enough that no case opens a circuit: consecutive_failures shows what each one counted.
-      OLLAMA_MCP_BREAKER_THRESHOLD: '100',
-    });
+  const server = useServer({
+    // A remote Ollama: the dial errors name it.
+    OLLAMA_HOST: 'http://10.0.0.5:11434',
+    FAKE_OLLAMA_MODELS: INSTALLED.join(','),
+    FAKE_OLLAMA_CLOUD_AVAILABLE: 'glm-5',
+    // High enough that no case opens a circuit: consecutive_failures shows what each one counted.
+    OLLAMA_MCP_BREAKER_THRESHOLD: '100',
   });
-  afterAll(async () => server?.close());
+  let files: string;
+  beforeAll(() => {
+    files = path.join(server.sandbox.root, 'files');
+    mkdirSync(files);
+  });
 
   let next = 0;
   /** A model of its own for each case, so its circuit shows only that case. */
@@ -190,7 +186,7 @@ describe('real Ollama failures through the built server', () => {
   });
 
   it('every one of these attempts is in runs.jsonl with its status', () => {
-    const statuses = new Set(readRuns(sandbox).map((line) => line.status));
+    const statuses = new Set(readRuns(server.sandbox).map((line) => line.status));
     for (const status of [
       'ollama_unreachable',
       'server_busy',
@@ -210,12 +206,8 @@ describe('real Ollama failures through the built server', () => {
 });
 
 describe('a remote OLLAMA_HOST that cannot be reached, and versions, through the built server', () => {
-  let server: RunningServer | undefined;
-  afterAll(async () => server?.close());
-
   it('runs end as ollama_unreachable (circuit untouched) and ollama_health says the server is not reachable', async () => {
-    const sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_HOST: 'http://gpu-box:11434', FAKE_OLLAMA_SERVER: 'no_such_host' });
+    const server = await startTestServer({ OLLAMA_HOST: 'http://gpu-box:11434', FAKE_OLLAMA_SERVER: 'no_such_host' });
     const r = await server.run({ model: 'llama3.2', prompt: 'hi', task_id: 'remote-1' });
     expect(r.metadata).toMatchObject({
       status: 'ollama_unreachable',
@@ -230,13 +222,10 @@ describe('a remote OLLAMA_HOST that cannot be reached, and versions, through the
     const health = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
     const report = health.structuredContent as { server: { reachable: boolean; version: string | null } };
     expect(report.server).toMatchObject({ reachable: false, version: null });
-    await server.close();
-    server = undefined;
   });
 
   it('ollama_health reports the CLI version and the server version apart', async () => {
-    const sandbox = makeSandbox();
-    server = await startServer(sandbox, { FAKE_OLLAMA_VERSION: '0.33.0', FAKE_OLLAMA_CLIENT_VERSION: '0.13.1' });
+    const server = await startTestServer({ FAKE_OLLAMA_VERSION: '0.33.0', FAKE_OLLAMA_CLIENT_VERSION: '0.13.1' });
     const health = await server.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
     const report = health.structuredContent as {
       cli: { version: string };

@@ -1,17 +1,15 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { DAY_FACTS, realisticDayLines, writeRealisticDay } from '../helpers/realistic-day.js';
-import { makeSandbox, ROOT, SERVER_ENTRY, startServer, type Sandbox } from './harness.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { makeSandbox, ROOT, SERVER_ENTRY, startServer, startTestServer } from './harness.js';
 
 /** Where the realistic day's reports are left for a human to read (git-ignored, overwritten by each run). */
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
-
-const removeSandbox = (sandbox: Sandbox) => rmSync(path.dirname(sandbox.telemetryDir), { recursive: true, force: true });
 
 /** The sentence of a text report that begins with `start`, its wrapped lines joined again. */
 function sentence(report: string, start: string): string | undefined {
@@ -28,41 +26,35 @@ function sentence(report: string, start: string): string | undefined {
 
 describe('reviewing runs: report command and ollama_runs_summary', () => {
   it('summarises what the server logged, for the developer and for the agent', async () => {
-    const sandbox = makeSandbox();
-    const server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100', OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' });
-    try {
-      await server.run({ model: 'llama3.2', prompt: 'ok' });
-      await server.run({ model: 'llama3.2', prompt: 'ok again' });
-      await server.run({ model: 'llama3.2', prompt: 'slow @fake:sleep_ms=2000', timeout_ms: 300 });
-      for (let i = 0; i < 2; i += 1)
-        await server.run({ model: 'qwen2.5-coder:7b', prompt: 'broken @fake:exit=1', task_id: 'bad', max_retries: 1 });
-      await server.client.callTool({ name: 'ollama_task_status', arguments: { task_id: 'bad' } }); // a control line, not a run
+    const server = await startTestServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '100', OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' });
+    await server.run({ model: 'llama3.2', prompt: 'ok' });
+    await server.run({ model: 'llama3.2', prompt: 'ok again' });
+    await server.run({ model: 'llama3.2', prompt: 'slow @fake:sleep_ms=2000', timeout_ms: 300 });
+    for (let i = 0; i < 2; i += 1)
+      await server.run({ model: 'qwen2.5-coder:7b', prompt: 'broken @fake:exit=1', task_id: 'bad', max_retries: 1 });
+    await server.client.callTool({ name: 'ollama_task_status', arguments: { task_id: 'bad' } }); // a control line, not a run
 
-      const { stdout, exitCode } = await execa(process.execPath, [SERVER_ENTRY, 'report', '--json', '--since', 'all'], {
-        env: { OLLAMA_MCP_TELEMETRY_DIR: sandbox.telemetryDir, PATH: process.env.PATH ?? '' },
-      });
-      expect(exitCode).toBe(0);
-      const summary = JSON.parse(stdout);
-      expect(summary.total_runs).toBe(5);
-      const byModel = Object.fromEntries(summary.models.map((m: { model: string }) => [m.model, m]));
-      expect(byModel['llama3.2:latest']).toMatchObject({ runs: 3, ok: 2, timeouts: 1 });
-      expect(byModel['qwen2.5-coder:7b']).toMatchObject({ runs: 2, ok: 0, escalations: 1, failures: { crashed: 2 } });
-      expect(summary.escalated_tasks).toEqual([
-        expect.objectContaining({ task_id: 'bad', escalation_reason: 'max_retries_exceeded' }),
-      ]);
+    const { stdout, exitCode } = await execa(process.execPath, [SERVER_ENTRY, 'report', '--json', '--since', 'all'], {
+      env: { OLLAMA_MCP_TELEMETRY_DIR: server.sandbox.telemetryDir, PATH: process.env.PATH ?? '' },
+    });
+    expect(exitCode).toBe(0);
+    const summary = JSON.parse(stdout);
+    expect(summary.total_runs).toBe(5);
+    const byModel = Object.fromEntries(summary.models.map((m: { model: string }) => [m.model, m]));
+    expect(byModel['llama3.2:latest']).toMatchObject({ runs: 3, ok: 2, timeouts: 1 });
+    expect(byModel['qwen2.5-coder:7b']).toMatchObject({ runs: 2, ok: 0, escalations: 1, failures: { crashed: 2 } });
+    expect(summary.escalated_tasks).toEqual([
+      expect.objectContaining({ task_id: 'bad', escalation_reason: 'max_retries_exceeded' }),
+    ]);
 
-      const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: {} });
-      const small = tool.structuredContent as { total_runs: number; models: { model: string }[] };
-      expect(small.total_runs).toBe(5);
-      expect(summary.attention.tasks.map((t: { task_id: string }) => t.task_id)).toEqual(['bad']);
-      expect(summary.escalation_causes).toEqual([
-        expect.objectContaining({ model: 'qwen2.5-coder:7b', reason: 'max_retries_exceeded', status: 'crashed', escalations: 1 }),
-      ]);
-      expect(JSON.stringify(tool.structuredContent).length).toBeLessThan(8_000);
-    } finally {
-      await server.close();
-      removeSandbox(sandbox);
-    }
+    const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: {} });
+    const small = tool.structuredContent as { total_runs: number; models: { model: string }[] };
+    expect(small.total_runs).toBe(5);
+    expect(summary.attention.tasks.map((t: { task_id: string }) => t.task_id)).toEqual(['bad']);
+    expect(summary.escalation_causes).toEqual([
+      expect.objectContaining({ model: 'qwen2.5-coder:7b', reason: 'max_retries_exceeded', status: 'crashed', escalations: 1 }),
+    ]);
+    expect(JSON.stringify(tool.structuredContent).length).toBeLessThan(8_000);
   });
 });
 
@@ -82,7 +74,6 @@ describe('report on what the server wrote: a fallback chain falling through', ()
     const { stdout } = await execa(process.execPath, [SERVER_ENTRY, 'report', '--json', '--since', 'all'], {
       env: { OLLAMA_MCP_TELEMETRY_DIR: sandbox.telemetryDir, PATH: process.env.PATH ?? '' },
     });
-    removeSandbox(sandbox);
     const summary = JSON.parse(stdout);
     expect(summary.total_runs).toBe(1); // the caller saw one result
     expect(summary.chains).toMatchObject({
@@ -101,11 +92,10 @@ describe('report on what the server wrote: a fallback chain falling through', ()
 describe('report on a realistic day (test/helpers/realistic-day.ts), through the built CLI', () => {
   let dayDir = '';
   beforeAll(() => {
-    dayDir = mkdtempSync(path.join(tmpdir(), 'report-day-'));
+    dayDir = tempDir('report-day-');
     writeRealisticDay(path.join(dayDir, 'alice'));
     mkdirSync(ARTIFACTS, { recursive: true });
   });
-  afterAll(() => rmSync(dayDir, { recursive: true, force: true }));
 
   const cli = (args: string[], env: Record<string, string> = {}) =>
     execa(process.execPath, [SERVER_ENTRY, 'report', '--since', 'all', ...args], {
@@ -185,27 +175,22 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
     const sandbox = makeSandbox();
     mkdirSync(sandbox.telemetryDir, { recursive: true });
     writeFileSync(path.join(sandbox.telemetryDir, 'runs.jsonl'), `${realisticDayLines().join('\n')}\n`);
-    const server = await startServer(sandbox, { OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' });
-    try {
-      const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: { since: 'all' } });
-      const s = tool.structuredContent as {
-        escalation_causes: { model: string; escalations: number }[];
-        attention: { circuits_open: { model: string }[]; tasks_total: number; tasks: unknown[] };
-        models: { model: string; tokens: { may_be_truncated: number } }[];
-        chains: { fell_through: number; busy_retries: number };
-      };
-      expect(s.escalation_causes.map((c) => c.escalations)).toEqual([14, 10, 8]);
-      expect(s.attention.circuits_open.map((c) => c.model)).toEqual([DAY_FACTS.openCircuit]);
-      expect(s.attention.tasks).toHaveLength(10);
-      expect(s.models.find((m) => m.model === 'gemma3:4b')!.tokens.may_be_truncated).toBe(DAY_FACTS.truncated);
-      expect(s.chains).toMatchObject({ fell_through: DAY_FACTS.chainFellThrough, busy_retries: DAY_FACTS.busyRetries });
-      const bytes = Buffer.byteLength(JSON.stringify(tool.structuredContent));
-      expect(bytes).toBeLessThan(10 * 1024);
-      const text = (tool.content as { type: string; text: string }[])[0]!.text;
-      expect(Buffer.byteLength(text)).toBeLessThan(8 * 1024);
-    } finally {
-      await server.close();
-      removeSandbox(sandbox);
-    }
+    const server = await startTestServer({ OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' }, sandbox);
+    const tool = await server.client.callTool({ name: 'ollama_runs_summary', arguments: { since: 'all' } });
+    const s = tool.structuredContent as {
+      escalation_causes: { model: string; escalations: number }[];
+      attention: { circuits_open: { model: string }[]; tasks_total: number; tasks: unknown[] };
+      models: { model: string; tokens: { may_be_truncated: number } }[];
+      chains: { fell_through: number; busy_retries: number };
+    };
+    expect(s.escalation_causes.map((c) => c.escalations)).toEqual([14, 10, 8]);
+    expect(s.attention.circuits_open.map((c) => c.model)).toEqual([DAY_FACTS.openCircuit]);
+    expect(s.attention.tasks).toHaveLength(10);
+    expect(s.models.find((m) => m.model === 'gemma3:4b')!.tokens.may_be_truncated).toBe(DAY_FACTS.truncated);
+    expect(s.chains).toMatchObject({ fell_through: DAY_FACTS.chainFellThrough, busy_retries: DAY_FACTS.busyRetries });
+    const bytes = Buffer.byteLength(JSON.stringify(tool.structuredContent));
+    expect(bytes).toBeLessThan(10 * 1024);
+    const text = (tool.content as { type: string; text: string }[])[0]!.text;
+    expect(Buffer.byteLength(text)).toBeLessThan(8 * 1024);
   });
 });

@@ -1,14 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, readRunTrace, readTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { readRuns, readRunTrace, readTrace, startTestServer, useServer } from './harness.js';
 
 describe('ollama_run end to end: answers and outcome classification', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_MAX_OUTPUT_BYTES: '20000', OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
-  });
-  afterAll(async () => server?.close());
+  const server = useServer({ OLLAMA_MCP_MAX_OUTPUT_BYTES: '20000', OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
 
   it('returns the answer with metadata; the prompt goes over stdin, never argv, and word wrap is off', async () => {
     const secret = 'summarise the quarterly report for ACME';
@@ -33,10 +27,10 @@ describe('ollama_run end to end: answers and outcome classification', () => {
     expect(result.metadata.run_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(result.text).toContain(result.output);
 
-    const start = readRunTrace(sandbox).find((e) => e.event === 'start' && e.argv?.includes('llama3.2'));
+    const start = readRunTrace(server.sandbox).find((e) => e.event === 'start' && e.argv?.includes('llama3.2'));
     expect(start?.argv).toContain('--nowordwrap');
     expect(start?.argv?.join(' ')).not.toContain('quarterly');
-    const line = readRuns(sandbox).find((r) => r.run_id === result.metadata.run_id);
+    const line = readRuns(server.sandbox).find((r) => r.run_id === result.metadata.run_id);
     expect(line).toMatchObject({ status: 'ok', model: 'llama3.2', task_id: 'ok-1', prompt_chars: secret.length });
     expect(JSON.stringify(line)).not.toContain('quarterly'); // no prompt text by default
   });
@@ -100,7 +94,7 @@ describe('ollama_run end to end: answers and outcome classification', () => {
   });
 
   it('every attempt above left exactly one parseable line in runs.jsonl', async () => {
-    const runs = readRuns(sandbox);
+    const runs = readRuns(server.sandbox);
     // 1 + 2 + 8 + 1 calls above; the busy one's retries inside the call (OLLAMA_MCP_BUSY_RETRIES, 3) have lines of their own
     expect(runs.filter((r) => r.will_retry !== true).length).toBe(12);
     expect(runs.length).toBe(12 + 3);
@@ -116,47 +110,38 @@ describe('ollama_run end to end: answers and outcome classification', () => {
 
 describe('a server whose CLI cannot be run', () => {
   it('reports cli_not_found and escalates, without crashing', async () => {
-    const sandbox = makeSandbox();
-    const server = await startServer(sandbox, { OLLAMA_BIN: '/nonexistent/ollama' });
-    try {
-      const result = await server.run({ model: 'llama3.2', prompt: 'x' });
-      expect(result.metadata).toMatchObject({ status: 'cli_not_found', escalate: true, escalation_reason: 'cli_not_found' });
-      expect(result.metadata.error?.message).toContain('/nonexistent/ollama');
-      const again = await server.run({ model: 'llama3.2', prompt: 'x' });
-      expect(again.metadata.status).toBe('cli_not_found');
-    } finally {
-      await server.close();
-    }
+    const server = await startTestServer({ OLLAMA_BIN: '/nonexistent/ollama' });
+    const result = await server.run({ model: 'llama3.2', prompt: 'x' });
+    expect(result.metadata).toMatchObject({ status: 'cli_not_found', escalate: true, escalation_reason: 'cli_not_found' });
+    expect(result.metadata.error?.message).toContain('/nonexistent/ollama');
+    const again = await server.run({ model: 'llama3.2', prompt: 'x' });
+    expect(again.metadata.status).toBe('cli_not_found');
   });
 });
 
 describe('model preflight', () => {
   it('an uninstalled model never reaches `ollama run`: it fails fast, listing the installed models', async () => {
-    const sandbox = makeSandbox();
-    const server = await startServer(sandbox, { FAKE_OLLAMA_PULLABLE: 'tinyllama:latest' });
-    try {
-      const result = await server.run({ model: 'tinyllama', prompt: 'hi', task_id: 'pf' });
-      expect(result.metadata).toMatchObject({
-        status: 'model_not_found',
-        escalate: true,
-        escalation_reason: 'model_not_found',
-        duration_ms: 0,
-      });
-      expect(result.metadata.error?.message).toContain('installed: llama3.2:latest, qwen2.5-coder:7b');
-      expect(result.metadata.error?.message).toContain('allow_pull');
-      expect(readRunTrace(sandbox).filter((e) => e.event === 'start')).toHaveLength(0);
+    const server = await startTestServer({ FAKE_OLLAMA_PULLABLE: 'tinyllama:latest' });
+    const { sandbox } = server;
+    const result = await server.run({ model: 'tinyllama', prompt: 'hi', task_id: 'pf' });
+    expect(result.metadata).toMatchObject({
+      status: 'model_not_found',
+      escalate: true,
+      escalation_reason: 'model_not_found',
+      duration_ms: 0,
+    });
+    expect(result.metadata.error?.message).toContain('installed: llama3.2:latest, qwen2.5-coder:7b');
+    expect(result.metadata.error?.message).toContain('allow_pull');
+    expect(readRunTrace(sandbox).filter((e) => e.event === 'start')).toHaveLength(0);
 
-      // name and name:latest are the same model; the list is cached, not read again for every run.
-      const listsBefore = readTrace(sandbox).filter((e) => e.event === 'start' && e.argv?.[0] === 'list').length;
-      expect((await server.run({ model: 'llama3.2:latest', prompt: 'a' })).metadata.status).toBe('ok');
-      expect((await server.run({ model: 'library/llama3.2', prompt: 'b' })).metadata.status).toBe('ok');
-      expect(readTrace(sandbox).filter((e) => e.event === 'start' && e.argv?.[0] === 'list').length).toBe(listsBefore);
+    // name and name:latest are the same model; the list is cached, not read again for every run.
+    const listsBefore = readTrace(sandbox).filter((e) => e.event === 'start' && e.argv?.[0] === 'list').length;
+    expect((await server.run({ model: 'llama3.2:latest', prompt: 'a' })).metadata.status).toBe('ok');
+    expect((await server.run({ model: 'library/llama3.2', prompt: 'b' })).metadata.status).toBe('ok');
+    expect(readTrace(sandbox).filter((e) => e.event === 'start' && e.argv?.[0] === 'list').length).toBe(listsBefore);
 
-      // allow_pull lets the CLI pull it.
-      const pulled = await server.run({ model: 'tinyllama', prompt: 'hi', allow_pull: true });
-      expect(pulled.metadata.status).toBe('ok');
-    } finally {
-      await server.close();
-    }
+    // allow_pull lets the CLI pull it.
+    const pulled = await server.run({ model: 'tinyllama', prompt: 'hi', allow_pull: true });
+    expect(pulled.metadata.status).toBe('ok');
   });
 });

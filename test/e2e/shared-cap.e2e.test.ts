@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox, maxConcurrent, readRunTrace, readRuns, startServer, waitFor, type RunningServer } from './harness.js';
+import { makeSandbox, maxConcurrent, readRuns, readRunTrace, startTestServer, waitFor, type RunningServer } from './harness.js';
 
 const SHARED = { OLLAMA_MCP_SHARED_CONCURRENCY: '2', OLLAMA_MCP_CONCURRENCY: '3' };
 
@@ -16,28 +16,24 @@ async function health(server: RunningServer) {
 describe.skipIf(!existsSync('/proc/self/stat'))('OLLAMA_MCP_SHARED_CONCURRENCY', () => {
   it('two server processes never run more than 2 model processes at once, and every run completes', async () => {
     const sandbox = makeSandbox();
-    const [a, b] = await Promise.all([startServer(sandbox, SHARED), startServer(sandbox, SHARED)]);
-    try {
-      const calls = [a, b].flatMap((server, s) =>
-        [0, 1, 2].map((i) => server.run({ model: 'llama3.2', prompt: `job ${s}-${i} @fake:sleep_ms=400` })),
-      );
-      const results = await Promise.all(calls);
-      expect(results.map((r) => r.metadata.status)).toEqual(Array(6).fill('ok'));
-      const trace = readRunTrace(sandbox);
-      expect(trace.filter((e) => e.event === 'start')).toHaveLength(6);
-      expect(maxConcurrent(trace)).toBe(2);
-      // The waiting is in queue_ms: with 6 runs of ~400 ms and 2 slots, some waited at least one run.
-      const queued = readRuns(sandbox).map((r) => r.queue_ms as number);
-      expect(Math.max(...queued)).toBeGreaterThanOrEqual(300);
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
+    const [a, b] = await Promise.all([startTestServer(SHARED, sandbox), startTestServer(SHARED, sandbox)]);
+    const calls = [a, b].flatMap((server, s) =>
+      [0, 1, 2].map((i) => server.run({ model: 'llama3.2', prompt: `job ${s}-${i} @fake:sleep_ms=400` })),
+    );
+    const results = await Promise.all(calls);
+    expect(results.map((r) => r.metadata.status)).toEqual(Array(6).fill('ok'));
+    const trace = readRunTrace(sandbox);
+    expect(trace.filter((e) => e.event === 'start')).toHaveLength(6);
+    expect(maxConcurrent(trace)).toBe(2);
+    // The waiting is in queue_ms: with 6 runs of ~400 ms and 2 slots, some waited at least one run.
+    const queued = readRuns(sandbox).map((r) => r.queue_ms as number);
+    expect(Math.max(...queued)).toBeGreaterThanOrEqual(300);
   });
 
   it("shows the slots in use across processes, with the holders' pids, in ollama_health", async () => {
     const sandbox = makeSandbox();
-    const a = await startServer(sandbox, SHARED);
-    const b = await startServer(sandbox, SHARED);
+    const a = await startTestServer(SHARED, sandbox);
+    const b = await startTestServer(SHARED, sandbox);
     const controller = new AbortController();
     const hanging = a.run({ model: 'llama3.2', prompt: 'hold @fake:hang' }, { signal: controller.signal }).catch(() => null);
     try {
@@ -52,7 +48,6 @@ describe.skipIf(!existsSync('/proc/self/stat'))('OLLAMA_MCP_SHARED_CONCURRENCY',
     } finally {
       controller.abort();
       await hanging;
-      await Promise.all([a.close(), b.close()]);
     }
   });
 
@@ -72,23 +67,17 @@ describe.skipIf(!existsSync('/proc/self/stat'))('OLLAMA_MCP_SHARED_CONCURRENCY',
     mkdirSync(slots, { recursive: true });
     for (const slot of ['0', '1']) symlinkSync(JSON.stringify(holder), path.join(slots, slot));
 
-    const server = await startServer(sandbox, SHARED);
-    try {
-      const result = await server.run({ model: 'llama3.2', prompt: 'after a crash' }, { timeout: 20_000 });
-      expect(result.metadata.status).toBe('ok');
-      expect(server.stderr()).toContain(
-        `shared concurrency slot 0 was held by server pid ${holder.pid}, which is gone: reclaimed`,
-      );
-    } finally {
-      await server.close();
-    }
+    const server = await startTestServer(SHARED, sandbox);
+    const result = await server.run({ model: 'llama3.2', prompt: 'after a crash' }, { timeout: 20_000 });
+    expect(result.metadata.status).toBe('ok');
+    expect(server.stderr()).toContain(`shared concurrency slot 0 was held by server pid ${holder.pid}, which is gone: reclaimed`);
   });
 
   it('a call waiting for a shared slot can be cancelled; it is logged as cancelled, with its wait', async () => {
     const sandbox = makeSandbox();
     const env = { OLLAMA_MCP_SHARED_CONCURRENCY: '1' };
-    const a = await startServer(sandbox, env);
-    const b = await startServer(sandbox, env);
+    const a = await startTestServer(env, sandbox);
+    const b = await startTestServer(env, sandbox);
     const holdController = new AbortController();
     const holding = a.run({ model: 'llama3.2', prompt: 'hold @fake:hang' }, { signal: holdController.signal }).catch(() => null);
     try {
@@ -113,7 +102,6 @@ describe.skipIf(!existsSync('/proc/self/stat'))('OLLAMA_MCP_SHARED_CONCURRENCY',
     } finally {
       holdController.abort();
       await holding;
-      await Promise.all([a.close(), b.close()]);
     }
   });
 });

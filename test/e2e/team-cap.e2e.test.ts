@@ -6,9 +6,9 @@ import { noteRedisSkipped, REDIS_SERVER_AVAILABLE, startRedisServer, type RedisS
 import {
   makeSandbox,
   maxConcurrent,
-  readRunTrace,
   readRuns,
-  startServer,
+  readRunTrace,
+  startTestServer,
   waitFor,
   type RunningServer,
   type Sandbox,
@@ -47,30 +47,26 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: OLLAMA_MCP_SHARED_CONCURREN
   it('two servers with separate telemetry dirs never run more than 2 model processes at once, and every run completes', async () => {
     db += 1;
     const [dirA, dirB] = twoMachines();
-    const [a, b] = await Promise.all([startServer(dirA, env()), startServer(dirB, env())]);
-    try {
-      const calls = [a, b].flatMap((server, s) =>
-        [0, 1, 2].map((i) => server.run({ model: 'llama3.2', prompt: `job ${s}-${i} @fake:sleep_ms=400` })),
-      );
-      const results = await Promise.all(calls);
-      expect(results.map((r) => r.metadata.status)).toEqual(Array(6).fill('ok'));
-      const trace = readRunTrace(dirA);
-      expect(trace.filter((e) => e.event === 'start')).toHaveLength(6);
-      expect(maxConcurrent(trace)).toBe(2);
-      const queued = [...readRuns(dirA), ...readRuns(dirB)].map((r) => r.queue_ms as number);
-      expect(Math.max(...queued)).toBeGreaterThanOrEqual(300);
-      // No slot files: the slots are in Redis.
-      expect(existsSync(path.join(dirA.telemetryDir, 'slots'))).toBe(false);
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
+    const [a, b] = await Promise.all([startTestServer(env(), dirA), startTestServer(env(), dirB)]);
+    const calls = [a, b].flatMap((server, s) =>
+      [0, 1, 2].map((i) => server.run({ model: 'llama3.2', prompt: `job ${s}-${i} @fake:sleep_ms=400` })),
+    );
+    const results = await Promise.all(calls);
+    expect(results.map((r) => r.metadata.status)).toEqual(Array(6).fill('ok'));
+    const trace = readRunTrace(dirA);
+    expect(trace.filter((e) => e.event === 'start')).toHaveLength(6);
+    expect(maxConcurrent(trace)).toBe(2);
+    const queued = [...readRuns(dirA), ...readRuns(dirB)].map((r) => r.queue_ms as number);
+    expect(Math.max(...queued)).toBeGreaterThanOrEqual(300);
+    // No slot files: the slots are in Redis.
+    expect(existsSync(path.join(dirA.telemetryDir, 'slots'))).toBe(false);
   });
 
   it('ollama_health shows the holders of every server on the Redis, with host and pid', async () => {
     db += 1;
     const [dirA, dirB] = twoMachines();
-    const a = await startServer(dirA, env());
-    const b = await startServer(dirB, env());
+    const a = await startTestServer(env(), dirA);
+    const b = await startTestServer(env(), dirB);
     const controller = new AbortController();
     const hanging = a.run({ model: 'llama3.2', prompt: 'hold @fake:hang' }, { signal: controller.signal }).catch(() => null);
     try {
@@ -100,7 +96,6 @@ describe.skipIf(!REDIS_SERVER_AVAILABLE)('team mode: OLLAMA_MCP_SHARED_CONCURREN
     } finally {
       controller.abort();
       await hanging;
-      await Promise.all([a.close(), b.close()]);
     }
   });
 });

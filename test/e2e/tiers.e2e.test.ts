@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox, maxConcurrent, readRunTrace, SERVER_ENTRY, serverEnv, startServer } from './harness.js';
+import { makeSandbox, maxConcurrent, readRunTrace, SERVER_ENTRY, serverEnv, startTestServer } from './harness.js';
 
 const TIERS = {
   defaults: { timeout_ms: 60_000, max_retries: 3 },
@@ -21,24 +21,20 @@ describe('per-model tiers (OLLAMA_MCP_CONFIG)', () => {
     const sandbox = makeSandbox();
     const file = path.join(sandbox.telemetryDir, 'tiers.json');
     writeFileSync(file, JSON.stringify(TIERS));
-    const server = await startServer(sandbox, { OLLAMA_MCP_CONFIG: file });
-    try {
-      const quick = await server.run({ model: 'llama3.2:latest', prompt: 'slow @fake:sleep_ms=3000' });
-      expect(quick.metadata).toMatchObject({ status: 'timeout', timeout_ms: 700, start_timeout_ms: 20_000, max_retries: 1 });
-      const overridden = await server.run({ model: 'llama3.2', prompt: 'hi', timeout_ms: 5_000, max_retries: 7 });
-      expect(overridden.metadata).toMatchObject({ status: 'ok', timeout_ms: 5_000, max_retries: 7 });
-      const other = await server.run({ model: 'qwen2.5-coder:7b', prompt: 'hi' });
-      expect(other.metadata).toMatchObject({ timeout_ms: 60_000, max_retries: 3 });
+    const server = await startTestServer({ OLLAMA_MCP_CONFIG: file }, sandbox);
+    const quick = await server.run({ model: 'llama3.2:latest', prompt: 'slow @fake:sleep_ms=3000' });
+    expect(quick.metadata).toMatchObject({ status: 'timeout', timeout_ms: 700, start_timeout_ms: 20_000, max_retries: 1 });
+    const overridden = await server.run({ model: 'llama3.2', prompt: 'hi', timeout_ms: 5_000, max_retries: 7 });
+    expect(overridden.metadata).toMatchObject({ status: 'ok', timeout_ms: 5_000, max_retries: 7 });
+    const other = await server.run({ model: 'qwen2.5-coder:7b', prompt: 'hi' });
+    expect(other.metadata).toMatchObject({ timeout_ms: 60_000, max_retries: 3 });
 
-      // The reasoning tier sends Ollama one request of a model at a time, whatever the server's other settings.
-      await Promise.all([0, 1, 2].map((i) => server.run({ model: 'deepseek-r1:7b', prompt: `think ${i} @fake:sleep_ms=300` })));
-      const trace = readRunTrace(sandbox);
-      const pids = new Set(trace.filter((e) => e.event === 'start' && e.argv?.includes('deepseek-r1:7b')).map((e) => e.pid));
-      expect(pids.size).toBe(3);
-      expect(maxConcurrent(trace.filter((e) => pids.has(e.pid)))).toBe(1);
-    } finally {
-      await server.close();
-    }
+    // The reasoning tier sends Ollama one request of a model at a time, whatever the server's other settings.
+    await Promise.all([0, 1, 2].map((i) => server.run({ model: 'deepseek-r1:7b', prompt: `think ${i} @fake:sleep_ms=300` })));
+    const trace = readRunTrace(sandbox);
+    const pids = new Set(trace.filter((e) => e.event === 'start' && e.argv?.includes('deepseek-r1:7b')).map((e) => e.pid));
+    expect(pids.size).toBe(3);
+    expect(maxConcurrent(trace.filter((e) => pids.has(e.pid)))).toBe(1);
   });
 
   it('a bad file stops start-up with the path and the offending key', async () => {

@@ -1,14 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAlive, makeSandbox, readRuns, readRunTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { isAlive, readRuns, readRunTrace, useServer } from './harness.js';
 
 describe('hard timeout', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_KILL_GRACE_MS: '400' });
-  });
-  afterAll(async () => server?.close());
+  const server = useServer({ OLLAMA_MCP_KILL_GRACE_MS: '400' });
 
   it('stops a CLI whose answer never begins at start_timeout_ms, not at timeout_ms: SIGTERM, the child gone, the circuit untouched', async () => {
     const started = Date.now();
@@ -34,11 +28,11 @@ describe('hard timeout', () => {
     expect(result.metadata.error?.message).toContain('did not begin to answer within 1200 ms');
     expect(elapsed).toBeGreaterThanOrEqual(1_200);
     expect(elapsed).toBeLessThan(1_200 + 400 + 2_000);
-    const events = readRunTrace(sandbox);
+    const events = readRunTrace(server.sandbox);
     const start = events.find((e) => e.event === 'start')!;
     expect(isAlive(start.pid)).toBe(false);
     expect(events.find((e) => e.event === 'exit' && e.pid === start.pid)).toMatchObject({ signal: 'SIGTERM' });
-    expect(readRuns(sandbox).at(-1)).toMatchObject({ status: 'start_timeout', timed_out: false, start_timeout_ms: 1_200 });
+    expect(readRuns(server.sandbox).at(-1)).toMatchObject({ status: 'start_timeout', timed_out: false, start_timeout_ms: 1_200 });
   });
 
   it('times the answer from its first byte, and keeps what the model printed before the timeout', async () => {
@@ -53,7 +47,7 @@ describe('hard timeout', () => {
   });
 
   it('escalates to SIGKILL after the grace when the process ignores SIGTERM', async () => {
-    const before = readRunTrace(sandbox).filter((e) => e.event === 'start').length;
+    const before = readRunTrace(server.sandbox).filter((e) => e.event === 'start').length;
     const started = Date.now();
     // The fake ignores SIGTERM only once it has read its prompt: the limit leaves a loaded machine
     // time to get there, or the SIGTERM would kill it before it could ignore it.
@@ -64,7 +58,7 @@ describe('hard timeout', () => {
     });
     expect(result.metadata).toMatchObject({ status: 'start_timeout', signal: 'SIGKILL' });
     expect(Date.now() - started).toBeLessThan(1_500 + 400 + 2_000);
-    const start = readRunTrace(sandbox).filter((e) => e.event === 'start')[before]!;
+    const start = readRunTrace(server.sandbox).filter((e) => e.event === 'start')[before]!;
     expect(isAlive(start.pid)).toBe(false);
   });
 });

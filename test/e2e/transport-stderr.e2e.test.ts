@@ -4,7 +4,7 @@
  * terminal's clipboard, `ESC [2J` clear the screen of whoever watches the server's log.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRawServer, type RawStdioServer } from '../faults/raw-stdio.js';
+import { startRawServer, type RawStdioServer } from '../helpers/raw-stdio.js';
 import { makeSandbox, serverEnv, startHttpServerChild, waitFor, type HttpServerChild } from './harness.js';
 
 // Any C0 control but the newline ending each log line, DEL, any C1 control.

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, readTrace, startServer, type RunningServer, type Sandbox } from './harness.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeSandbox, readRuns, readTrace, startServer, useServer, type RunningServer, type Sandbox } from './harness.js';
 
 /** Non-`run` CLI commands the server spawned (`ps`, `show`), in order. */
 function lookups(sandbox: Sandbox): string[] {
@@ -12,13 +12,7 @@ const USAGE_KEYS = ['prompt_tokens', 'output_tokens', 'tokens_per_second', 'prom
 const NULL_USAGE = Object.fromEntries(USAGE_KEYS.map((k) => [k, null]));
 
 describe('token usage from ollama run --verbose, through the built server', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
-  });
-  afterAll(async () => server?.close());
+  const server = useServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
 
   it('reports usage in the result, the text and the log, keeps the stats out of the answer, and spawns nothing more', async () => {
     const result = await server.run({ model: 'llama3.2', prompt: 'count the words in this sentence', task_id: 'u-1' });
@@ -38,19 +32,19 @@ describe('token usage from ollama run --verbose, through the built server', () =
     );
     expect(result.output + result.text.split('metadata:')[0]).not.toMatch(/duration:|eval rate|token\(s\)/);
 
-    const line = readRuns(sandbox).find((r) => r.run_id === result.metadata.run_id)!;
+    const line = readRuns(server.sandbox).find((r) => r.run_id === result.metadata.run_id)!;
     expect(line.v).toBe(2);
     expect(line.usage).toEqual(usage);
     const keys = Object.keys(line);
     expect(keys.indexOf('usage')).toBe(keys.indexOf('thinking_chars') + 1);
 
-    const start = readTrace(sandbox).find((e) => e.event === 'start' && e.argv?.[0] === 'run');
+    const start = readTrace(server.sandbox).find((e) => e.event === 'start' && e.argv?.[0] === 'run');
     expect(start?.argv).toContain('--verbose');
-    expect(lookups(sandbox)).toEqual([]); // a small prompt never pays for a context lookup
+    expect(lookups(server.sandbox)).toEqual([]); // a small prompt never pays for a context lookup
   });
 
   it('the load time of a cold model shows in the verdict', async () => {
-    const cold = await startServer(sandbox, { FAKE_OLLAMA_LOAD_MS: '3500.5' });
+    const cold = await startServer(server.sandbox, { FAKE_OLLAMA_LOAD_MS: '3500.5' });
     try {
       const result = await cold.run({ model: 'llama3.2', prompt: 'hello' });
       expect(result.metadata.usage.load_ms).toBe(3500.5);
@@ -77,7 +71,7 @@ describe('token usage from ollama run --verbose, through the built server', () =
     expect(missing.metadata.usage).toEqual(NULL_USAGE);
     expect(missing.text).not.toContain('tokens:');
 
-    const lines = readRuns(sandbox).filter((r) => [timedOut, failed, missing].some((x) => x.metadata.run_id === r.run_id));
+    const lines = readRuns(server.sandbox).filter((r) => [timedOut, failed, missing].some((x) => x.metadata.run_id === r.run_id));
     expect(lines.map((l) => l.usage)).toEqual([NULL_USAGE, NULL_USAGE, NULL_USAGE]);
   });
 

@@ -1,17 +1,16 @@
 // The fake's knobs for fallback chains and busy backoff (see fixtures/fake-ollama.md): the error
 // lines must be the real CLI's (the shared notes, ollama-cli.md), byte for byte after the spinner.
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/fake-ollama.mjs', import.meta.url));
 const BUSY = 'Error: 503 Service Unavailable: server busy, please try again.  maximum pending requests exceeded\n';
 const TERMINATED = 'Error: 500 Internal Server Error: llama-server process has terminated: exit status 2\n';
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-ollama-chains-'));
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('fake-ollama-chains-');
 
 /** `ollama run MODEL` with the prompt on stdin; stderr from its `Error: ` on (after the spinner's escapes). */
 async function run(model: string, env: Record<string, string>) {

@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { afterAll } from 'vitest';
+
+import { tempDir } from '../helpers/temp-dir.js';
 
 export const FAKE = fileURLToPath(new URL('../fixtures/fake-ollama.mjs', import.meta.url));
 
@@ -16,15 +17,10 @@ export const CLEAR = '\x1b[?25l\x1b[2K\x1b[1G\x1b[?25h';
 export const CLOUD_MSG = 'You need to be signed in to Ollama to run Cloud models.\n';
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const tmpDirs: string[] = [];
+/** A temp dir for one fake process's files, removed when the test file ends. */
 export function tmpDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-ollama-test-'));
-  tmpDirs.push(dir);
-  return dir;
+  return tempDir('fake-ollama-test-');
 }
-afterAll(() => {
-  for (const dir of tmpDirs) fs.rmSync(dir, { recursive: true, force: true });
-});
 
 export interface FakeOptions {
   /** text written to stdin, then stdin is closed; without it stdin is 'ignore' unless openStdin */

@@ -1,16 +1,14 @@
 // The fake's --verbose stats, context window, `ps` and `show`, checked against what the real CLI
 // prints (api.Metrics.Summary, cmd.ListRunningHandler, cmd.showInfo) and read by the server's parsers.
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parsePsContext, parseShowContext } from '../../src/ollama/context-window.js';
 import { parseUsage } from '../../src/ollama/verbose-stats.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const FAKE = path.resolve(__dirname, '../fixtures/fake-ollama.mjs');
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
 
 async function fake(args: string[], env: Record<string, string> = {}, input?: string) {
   const r = await execa(FAKE, args, {
@@ -98,8 +96,7 @@ describe.concurrent('fake --verbose stats', () => {
 
 describe('fake ps and show', () => {
   it('ps lists a model loaded by a run for its keep-alive, with CONTEXT from v0.10', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-ps-'));
-    dirs.push(dir);
+    const dir = tempDir('fake-ps-');
     const env = { FAKE_OLLAMA_STATE_DIR: dir, FAKE_OLLAMA_NUM_CTX: 'qwen3:8b=8192' };
     expect((await fake(['ps'], env)).stdout).toBe('NAME    ID    SIZE    PROCESSOR    CONTEXT    UNTIL \n');
     await fake(['run', 'qwen3:8b', '--nowordwrap'], env, 'hi');

@@ -1,16 +1,12 @@
 // The fake `ollama serve` as a process: where it listens, how it stops, what it refuses; and the
 // test helper that starts it (test/helpers/fake-serve.ts).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+
 import { execa } from 'execa';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isRunning } from '../helpers/proc-state.js';
 import { FAKE_OLLAMA, startFakeServe } from '../helpers/fake-serve.js';
 import { cli, errorText, run, useServe, waitFor, waitForEvent } from './shared-mode.js';
-
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** `fake-ollama.mjs serve` with exactly `env` (plus PATH), for the cases that must fail to start. */
 function serveWith(env: Record<string, string>) {
@@ -101,8 +97,7 @@ describe('stopping', () => {
 
 describe('test/helpers/fake-serve.ts', () => {
   it('gives the env a server under test needs, counts loads per model, and stops once', async () => {
-    const traceDir = mkdtempSync(path.join(tmpdir(), 'fake-serve-helper-'));
-    dirs.push(traceDir);
+    const traceDir = tempDir('fake-serve-helper-');
     const serve = await startFakeServe({ env: { FAKE_OLLAMA_LOAD_MS: '50' }, traceDir });
     expect(serve.env).toEqual({ OLLAMA_HOST: serve.host, FAKE_OLLAMA_SERVE: '1', FAKE_OLLAMA_TRACE_DIR: traceDir });
     await run(serve, 'llama3.2', 'hi');

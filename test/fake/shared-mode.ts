@@ -1,11 +1,11 @@
 // Helpers for the tests of the fake's shared server mode: a fake `ollama serve` per test, and CLI
 // processes that talk to it, observed through the server's trace (serve.jsonl).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterEach } from 'vitest';
 import { FAKE_OLLAMA, startFakeServe, type FakeServe, type ServeEvent } from '../helpers/fake-serve.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 export { FAKE_OLLAMA };
 export type { FakeServe, ServeEvent };
@@ -21,7 +21,7 @@ afterEach(async () => {
 
 /** A fake server with a fresh trace dir, stopped (and its dir removed) after the test. */
 export async function useServe(env: Record<string, string> = {}): Promise<FakeServe> {
-  const traceDir = mkdtempSync(path.join(tmpdir(), 'fake-serve-test-'));
+  const traceDir = tempDir('fake-serve-test-');
   dirs.push(traceDir);
   const serve = await startFakeServe({ env, traceDir });
   started.push(serve);

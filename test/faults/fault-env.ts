@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Sandbox } from '../e2e/harness.js';
+import { removeTempDir, tempDir } from '../helpers/temp-dir.js';
 
 /** A small tmpfs this test mounts, fills or makes read-only (needs root, or a permissive container). */
 export interface Tmpfs {
@@ -19,11 +19,11 @@ export interface Tmpfs {
 export function mountTmpfs(size: string): Tmpfs | { readonly skip: string } {
   if (process.platform !== 'linux') return { skip: `tmpfs fault tests need Linux (this is ${process.platform})` };
   if (process.getuid?.() !== 0) return { skip: 'tmpfs fault tests need root to mount a small filesystem (not root here)' };
-  const dir = mkdtempSync(path.join(tmpdir(), 'faults-tmpfs-'));
+  const dir = tempDir('faults-tmpfs-');
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0755`, 'tmpfs', dir], { stdio: 'pipe' });
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDir(dir);
     const stderr = String((error as { stderr?: Buffer }).stderr ?? (error as Error).message).trim();
     return { skip: `tmpfs fault tests skipped: \`mount -t tmpfs\` failed here (${stderr.split('\n')[0]})` };
   }
@@ -34,7 +34,7 @@ export function mountTmpfs(size: string): Tmpfs | { readonly skip: string } {
     writable: () => remount('rw'),
     unmount: () => {
       execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
-      rmSync(dir, { recursive: true, force: true });
+      removeTempDir(dir);
     },
   };
 }
@@ -45,11 +45,11 @@ export function isMounted(fs: Tmpfs | { readonly skip: string }): fs is Tmpfs {
 
 /**
  * A sandbox whose telemetry dir is `telemetryDir` (e.g. on a tmpfs; created unless `create` is
- * false); trace and fake state stay in /tmp.
+ * false); trace and fake state stay in a temp dir, removed when the test file ends.
  */
 export function sandboxAt(telemetryDir: string, { create = true } = {}): Sandbox {
-  const root = mkdtempSync(path.join(tmpdir(), 'faults-'));
-  const sandbox = { telemetryDir, traceDir: path.join(root, 'trace'), fakeStateDir: path.join(root, 'fake-state') };
+  const root = tempDir('faults-');
+  const sandbox = { root, telemetryDir, traceDir: path.join(root, 'trace'), fakeStateDir: path.join(root, 'fake-state') };
   for (const dir of [sandbox.traceDir, sandbox.fakeStateDir, ...(create ? [telemetryDir] : [])])
     mkdirSync(dir, { recursive: true });
   return sandbox;

@@ -5,16 +5,8 @@
  * plain invalid_input, over stdio and over HTTP.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  makeSandbox,
-  readRuns,
-  serverEnv,
-  spawnCount,
-  startHttpServerChild,
-  type HttpServerChild,
-  type Sandbox,
-} from '../e2e/harness.js';
-import { startRawServer, toolCall, type JsonRpcLine, type RawStdioServer } from './raw-stdio.js';
+import { makeSandbox, readRuns, serverEnv, spawnCount, useHttpServer, type Sandbox } from '../e2e/harness.js';
+import { startRawServer, toolCall, type JsonRpcLine, type RawStdioServer } from '../helpers/raw-stdio.js';
 
 const DEPTH = 100_000;
 const nestedObjects = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
@@ -131,13 +123,10 @@ describe('hostile arguments over stdio', () => {
 });
 
 describe('hostile arguments over HTTP', () => {
-  let sandbox: Sandbox;
-  let server: HttpServerChild;
+  const server = useHttpServer();
   let url: string;
   let sessionId: string;
   beforeAll(async () => {
-    sandbox = makeSandbox();
-    server = await startHttpServerChild(sandbox);
     url = server.url;
     const init = await post(
       JSON.stringify({
@@ -150,7 +139,6 @@ describe('hostile arguments over HTTP', () => {
     sessionId = init.headers.get('mcp-session-id')!;
     await post('{"jsonrpc":"2.0","method":"notifications/initialized"}');
   });
-  afterAll(async () => server?.stop());
 
   async function post(body: string): Promise<Response> {
     return fetch(url, {
@@ -199,11 +187,11 @@ describe('hostile arguments over HTTP', () => {
   });
 
   it.each(HOSTILE)('%s gets invalid_input and a runs.jsonl line', async (_name, tool, args, expected) => {
-    const linesBefore = readRuns(sandbox).length;
+    const linesBefore = readRuns(server.sandbox).length;
     const reply = toolReply(await call(rawCall(7, tool, args).trim()));
     expect(reply.isError).toBe(true);
     expect(reply.content[0]!.text).toContain(expected);
-    expect(spawnCount(sandbox)).toBe(0);
-    expect(readRuns(sandbox)).toHaveLength(linesBefore + 1);
+    expect(spawnCount(server.sandbox)).toBe(0);
+    expect(readRuns(server.sandbox)).toHaveLength(linesBefore + 1);
   });
 });

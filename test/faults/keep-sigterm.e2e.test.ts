@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isAlive, makeSandbox, readRuns, readRunTrace, serverEnv, waitFor } from '../e2e/harness.js';
-import { startRawServer, toolCall } from './raw-stdio.js';
+import { startRawServer, toolCall } from '../helpers/raw-stdio.js';
 
 describe('SIGTERM with runs in flight', () => {
   it('kills the model processes within 0.5 s and logs every run as cancelled', async () => {

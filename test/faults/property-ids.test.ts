@@ -1,7 +1,7 @@
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BatchResult } from '../../src/app/run-batch.js';
-import { makeSandbox, readRuns, SERVER_ENTRY, startServer, type RunningServer, type Sandbox } from '../e2e/harness.js';
+import { readRuns, SERVER_ENTRY, useServer, type RunningServer } from '../e2e/harness.js';
 
 /** Task ids that are members of Object.prototype: they pass validation and must be ordinary ids. */
 const IDS = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', 'toLocaleString'] as const;
@@ -14,18 +14,12 @@ async function call(server: RunningServer, name: string, args: Record<string, un
 }
 
 describe('task ids and model names that are Object.prototype member names, through every tool', () => {
-  let sandbox: Sandbox;
-  let server: RunningServer;
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    // A high threshold: this test is about the ledger, not the circuit.
-    server = await startServer(sandbox, {
-      OLLAMA_MCP_BREAKER_THRESHOLD: '100',
-      FAKE_OLLAMA_MODELS: 'llama3.2:latest,tostring:latest',
-      OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1',
-    });
+  // A high threshold: this test is about the ledger, not the circuit.
+  const server = useServer({
+    OLLAMA_MCP_BREAKER_THRESHOLD: '100',
+    FAKE_OLLAMA_MODELS: 'llama3.2:latest,tostring:latest',
+    OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1',
   });
-  afterAll(async () => server?.close());
 
   it('ollama_run and ollama_run_many declare metadata.warnings in their output schema, empty on a healthy run', async () => {
     const { tools } = await server.client.listTools();
@@ -108,12 +102,12 @@ describe('task ids and model names that are Object.prototype member names, throu
     expect(summary.structured.escalated_tasks.map((t: { task_id: string }) => t.task_id)).toEqual(['constructor']);
 
     const { stdout, exitCode } = await execa(process.execPath, [SERVER_ENTRY, 'report', '--json', '--since', 'all'], {
-      env: { OLLAMA_MCP_TELEMETRY_DIR: sandbox.telemetryDir },
+      env: { OLLAMA_MCP_TELEMETRY_DIR: server.sandbox.telemetryDir },
       reject: false,
     });
     expect(exitCode).toBe(0);
     const report = JSON.parse(stdout) as { escalated_tasks: { task_id: string }[] };
     expect(report.escalated_tasks.map((t) => t.task_id).sort()).toEqual([...IDS].sort());
-    expect(readRuns(sandbox).filter((r) => r.task_id === 'valueOf' && r.status === 'crashed')).toHaveLength(4);
+    expect(readRuns(server.sandbox).filter((r) => r.task_id === 'valueOf' && r.status === 'crashed')).toHaveLength(4);
   });
 });

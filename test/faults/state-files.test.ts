@@ -2,9 +2,18 @@ import { spawn } from 'node:child_process';
 import { chmodSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/store/state-store.js';
-import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, startServer, type RunningServer, type Sandbox } from '../e2e/harness.js';
+import {
+  makeSandbox,
+  ROOT,
+  SERVER_ENTRY,
+  serverEnv,
+  startServer,
+  startTestServer,
+  type RunningServer,
+  type Sandbox,
+} from '../e2e/harness.js';
 import { cannotReach, NOBODY, serverFor } from '../helpers/other-user.js';
 
 /** The detailed result: these tests read the whole record. */
@@ -23,12 +32,6 @@ const copiesOf = (file: string) =>
     .map((name) => path.join(path.dirname(file), name));
 
 describe('corrupt, empty and locked state files, through the built server', () => {
-  let server: RunningServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
-
   /** A sandbox whose ledger holds 2 failures of task "t" and an open circuit for llama3.2. */
   async function withHistory(threshold = '2'): Promise<Sandbox> {
     const sandbox = makeSandbox();
@@ -44,7 +47,7 @@ describe('corrupt, empty and locked state files, through the built server', () =
     writeFileSync(mainFile, '');
     writeFileSync(shardPath(sandbox, 't'), '');
 
-    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '2' });
+    const server = await startTestServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '2' }, sandbox);
     const status = await call(server, 'ollama_task_status', { task_id: 't' });
     expect(status.structured.known).toBe(false);
     expect(server.stderr()).toMatch(/state\.tasks\/..\.json is empty \(0 bytes\): the retry ledger of the tasks in this shard/);
@@ -65,7 +68,7 @@ describe('corrupt, empty and locked state files, through the built server', () =
     const saved = readFileSync(shard, 'utf8');
     const torn = saved.slice(0, Math.floor(saved.length / 2));
     writeFileSync(shard, torn);
-    server = await startServer(sandbox);
+    const server = await startTestServer({}, sandbox);
     await server.run({ model: 'llama3.2', prompt: 'hello', task_id: 't' });
     expect(copiesOf(shard).map((copy) => readFileSync(copy, 'utf8'))).toEqual([torn]);
     expect(server.stderr()).toMatch(/is not valid JSON: the retry ledger .*moved it to/);
@@ -122,7 +125,7 @@ describe('corrupt, empty and locked state files, through the built server', () =
     const ahead = new Date(Date.now() + 3_600_000);
     utimesSync(`${file}.lock`, ahead, ahead);
 
-    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '100' });
+    const server = await startTestServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '100' }, sandbox);
     const started = performance.now();
     const third = await server.run({ ...FAIL, task_id: 't' });
     expect(performance.now() - started).toBeLessThan(5_000);
@@ -141,7 +144,7 @@ describe('corrupt, empty and locked state files, through the built server', () =
     expect(state.breakers['llama3.2:latest'].state).toBe('open');
     writeFileSync(mainFile, JSON.stringify({ ...state, prunedAt: 'x' }));
 
-    server = await startServer(sandbox, { OLLAMA_MCP_BREAKER_THRESHOLD: '2' });
+    const server = await startTestServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '2' }, sandbox);
     for (let i = 0; i < 2; i += 1) {
       const refused = await server.run({ model: 'llama3.2', prompt: 'hello' });
       expect(refused.metadata.status).toBe('circuit_open');

@@ -5,9 +5,9 @@
  * logged and exits non-zero.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { makeSandbox, readRuns, readRunTrace, serverEnv, startServer, waitFor, type Sandbox } from '../e2e/harness.js';
+import { makeSandbox, readRuns, readRunTrace, serverEnv, startTestServer, waitFor, type Sandbox } from '../e2e/harness.js';
 import { MAX_MESSAGE_BYTES } from '../../src/transport/message-limits.js';
-import { startRawServer, toolCall, type RawStdioServer } from './raw-stdio.js';
+import { startRawServer, toolCall, type RawStdioServer } from '../helpers/raw-stdio.js';
 
 const running: RawStdioServer[] = [];
 function rawServer(sandbox: Sandbox): RawStdioServer {
@@ -28,42 +28,32 @@ const MiB = 1024 * 1024;
 
 describe('stdio message limits', () => {
   it('ollama_run_many with 12 jobs of 1,000,000 characters is refused with a clear error; the server keeps serving', async () => {
-    const sandbox = makeSandbox();
-    const server = await startServer(sandbox);
-    try {
-      const jobs = Array.from({ length: 12 }, (_, i) => ({
-        model: 'llama3.2',
-        prompt: `${String.fromCharCode(65 + i)}${'x'.repeat(999_999)}`,
-      }));
-      const result = await server.client.callTool({ name: 'ollama_run_many', arguments: { jobs } });
-      expect(result.isError).toBe(true);
-      const text = (result.content as { text: string }[])[0]!.text;
-      expect(text).toContain('REJECTED (invalid_input), nothing was run.');
-      expect(text).toContain('must total at most 3000000 characters (split the jobs into several calls), got 12000000');
-      expect(readRunTrace(sandbox)).toEqual([]);
-      expect(readRuns(sandbox).at(-1)).toMatchObject({ tool: 'ollama_run_many', status: 'invalid_input' });
-      expect((await server.run({ model: 'llama3.2', prompt: 'still there?' })).metadata.status).toBe('ok');
-    } finally {
-      await server.close();
-    }
+    const server = await startTestServer();
+    const jobs = Array.from({ length: 12 }, (_, i) => ({
+      model: 'llama3.2',
+      prompt: `${String.fromCharCode(65 + i)}${'x'.repeat(999_999)}`,
+    }));
+    const result = await server.client.callTool({ name: 'ollama_run_many', arguments: { jobs } });
+    expect(result.isError).toBe(true);
+    const text = (result.content as { text: string }[])[0]!.text;
+    expect(text).toContain('REJECTED (invalid_input), nothing was run.');
+    expect(text).toContain('must total at most 3000000 characters (split the jobs into several calls), got 12000000');
+    expect(readRunTrace(server.sandbox)).toEqual([]);
+    expect(readRuns(server.sandbox).at(-1)).toMatchObject({ tool: 'ollama_run_many', status: 'invalid_input' });
+    expect((await server.run({ model: 'llama3.2', prompt: 'still there?' })).metadata.status).toBe('ok');
   });
 
   it('the largest batch the schema allows (3 jobs of 1,000,000 characters) runs', async () => {
-    const sandbox = makeSandbox();
-    const server = await startServer(sandbox);
-    try {
-      const jobs = Array.from({ length: 3 }, (_, i) => ({
-        model: 'llama3.2',
-        prompt: `${String.fromCharCode(65 + i)}${'y'.repeat(999_999)}`,
-      }));
-      const result = await server.client.callTool({ name: 'ollama_run_many', arguments: { jobs } }, undefined, {
-        timeout: 50_000,
-      });
-      const summary = (result.structuredContent as { summary: { ok: number } }).summary;
-      expect(summary.ok).toBe(3);
-    } finally {
-      await server.close();
-    }
+    const server = await startTestServer();
+    const jobs = Array.from({ length: 3 }, (_, i) => ({
+      model: 'llama3.2',
+      prompt: `${String.fromCharCode(65 + i)}${'y'.repeat(999_999)}`,
+    }));
+    const result = await server.client.callTool({ name: 'ollama_run_many', arguments: { jobs } }, undefined, {
+      timeout: 50_000,
+    });
+    const summary = (result.structuredContent as { summary: { ok: number } }).summary;
+    expect(summary.ok).toBe(3);
   });
 
   it('a 20 MiB garbage line gets a parse error (-32700) and the server answers the next message', async () => {

@@ -1,8 +1,8 @@
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WELL_FORMATTED = 'export const a = 1;\n';
@@ -12,7 +12,7 @@ let project: string;
 
 /** A copy of the format check in a throwaway project, with the repo's node_modules (prettier). */
 function makeProject(): string {
-  project = mkdtempSync(path.join(tmpdir(), 'check-format-'));
+  project = tempDir('check-format-');
   mkdirSync(path.join(project, '.ci'));
   copyFileSync(path.join(ROOT, '.ci/check-format.mjs'), path.join(project, '.ci/check-format.mjs'));
   copyFileSync(path.join(ROOT, '.prettierrc.json'), path.join(project, '.prettierrc.json'));

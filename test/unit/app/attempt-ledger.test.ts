@@ -1,18 +1,17 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt-ledger.js';
 import { loadConfig } from '../../../src/config/config.js';
 import type { RunWarning } from '../../../src/app/run-result.js';
 import { StateStore, StateStoreError } from '../../../src/store/state-store.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 /** An AttemptLedger on a temp state dir with an injected clock. */
 function ledger(env: Record<string, string> = {}) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'attempt-ledger-'));
+  const dir = tempDir('attempt-ledger-');
   const config = loadConfig({ OLLAMA_MCP_TELEMETRY_DIR: dir, ...env });
   const store = new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} });
   let now = Date.UTC(2026, 10, 1);

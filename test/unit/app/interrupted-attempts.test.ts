@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AttemptLedger } from '../../../src/app/attempt-ledger.js';
@@ -13,6 +12,7 @@ import type { SelfIdentity } from '../../../src/store/proc-reader.js';
 import { StateStore } from '../../../src/store/state-store.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 import { readJsonLines } from '../../helpers/read-json-lines.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -29,7 +29,7 @@ const procOf = (alive: Record<number, number>): ProcView => ({
 });
 
 function world(alive: Record<number, number> = { 100: 1000 }) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'interrupted-'));
+  const dir = tempDir('interrupted-');
   dirs.push(dir);
   const config = loadConfig({ OLLAMA_MCP_TELEMETRY_DIR: dir });
   const store = new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} });

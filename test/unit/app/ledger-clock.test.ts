@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt-ledger.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { StateStore } from '../../../src/store/state-store.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -17,7 +17,7 @@ afterEach(() => {
 
 /** An AttemptLedger whose wall clock a test steps forward and back, as NTP or a user can. */
 function ledger(env: Record<string, string> = {}) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'ledger-clock-'));
+  const dir = tempDir('ledger-clock-');
   dirs.push(dir);
   const config = loadConfig({ OLLAMA_MCP_TELEMETRY_DIR: dir, ...env });
   const store = new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} });

@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
@@ -8,13 +6,14 @@ import type { ModelProcessRequest, ProcessOutcome } from '../../../src/ollama/mo
 import { StateStore, StateStoreError } from '../../../src/store/state-store.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 /**
  * A RunService whose ledger holds some history, then stops accepting writes (as on a read-only or
  * full disk): reads still work.
  */
 async function unwritable(env: Record<string, string>, history: (store: StateStore, now: number) => Promise<void>) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'ledger-unwritable-'));
+  const dir = tempDir('ledger-unwritable-');
   const config = loadConfig({ OLLAMA_MCP_TELEMETRY_DIR: dir, ...env });
   const now = Date.UTC(2026, 10, 1);
   const store = new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} });

@@ -1,19 +1,19 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sweepOrphans } from '../../../src/app/orphan-sweep.js';
 import type { ChildRecord, ProcView } from '../../../src/policy/process-identity.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const HERE = { host: 'box', boot: 'b1', pidns: 'pid:[1]' };
 const identity = { self: { pid: 1, start: 1 }, place: HERE, hasProc: true };
 const ARGS = ['run', 'llama3.2', '--nowordwrap'];
 
 let dir: string;
-afterEach(() => rmSync(path.dirname(dir), { recursive: true, force: true })); // the mkdtemp dir around it
+afterEach(() => rmSync(path.dirname(dir), { recursive: true, force: true })); // the temp dir around it
 
 function setup(records: ChildRecord[]): void {
-  dir = path.join(mkdtempSync(path.join(tmpdir(), 'sweep-')), 'children');
+  dir = path.join(tempDir('sweep-'), 'children');
   mkdirSync(dir);
   for (const r of records) writeFileSync(path.join(dir, `${r.pid}-${r.start}.json`), JSON.stringify(r));
 }
@@ -74,7 +74,7 @@ describe('sweepOrphans', () => {
   });
 
   it('a missing dir is an empty sweep', async () => {
-    dir = path.join(mkdtempSync(path.join(tmpdir(), 'sweep-')), 'children'); // never created
+    dir = path.join(tempDir('sweep-'), 'children'); // never created
     const w = world([]);
     expect(await sweep(w)).toMatchObject({ ended: 0, forgotten: 0, kept: 0 });
   });

@@ -1,5 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REPLY_ANSWER_BYTES } from '../../../src/app/reply-budget.js';
@@ -9,6 +8,7 @@ import type { ModelProcessRequest } from '../../../src/ollama/model-process.js';
 import { StateStore } from '../../../src/store/state-store.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -17,7 +17,7 @@ afterEach(() => {
 
 /** A RunService whose model prints `stdout`; its runs.jsonl lines, parsed. */
 function service(stdout: (request: ModelProcessRequest) => string) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'run-service-reply-'));
+  const dir = tempDir('run-service-reply-');
   dirs.push(dir);
   const config = loadConfig({ OLLAMA_MCP_TELEMETRY_DIR: dir });
   const spawn = async (request: ModelProcessRequest) => processOutcome({ stdout: stdout(request), maxOutputBytes: 1e9 });

@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
@@ -11,12 +9,13 @@ import type { ModelProcessRequest, ProcessOutcome } from '../../../src/ollama/mo
 import { processOutcome } from '../../helpers/process-outcome.js';
 import { StateStore } from '../../../src/store/state-store.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const DAY = 86_400_000;
 
 /** A RunService on a temp dir with an injected clock and a stub process: no sleeps, no spawns. */
 function service(env: Record<string, string> = {}) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'run-service-'));
+  const dir = tempDir('run-service-');
   const config = loadConfig({ OLLAMA_MCP_TELEMETRY_DIR: dir, OLLAMA_MCP_TASK_TTL_DAYS: '1', ...env });
   let now = Date.UTC(2026, 10, 1);
   const spawned: ModelProcessRequest[] = [];

@@ -1,15 +1,14 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { runDoctor } from '../../../src/cli/doctor.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
 
 async function doctor(env: Record<string, string> = {}): Promise<{ code: number; text: string }> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'doctor-'));
+  const dir = tempDir('doctor-');
   const config = loadConfig({ OLLAMA_BIN: FAKE_OLLAMA, OLLAMA_MCP_TELEMETRY_DIR: path.join(dir, 'telemetry'), ...env });
   const out = new PassThrough();
   let text = '';

@@ -1,12 +1,12 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { REPORT_USAGE, runReportCommand } from '../../../src/cli/report-command.js';
 import { runsSummarySchema } from '../../../src/report/summary-schema.js';
-import { BASIC_DIR, NOW, ROTATED_DIR } from '../report/fixtures.js';
+import { BASIC_DIR, NOW, ROTATED_DIR } from '../../helpers/run-log-fixtures.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 async function run(argv: string[], telemetryDir = BASIC_DIR) {
   let out = '';
@@ -22,7 +22,7 @@ async function run(argv: string[], telemetryDir = BASIC_DIR) {
 
 let tmp: string;
 beforeEach(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'report-command-'));
+  tmp = tempDir('report-command-');
 });
 afterEach(async () => {
   await rm(tmp, { recursive: true, force: true });

@@ -1,5 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/config.js';
@@ -10,6 +9,7 @@ import {
   TelemetryDirError,
   type TelemetryDirContext,
 } from '../../../src/config/telemetry-dir.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 /** An installed package on Linux, run by a user whose home is /home/ana. */
 const INSTALLED: TelemetryDirContext = {
@@ -151,7 +151,7 @@ describe('detectSourceCheckout', () => {
 
 describe('prepareTelemetryDir', () => {
   it('creates the dir and its missing parents with mode 0700, and leaves no probe file', async () => {
-    const root = mkdtempSync(path.join(tmpdir(), 'telemetry-dir-'));
+    const root = tempDir('telemetry-dir-');
     const dir = path.join(root, 'state', 'ollama-runner-mcp');
     await prepareTelemetryDir(dir);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
@@ -160,14 +160,14 @@ describe('prepareTelemetryDir', () => {
   });
 
   it('keeps the mode of a dir that exists (the user chose it)', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'telemetry-dir-'));
+    const dir = tempDir('telemetry-dir-');
     chmodSync(dir, 0o750);
     await prepareTelemetryDir(dir);
     expect(statSync(dir).mode & 0o777).toBe(0o750);
   });
 
   it('a path that cannot be a dir is a TelemetryDirError naming the path and the variable', async () => {
-    const root = mkdtempSync(path.join(tmpdir(), 'telemetry-dir-'));
+    const root = tempDir('telemetry-dir-');
     writeFileSync(path.join(root, 'file'), '');
     const dir = path.join(root, 'file', 'telemetry');
     const error = await prepareTelemetryDir(dir).then(

@@ -1,11 +1,11 @@
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { collectHealth, healthReportSchema, publicConfig, type HealthDeps } from '../../../src/health/collect-health.js';
 import { InstalledModels } from '../../../src/ollama/installed-models.js';
 import { StateStore } from '../../../src/store/state-store.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
@@ -16,7 +16,7 @@ describe('collectHealth', () => {
   let telemetryDir: string;
   let store: StateStore;
   beforeEach(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'collect-health-'));
+    dir = tempDir('collect-health-');
     telemetryDir = path.join(dir, 'telemetry');
     store = new StateStore(path.join(telemetryDir, 'state.json'), { onWarning: () => {} });
   });
@@ -63,7 +63,7 @@ describe('collectHealth', () => {
   });
 
   it('shares the model list with preflight: after the check, the cache answers without a new `ollama list`', async () => {
-    const traceDir = mkdtempSync(path.join(tmpdir(), 'collect-health-trace-'));
+    const traceDir = tempDir('collect-health-trace-');
     const d = deps({ env: { FAKE_OLLAMA_TRACE_DIR: traceDir } });
     await collectHealth(d);
     expect(d.installedModels.cached).toMatchObject({ ok: true });

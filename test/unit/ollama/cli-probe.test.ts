@@ -1,8 +1,8 @@
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseVersion, parseVersions, probeCli } from '../../../src/ollama/cli-probe.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
 const baseEnv = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
@@ -76,7 +76,7 @@ describe('probeCli against the fake CLI', () => {
   });
 
   it('a CLI that hangs (and whose child keeps the pipes open) is given up on within the bound', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'cli-probe-'));
+    const dir = tempDir('cli-probe-');
     const bin = path.join(dir, 'ollama');
     writeFileSync(bin, '#!/bin/sh\nsleep 5\n');
     chmodSync(bin, 0o755);

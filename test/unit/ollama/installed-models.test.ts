@@ -1,9 +1,9 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { lastErrorLine } from '../../../src/ollama/cli-errors.js';
 import { InstalledModels, MIN_REFRESH_INTERVAL_MS, parseModelList } from '../../../src/ollama/installed-models.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
 
@@ -101,7 +101,7 @@ describe('InstalledModels against the fake CLI', () => {
     });
 
   beforeEach(() => {
-    traceDir = mkdtempSync(path.join(tmpdir(), 'installed-models-'));
+    traceDir = tempDir('installed-models-');
     env = { PATH: process.env.PATH, HOME: process.env.HOME, FAKE_OLLAMA_TRACE_DIR: traceDir };
     now = 1_000_000;
   });

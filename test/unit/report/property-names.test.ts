@@ -1,16 +1,16 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildReportCharts } from '../../../src/report/report-charts.js';
 import { renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
-import { NOW, record } from './fixtures.js';
+import { NOW, record } from '../../helpers/run-log-fixtures.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 /** Task ids, models and statuses are read from the log: Object.prototype's member names among them. */
 describe('report with Object.prototype member names in the log', () => {
   it('counts them as ordinary names and never reads a prototype member as a count', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'report-proto-'));
+    const dir = tempDir('report-proto-');
     const file = path.join(dir, 'runs.jsonl');
     const lines = [
       record({ model: 'constructor', task_id: 'toString', status: 'constructor', escalate: true, escalation_reason: 'x' }),

@@ -1,23 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import type { RunsSummary } from '../../../src/report/summary-schema.js';
 import { DAY_FACTS, DAY_NOW, realisticDayLines, writeRealisticDay } from '../../helpers/realistic-day.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir: string;
 let summary: RunsSummary;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'report-day-'));
+  dir = tempDir('report-day-');
   summary = await summarizeRuns([writeRealisticDay(dir)], {}, { now: DAY_NOW });
   if (process.env.SHOW_REPORT === '1') process.stderr.write(renderReportText(summary));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('a realistic day (test/helpers/realistic-day.ts)', () => {
   it('is about 300 runs of 5 models, v2 lines mixed with v1 ones and control records', () => {

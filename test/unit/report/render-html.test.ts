@@ -10,7 +10,7 @@ import { buildReportCharts, STATUS_COLORS } from '../../../src/report/report-cha
 import { summarizeRuns } from '../../../src/report/summary.js';
 import { runsSummarySchema, type RunsSummary } from '../../../src/report/summary-schema.js';
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
-import { RUNS_FIXTURES } from './fixtures.js';
+import { RUNS_FIXTURES } from '../../helpers/run-log-fixtures.js';
 
 const HTML_DIR = join(RUNS_FIXTURES, 'html');
 const NOW = new Date('2025-11-23T12:00:00.000Z');

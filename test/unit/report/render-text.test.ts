@@ -1,13 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 import { duration, renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
-import { BASIC_DIR, NOW, record, writeLog } from './fixtures.js';
+import { BASIC_DIR, NOW, record, writeLog } from '../../helpers/run-log-fixtures.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const basic = async () => summarizeRuns(await listRunLogFiles(BASIC_DIR), {}, { now: NOW });
 
@@ -111,7 +110,7 @@ describe('renderReportText', () => {
 
 describe('a foreign log with escapes in its fields', () => {
   it('prints no control character, not even in a column header made of an unknown status', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'report-hostile-'));
+    const dir = tempDir('report-hostile-');
     try {
       const osc52 = '\u001b]52;c;ZXZpbA==\u0007';
       const file = await writeLog(dir, 'runs.jsonl', [

@@ -1,6 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, open, rm, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { open, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 import { ollamaRunsSummaryTool } from '../../../src/tools/ollama-runs-summary.js';
-import { record } from './fixtures.js';
+import { record } from '../../helpers/run-log-fixtures.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 // Months of rotated history must not make a summary of the last day slower: a rotated file whose
 // records are all older than `since` is not read. The old files here are sparse (16 MiB each on
@@ -26,7 +26,7 @@ const dayBack = (days: number, hour = 10): number =>
   Date.parse(`${new Date(NOW.getTime() - days * DAY).toISOString().slice(0, 10)}T${String(hour).padStart(2, '0')}:00:00.000Z`);
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'since-window-'));
+  dir = tempDir('since-window-');
   // One rotated file per day for 90 days: a hole of 16 MiB, then one run at 10:00; last written then.
   for (let days = HISTORY_DAYS; days >= 1; days--) {
     const at = dayBack(days);

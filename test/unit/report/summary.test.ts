@@ -1,5 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import { runsSummarySchema, type RunsSummary } from '../../../src/report/summary-schema.js';
-import { BASIC_DIR, NOW, record, ROTATED_DIR, writeLog } from './fixtures.js';
+import { BASIC_DIR, NOW, record, ROTATED_DIR, writeLog } from '../../helpers/run-log-fixtures.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 async function summarize(dir: string, filters: Parameters<typeof summarizeRuns>[1] = {}, limits = {}): Promise<RunsSummary> {
   const summary = await summarizeRuns(await listRunLogFiles(dir), filters, { now: NOW, limits });
@@ -25,7 +25,7 @@ function near(actual: number | null, expected: number): void {
 
 let tmp: string;
 beforeEach(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'report-summary-'));
+  tmp = tempDir('report-summary-');
 });
 afterEach(async () => {
   await rm(tmp, { recursive: true, force: true });

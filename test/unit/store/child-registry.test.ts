@@ -1,12 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChildRegistry } from '../../../src/store/child-registry.js';
 import { readStart, selfIdentity } from '../../../src/store/proc-reader.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 let root: string;
-beforeEach(() => (root = mkdtempSync(path.join(tmpdir(), 'children-'))));
+beforeEach(() => (root = tempDir('children-')));
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 const ARGS = ['run', 'llama3.2', '--nowordwrap'];

@@ -1,12 +1,12 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readTextIfAny, writeFileAtomic } from '../../../src/store/durable-fs.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir = '';
 beforeEach(() => {
-  dir = mkdtempSync(path.join(tmpdir(), 'durable-fs-'));
+  dir = tempDir('durable-fs-');
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

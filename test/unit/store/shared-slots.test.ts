@@ -1,10 +1,10 @@
-import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ProcView } from '../../../src/policy/process-identity.js';
 import { SharedSlots } from '../../../src/store/shared-slots.js';
 import { SlotAbortedError } from '../../../src/store/slot-aborted-error.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const HERE = { host: 'box', boot: 'b1', pidns: 'pid:[1]' };
 let root: string;
@@ -29,7 +29,7 @@ function slotsOf(pid: number, limit = 2, warn: (m: string) => void = () => {}) {
 }
 
 beforeEach(() => {
-  root = mkdtempSync(path.join(tmpdir(), 'slots-'));
+  root = tempDir('slots-');
   alive = new Map();
 });
 afterEach(() => {

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readStart, selfIdentity } from '../../../src/store/proc-reader.js';
 import { StateLock } from '../../../src/store/state-lock.js';
 import { isStateStoreError, StateStore } from '../../../src/store/state-store.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;
 
@@ -25,7 +25,7 @@ let dir: string;
 let file: string;
 let warnings: string[];
 beforeEach(() => {
-  dir = mkdtempSync(path.join(tmpdir(), 'state-lock-'));
+  dir = tempDir('state-lock-');
   file = path.join(dir, 'state.json');
   warnings = [];
 });

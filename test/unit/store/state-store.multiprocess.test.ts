@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StateStore } from '../../../src/store/state-store.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const RUNS = path.resolve(__dirname, '../../fixtures/state-runs.mjs');
 const STATE_LOCK = path.resolve(__dirname, '../../../dist/store/state-lock.js');
@@ -13,7 +13,7 @@ describe('StateStore across processes', () => {
   let dir: string;
   let file: string;
   beforeEach(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'state-store-mp-'));
+    dir = tempDir('state-store-mp-');
     file = path.join(dir, 'state.json');
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));

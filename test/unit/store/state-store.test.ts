@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isStateStoreError, shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state-store.js';
 import type { TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const HAMMER = path.resolve(__dirname, '../../fixtures/state-hammer.mjs');
 
@@ -28,7 +28,7 @@ describe('StateStore', () => {
   let file: string;
   let warnings: string[];
   beforeEach(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'state-store-'));
+    dir = tempDir('state-store-');
     file = path.join(dir, 'state.json');
     warnings = [];
   });
@@ -180,7 +180,7 @@ describe('StateStore under faults', () => {
   let file: string;
   let warnings: string[];
   beforeEach(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'state-store-faults-'));
+    dir = tempDir('state-store-faults-');
     file = path.join(dir, 'state.json');
     warnings = [];
   });
@@ -314,7 +314,7 @@ describe('StateStore: a damaged state.json keeps what is valid', () => {
   let file: string;
   let warnings: string[];
   beforeEach(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'state-store-repair-'));
+    dir = tempDir('state-store-repair-');
     file = path.join(dir, 'state.json');
     warnings = [];
   });

@@ -1,5 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -7,13 +6,14 @@ import { execa } from 'execa';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { readAll } from './read-all.js';
+import { readAll } from '../../helpers/read-all.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 // The children are plain `node` processes, which cannot import TypeScript on Node 20. Rather than
 // depend on `dist/` (absent or stale when vitest runs alone, and broken whenever any other file in
 // src/ does not compile), transpile the appender by itself: it imports only node: builtins.
 const APPENDER_TS = fileURLToPath(new URL('../../../src/telemetry/jsonl-appender.ts', import.meta.url));
-const CHILD = fileURLToPath(new URL('./fixtures/append-child.mjs', import.meta.url));
+const CHILD = fileURLToPath(new URL('../../fixtures/append-child.mjs', import.meta.url));
 
 const CHILDREN = 8;
 const PER_CHILD = 200;
@@ -24,7 +24,7 @@ let dir: string;
 let appenderModule: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'jsonl-multiprocess-'));
+  dir = tempDir('jsonl-multiprocess-');
   const { outputText } = ts.transpileModule(await readFile(APPENDER_TS, 'utf8'), {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
     fileName: APPENDER_TS,

@@ -1,18 +1,18 @@
-import { appendFile, mkdtemp, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { JsonlAppender, toJsonLine } from '../../../src/telemetry/jsonl-appender.js';
-import { readAll } from './read-all.js';
-import { sampleRecord } from './sample-record.js';
+import { readAll } from '../../helpers/read-all.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir: string;
 let file: string;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'jsonl-appender-'));
+  dir = tempDir('jsonl-appender-');
   file = join(dir, 'nested', 'deeper', 'runs.jsonl');
 });
 afterEach(async () => {

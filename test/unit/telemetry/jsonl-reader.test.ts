@@ -1,15 +1,15 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { forEachJsonLine, type JsonObject, type SkipReason } from '../../../src/telemetry/jsonl-reader.js';
 import { readJsonLines } from '../../helpers/read-json-lines.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir: string;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'jsonl-reader-'));
+  dir = tempDir('jsonl-reader-');
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });

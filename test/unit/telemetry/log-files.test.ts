@@ -1,5 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import {
   RUN_LOG_FILE_NAME,
   sortRunLogNames,
 } from '../../../src/telemetry/log-files.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const at = (iso: string): Date => new Date(iso);
 
@@ -138,7 +138,7 @@ describe('reading order', () => {
 describe('listRunLogFiles / activeLogFile', () => {
   let dir: string;
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'log-files-'));
+    dir = tempDir('log-files-');
   });
   afterEach(async () => {
     await rm(dir, { recursive: true, force: true });

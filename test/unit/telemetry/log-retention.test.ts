@@ -1,5 +1,4 @@
-import { appendFile, mkdtemp, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { forEachJsonLine } from '../../../src/telemetry/jsonl-reader.js';
 import { isOlderThan, pruneRunLog } from '../../../src/telemetry/log-retention.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
-import { sampleRecord } from './sample-record.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const DAY = 86_400_000;
 const NOW = new Date('2026-06-01T12:00:00.000Z');
@@ -15,7 +15,7 @@ const NO_SIZE_LIMIT = 0;
 
 let dir: string;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'log-retention-'));
+  dir = tempDir('log-retention-');
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });

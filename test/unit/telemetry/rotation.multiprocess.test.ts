@@ -1,5 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -8,13 +7,14 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 // Same approach as jsonl-appender.multiprocess.test.ts: the children are plain `node` processes,
 // so transpile src/telemetry/ file by file into a folder marked `"type": "module"` and let the
 // child import run-log.js. That works as long as run-log.ts and what it imports at run time stay
 // inside src/telemetry/ (type-only imports from elsewhere vanish when transpiled).
 const SRC = fileURLToPath(new URL('../../../src/telemetry/', import.meta.url));
-const CHILD = fileURLToPath(new URL('./fixtures/rotate-child.mjs', import.meta.url));
+const CHILD = fileURLToPath(new URL('../../fixtures/rotate-child.mjs', import.meta.url));
 
 const CHILDREN = 6;
 const PER_CHILD = 500;
@@ -28,7 +28,7 @@ let root: string;
 let runLogModule: string;
 
 beforeAll(async () => {
-  root = await mkdtemp(join(tmpdir(), 'rotation-multiprocess-'));
+  root = tempDir('rotation-multiprocess-');
   const lib = join(root, 'lib');
   await mkdir(lib);
   await writeFile(join(lib, 'package.json'), '{"type":"module"}\n');

@@ -1,5 +1,4 @@
-import { appendFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,12 +6,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JsonlAppender } from '../../../src/telemetry/jsonl-appender.js';
 import { listRunLogFiles, nextLogFileName } from '../../../src/telemetry/log-files.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
-import { readAll } from './read-all.js';
-import { sampleRecord } from './sample-record.js';
+import { readAll } from '../../helpers/read-all.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir: string;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'rotation-'));
+  dir = tempDir('rotation-');
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });

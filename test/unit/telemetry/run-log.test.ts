@@ -1,16 +1,16 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { RunLog } from '../../../src/telemetry/run-log.js';
-import { readAll } from './read-all.js';
-import { sampleRecord } from './sample-record.js';
+import { readAll } from '../../helpers/read-all.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 let dir: string;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'run-log-'));
+  dir = tempDir('run-log-');
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });

@@ -1,13 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RUN_RECORD_SCHEMA_VERSION } from '../../../src/telemetry/run-record.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
-import { sampleRecord } from './sample-record.js';
+import { sampleRecord } from '../../helpers/sample-record.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'run-record-v2-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('run-record-v2-');
 
 /** A v1 line as servers wrote it before `usage` existed. */
 function v1Line(overrides: Record<string, unknown> = {}): string {

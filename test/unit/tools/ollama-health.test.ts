@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
@@ -11,6 +9,7 @@ import { registerTools } from '../../../src/mcp/tool-registry.js';
 import { InstalledModels } from '../../../src/ollama/installed-models.js';
 import { StateStore } from '../../../src/store/state-store.js';
 import { ollamaHealthTool } from '../../../src/tools/ollama-health.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');
 
@@ -21,7 +20,7 @@ describe('ollama_health over MCP (in memory)', () => {
   });
 
   async function connect(fakeEnv: Record<string, string> = {}): Promise<Client> {
-    const dir = mkdtempSync(path.join(tmpdir(), 'health-tool-'));
+    const dir = tempDir('health-tool-');
     const config = loadConfig({ OLLAMA_BIN: FAKE_OLLAMA, OLLAMA_MCP_TELEMETRY_DIR: dir, OLLAMA_MCP_CONCURRENCY: '2' });
     const server = new Server({ name: 'test', version: '0.0.0' }, { capabilities: { tools: {} } });
     registerTools(server, [

@@ -1,5 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,7 +9,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { registerTools } from '../../../src/mcp/tool-registry.js';
 import { compactRunsSummarySchema, type CompactRunsSummary } from '../../../src/report/summary-schema.js';
 import { ollamaRunsSummaryTool } from '../../../src/tools/ollama-runs-summary.js';
-import { BASIC_DIR, manyEscalatedTasks, NOW, record, writeLog } from '../report/fixtures.js';
+import { BASIC_DIR, manyEscalatedTasks, NOW, record, writeLog } from '../../helpers/run-log-fixtures.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 interface Called {
   readonly isError: boolean;
@@ -44,7 +44,7 @@ async function call(args: Record<string, unknown>): Promise<Called> {
 }
 
 beforeEach(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'report-tool-'));
+  tmp = tempDir('report-tool-');
 });
 afterEach(async () => {
   await client?.close();

@@ -1,25 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { announceAccess, resolveHttpAccess, type HttpAccess } from '../../../../src/transport/http/access.js';
-
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-function tempDir(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'http-access-'));
-  dirs.push(dir);
-  return dir;
-}
+import { tempDir } from '../../../helpers/temp-dir.js';
 
 const URL = 'http://127.0.0.1:3333/mcp';
 const COMMAND = `claude mcp add --transport http ollama-runner ${URL}`;
 
 describe('resolveHttpAccess', () => {
   it('requires a token by default: the one kept in the data dir, and says where it is in the 401 hint', async () => {
-    const dir = tempDir();
+    const dir = tempDir('http-access-');
     const access = await resolveHttpAccess({ mode: 'token', token: undefined, dataDir: dir });
     expect(access.source).toBe('file');
     expect(access.auth).toMatchObject({ kind: 'bearer', token: expect.stringMatching(/^.{43}$/) });

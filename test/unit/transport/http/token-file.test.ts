@@ -1,17 +1,6 @@
-import {
-  chmodSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-  mkdirSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isHttpServerError } from '../../../../src/transport/http/errors.js';
 import {
   loadOrCreateTokenFile,
@@ -19,17 +8,9 @@ import {
   tokenFileProblem,
   tokenInText,
 } from '../../../../src/transport/http/token-file.js';
+import { tempDir } from '../../../helpers/temp-dir.js';
 
 const POSIX = process.getuid !== undefined;
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'token-file-'));
-  dirs.push(dir);
-  return dir;
-}
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
 const mode = (file: string) => statSync(file).mode & 0o777;
 
 describe('tokenFileProblem and tokenInText', () => {
@@ -59,7 +40,7 @@ describe('tokenFileProblem and tokenInText', () => {
 
 describe('loadOrCreateTokenFile', () => {
   it('creates a random token, 0600, and keeps it at the next start', async () => {
-    const dir = tempDir();
+    const dir = tempDir('token-file-');
     const created = await loadOrCreateTokenFile(dir);
     expect(created).toMatchObject({ file: path.join(dir, TOKEN_FILE_NAME), origin: 'created' });
     expect(created.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -67,11 +48,11 @@ describe('loadOrCreateTokenFile', () => {
     if (POSIX) expect(mode(created.file)).toBe(0o600);
     expect(await loadOrCreateTokenFile(dir)).toEqual({ file: created.file, token: created.token, origin: 'kept' });
     expect(readdirSync(dir)).toEqual([TOKEN_FILE_NAME]); // no temp file left
-    expect((await loadOrCreateTokenFile(tempDir())).token).not.toBe(created.token);
+    expect((await loadOrCreateTokenFile(tempDir('token-file-'))).token).not.toBe(created.token);
   });
 
   it('agrees on one token when several servers start at once', async () => {
-    const dir = tempDir();
+    const dir = tempDir('token-file-');
     const all = await Promise.all(Array.from({ length: 8 }, () => loadOrCreateTokenFile(dir)));
     expect(new Set(all.map((t) => t.token)).size).toBe(1);
     expect(all.filter((t) => t.origin === 'created')).toHaveLength(1);
@@ -80,7 +61,7 @@ describe('loadOrCreateTokenFile', () => {
   });
 
   it.skipIf(!POSIX)('replaces a file other users could read, saying why', async () => {
-    const dir = tempDir();
+    const dir = tempDir('token-file-');
     const first = await loadOrCreateTokenFile(dir);
     chmodSync(first.file, 0o644);
     const second = await loadOrCreateTokenFile(dir);
@@ -90,7 +71,7 @@ describe('loadOrCreateTokenFile', () => {
   });
 
   it('replaces a file that holds no token', async () => {
-    const dir = tempDir();
+    const dir = tempDir('token-file-');
     writeFileSync(path.join(dir, TOKEN_FILE_NAME), 'not a token\n', { mode: 0o600 });
     const replaced = await loadOrCreateTokenFile(dir);
     expect(replaced.origin).toBe('replaced');
@@ -98,8 +79,8 @@ describe('loadOrCreateTokenFile', () => {
   });
 
   it.skipIf(!POSIX)('never follows a symbolic link put in its place, and leaves its target alone', async () => {
-    const dir = tempDir();
-    const target = path.join(tempDir(), 'elsewhere');
+    const dir = tempDir('token-file-');
+    const target = path.join(tempDir('token-file-'), 'elsewhere');
     writeFileSync(target, 'abcdefghijklmnopqrstuvwxyz\n', { mode: 0o600 });
     symlinkSync(target, path.join(dir, TOKEN_FILE_NAME));
     const replaced = await loadOrCreateTokenFile(dir);
@@ -109,7 +90,7 @@ describe('loadOrCreateTokenFile', () => {
   });
 
   it('fails with a token_file_error naming the file and the way out when it cannot be kept', async () => {
-    const dir = tempDir();
+    const dir = tempDir('token-file-');
     mkdirSync(path.join(dir, TOKEN_FILE_NAME)); // a directory in the way: never removed
     const attempt = loadOrCreateTokenFile(dir);
     await expect(attempt).rejects.toSatisfy(isHttpServerError);

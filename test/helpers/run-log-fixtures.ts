@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 /** test/fixtures/runs/: small logs with known answers (see its README.md). */
-export const RUNS_FIXTURES = resolve(__dirname, '../../fixtures/runs');
+export const RUNS_FIXTURES = resolve(__dirname, '../fixtures/runs');
 export const BASIC_DIR = join(RUNS_FIXTURES, 'basic');
 export const ROTATED_DIR = join(RUNS_FIXTURES, 'rotated');
 /** The clock of every test: two hours after the basic log's last run. */

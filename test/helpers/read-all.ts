@@ -1,4 +1,4 @@
-import { readJsonLines, type JsonLinesSummary, type JsonObject, type SkippedLine } from '../../helpers/read-json-lines.js';
+import { readJsonLines, type JsonLinesSummary, type JsonObject, type SkippedLine } from './read-json-lines.js';
 
 /** Drains readJsonLines into arrays, keeping the generator's summary. */
 export async function readAll(

@@ -1,4 +1,4 @@
-import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../../../src/telemetry/run-record.js';
+import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../../src/telemetry/run-record.js';
 
 /** A complete, realistic RunRecord; override any field. */
 export function sampleRecord(overrides: Partial<RunRecord> = {}): RunRecord {
