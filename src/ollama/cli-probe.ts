@@ -54,11 +54,6 @@ export function parseVersions(output: string): VersionOutput {
   return { server, client: client ?? server };
 }
 
-/** The CLI's own version from `ollama --version` output. */
-export function parseVersion(output: string): string | null {
-  return parseVersions(output).client;
-}
-
 function warningLines(...outputs: string[]): string[] {
   return outputs
     .flatMap((text) => text.split(/\r?\n/))

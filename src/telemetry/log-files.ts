@@ -114,14 +114,6 @@ export async function listRunLogFiles(dir: string): Promise<string[]> {
   return sortRunLogNames(names).map((name) => join(absolute, name));
 }
 
-/**
- * The file new records go to: the last run log file of `dir` in reading order, or `<dir>/runs.jsonl`
- * when there is none yet. Absolute. It may be full: the writer then moves on to {@link nextLogFileName}.
- */
-export async function activeLogFile(dir: string): Promise<string> {
-  return (await listRunLogFiles(dir)).at(-1) ?? join(resolve(dir), RUN_LOG_FILE_NAME);
-}
-
 function formatSeq(seq: number): string {
   return String(seq).padStart(3, '0');
 }

@@ -4,7 +4,6 @@ import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import {
-  activeLogFile,
   compareRunLogNames,
   formatRunLogName,
   listRunLogFiles,
@@ -135,7 +134,7 @@ describe('reading order', () => {
   });
 });
 
-describe('listRunLogFiles / activeLogFile', () => {
+describe('listRunLogFiles', () => {
   let dir: string;
   beforeEach(async () => {
     dir = tempDir('log-files-');
@@ -144,11 +143,9 @@ describe('listRunLogFiles / activeLogFile', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('gives [] and <dir>/runs.jsonl for a missing or empty directory', async () => {
+  it('gives [] for a missing or empty directory', async () => {
     expect(await listRunLogFiles(join(dir, 'missing'))).toEqual([]);
-    expect(await activeLogFile(join(dir, 'missing'))).toBe(join(dir, 'missing', 'runs.jsonl'));
     expect(await listRunLogFiles(dir)).toEqual([]);
-    expect(await activeLogFile(dir)).toBe(join(dir, 'runs.jsonl'));
   });
 
   it('lists the run log files in reading order as absolute paths, ignoring stray files and directories', async () => {
@@ -174,7 +171,6 @@ describe('listRunLogFiles / activeLogFile', () => {
     const expected = logs.map((name) => join(dir, name));
     expect(await listRunLogFiles(dir)).toEqual(expected);
     expect(await listRunLogFiles(relative(process.cwd(), dir))).toEqual(expected);
-    expect(await activeLogFile(dir)).toBe(join(dir, 'runs-2025-11-23-001.jsonl'));
   });
 
   it('works when runs.jsonl itself is gone', async () => {
