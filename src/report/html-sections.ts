@@ -6,6 +6,8 @@ import type { RunsSummary } from './summary-schema.js';
 // The HTML report's sections after its header, one function each: attention, causes, outcomes,
 // latency, tokens, chains, timeline, escalated tasks.
 
+/** Models (or chains) listed in each table, most runs first; the embedded summary keeps them all. */
+export const TABLE_MODELS = 100;
 /** Unresolved tasks shown before the "more" fold: the causes below say the rest. */
 const ATTENTION_ROWS_OPEN = 10;
 
@@ -77,7 +79,7 @@ ${s.escalation_causes_truncated ? html`<p class="note">More than 200 causes: the
 </section>`;
 }
 
-export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor, tableModels: number): Html {
+export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor): Html {
   const withTokens = s.models.filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0);
   const chart = charts.tokens;
   const head = [
@@ -93,7 +95,7 @@ export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel
     ),
   ];
   const rows = withTokens
-    .slice(0, tableModels)
+    .slice(0, TABLE_MODELS)
     .map((m) => [
       html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.tokens.runs)}</td>`,
@@ -119,11 +121,11 @@ ${withTokens.length > 0 ? table('tokens-table', head, rows) : ''}
 </section>`;
 }
 
-export function chainsSection(s: RunsSummary, colorOfModel: ModelColor, tableModels: number): Html {
+export function chainsSection(s: RunsSummary, colorOfModel: ModelColor): Html {
   const c = s.chains;
   const fellThrough = s.models.reduce((sum, m) => sum + m.retried.fell_through, 0);
   const head = [...th('first model'), ...thFigures('calls', 'fell through'), ...th('answered by (calls, ok)')];
-  const rows = c.rows.slice(0, tableModels).map((row) => [
+  const rows = c.rows.slice(0, TABLE_MODELS).map((row) => [
     html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
     html`<td class="n">${num(row.calls)}</td>`,
     html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${((row.fell_through / Math.max(1, row.calls)) * 100).toFixed(1)}%)</td>`,
@@ -148,7 +150,6 @@ export function outcomesSection(
   charts: ReportCharts,
   colorOf: (status: string) => string,
   colorOfModel: ModelColor,
-  tableModels: number,
 ): Html {
   const chart = charts.outcomes!;
   const statuses = failureStatuses(s);
@@ -168,7 +169,7 @@ export function outcomesSection(
     html`<th class="n">circuit openings</th>`,
   ];
   const rows = s.models
-    .slice(0, tableModels)
+    .slice(0, TABLE_MODELS)
     .map((m) => [
       html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.runs)}</td>`,
@@ -186,11 +187,11 @@ export function outcomesSection(
 <div class="chart" style="height:${height}px"><canvas data-chart="outcomes" role="img" aria-label="Stacked bar chart: runs per model by outcome status"></canvas></div>
 ${shown}
 ${table('outcomes-table', head, rows)}
-${tableNote(s.models.length, tableModels)}
+${tableNote(s.models.length)}
 </section>`;
 }
 
-export function latencySection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor, tableModels: number): Html {
+export function latencySection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor): Html {
   const chart = charts.latency;
   const spawned = s.models.filter((m) => m.spawned > 0);
   const body =
@@ -200,7 +201,7 @@ export function latencySection(s: RunsSummary, charts: ReportCharts, colorOfMode
 ${chart.models_total > chart.series.length ? html`<p class="note">The chart shows the ${chart.series.length} models with the most runs of ${num(chart.models_total)}.</p>` : ''}`;
   const head = [...th('model'), ...thFigures('answers', 'p50', 'p95', 'max', 'queue p50', 'failed attempts', 'time lost')];
   const rows = spawned
-    .slice(0, tableModels)
+    .slice(0, TABLE_MODELS)
     .map((m) => [
       html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.ok)}</td>`,
@@ -216,7 +217,7 @@ ${chart.models_total > chart.series.length ? html`<p class="note">The chart show
 <p class="note">The chart: runs that spawned a process (<code>duration_ms &gt; 0</code>), by duration from spawn to exit. The table: p50, p95 and max of the runs that <strong>answered</strong> (status ok; within 1%), so killed runs do not pass for slow answers; the time lost to failed attempts (retries by the server included) beside it. Queue p50 is the time waiting for a slot.</p>
 ${body}
 ${spawned.length > 0 ? table('latency-table', head, rows) : ''}
-${tableNote(spawned.length, tableModels)}
+${tableNote(spawned.length)}
 </section>`;
 }
 
@@ -269,9 +270,9 @@ ${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
 </section>`;
 }
 
-function tableNote(total: number, max: number): Html | '' {
-  if (total <= max) return '';
-  return html`<p class="note">The table lists the ${num(max)} models with the most runs of ${num(total)}; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.</p>`;
+function tableNote(total: number): Html | '' {
+  if (total <= TABLE_MODELS) return '';
+  return html`<p class="note">The table lists the ${num(TABLE_MODELS)} models with the most runs of ${num(total)}; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.</p>`;
 }
 
 /** `10 minutes`, `1 hour`. */
