@@ -11,7 +11,7 @@ export const TABLE_MODELS = 100;
 /** Unresolved tasks shown before the "more" fold: the causes below say the rest. */
 const ATTENTION_ROWS_OPEN = 10;
 
-export type ModelColor = (model: string) => string;
+type ModelColor = (model: string) => string;
 
 export function attentionSection(s: RunsSummary, shown: RunsSummary['attention'], colorOfModel: ModelColor): Html {
   const a = s.attention;

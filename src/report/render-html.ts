@@ -17,9 +17,6 @@ import { buildReportCharts, modelColors, statusColors, type ReportCharts } from 
 import { REPORT_STYLE } from './report-style.js';
 import type { RunsSummary } from './summary-schema.js';
 
-// The browser tests read the status colours from here.
-export { STATUS_COLORS } from './report-charts.js';
-
 /** Options of {@link renderReportHtml}. */
 export interface RenderHtmlOptions {
   /**

@@ -38,7 +38,7 @@ const EXTRA_COLORS = ['#7cb342', '#5c6bc0', '#ffa726', '#8d6e63', '#26a69a', '#a
  * then Tableau 20's light tones, given in the order of the models (most runs first); further
  * models share {@link OTHER_MODEL_COLOR}.
  */
-export const MODEL_COLORS = [
+const MODEL_COLORS = [
   '#4e79a7',
   '#f28e2b',
   '#e15759',
@@ -56,7 +56,7 @@ export const MODEL_COLORS = [
   '#d37295',
   '#d4a6c8',
 ];
-export const OTHER_MODEL_COLOR = '#9e9e9e';
+const OTHER_MODEL_COLOR = '#9e9e9e';
 /** Models in the outcomes and tokens charts (most runs first). */
 const CHART_MODELS = 25;
 /** Models in the latency chart (most runs first, spawned ones only): grouped bars get crowded sooner. */
@@ -72,7 +72,7 @@ const TIMELINE_COLORS = {
 };
 
 /** One series of a chart: a status (outcomes) or a model (latency). */
-export interface ChartSeries {
+interface ChartSeries {
   readonly key: string;
   readonly label: string;
   readonly color: string;

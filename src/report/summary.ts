@@ -15,8 +15,6 @@ import type { RunsSummary } from './summary-schema.js';
 import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
 import { TimelineAccumulator } from './timeline.js';
 
-export { COLD_LOAD_MS, OTHER_MODELS } from './model-stats.js';
-
 /** The bounds that keep a summary's memory constant whatever the size of the log. */
 export interface SummaryLimits {
   /** Distinct models with their own row; runs of further models are counted under `(other)`. @default 500 */
