@@ -1,6 +1,6 @@
-import { count as num, duration, ownCount, time } from './format.js';
+import { count as num, duration, failureStatuses, ownCount, time } from './format.js';
 import { html, joinHtml, lines, NONE, swatch, table, th, thFigures, type Html } from './html.js';
-import { bucketWords, failureStatuses, type ReportCharts } from './report-charts.js';
+import { bucketWords, type ReportCharts } from './report-charts.js';
 import type { RunsSummary } from './summary-schema.js';
 
 // The HTML report's sections after its header, one function each: attention, causes, outcomes,
@@ -152,7 +152,7 @@ export function outcomesSection(
   colorOfModel: ModelColor,
 ): Html {
   const chart = charts.outcomes!;
-  const statuses = failureStatuses(s);
+  const statuses = failureStatuses(s.models);
   const height = Math.max(200, 110 + 34 * chart.labels.length);
   const shown =
     chart.models_total > chart.labels.length

@@ -1,4 +1,4 @@
-import { compareStatuses, count, cutLine, duration, filterPhrases, ownCount, pct, span, time } from './format.js';
+import { count, cutLine, duration, failureStatuses, filterPhrases, ownCount, pct, span, time } from './format.js';
 import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
 import { right, TextPage, type Cell } from './text-layout.js';
 
@@ -172,9 +172,7 @@ function causesSection({ page, errorWidth }: Context, s: SummaryView): void {
 }
 
 function outcomesSection({ page }: Context, s: SummaryView): void {
-  const failureKinds = [...new Set(s.models.flatMap((m) => Object.keys(m.failures)))]
-    .filter((kind) => kind !== 'timeout')
-    .sort(compareStatuses);
+  const failureKinds = failureStatuses(s.models).filter((kind) => kind !== 'timeout');
   page.heading('Outcomes per model (what callers saw)');
   page.table(
     [{ header: 'model' }, ...right('runs', 'ok %', 'timeouts', ...failureKinds, 'escalations', 'circuit openings')],

@@ -1,5 +1,5 @@
 import type { RunStatus } from '../policy/run-status.js';
-import { compareStatuses, ownCount } from './format.js';
+import { failureStatuses, ownCount } from './format.js';
 import type { RunsSummary } from './summary-schema.js';
 
 /**
@@ -118,7 +118,7 @@ function outcomesChart(summary: RunsSummary) {
   const anyOk = summary.models.some((m) => m.ok > 0);
   const series: ChartSeries[] = [
     ...(anyOk ? [{ key: 'ok', label: 'ok', color: colorOf('ok'), data: models.map((m) => m.ok) }] : []),
-    ...failureStatuses(summary).map((status) => ({
+    ...failureStatuses(summary.models).map((status) => ({
       key: status,
       label: status,
       color: colorOf(status),
@@ -245,17 +245,10 @@ function timelineMarkers(events: RunsSummary['timeline']['events'], min: number,
     });
 }
 
-/** The failure statuses that occurred, in the README's order. */
-export function failureStatuses(s: RunsSummary): string[] {
-  const statuses = new Set<string>();
-  for (const m of s.models) for (const status of Object.keys(m.failures)) statuses.add(status);
-  return [...statuses].sort(compareStatuses);
-}
-
 /** A colour per status: the fixed one, or the next extra colour for a status the list does not know. */
 export function statusColors(s: RunsSummary): (status: string) => string {
   const extra = new Map<string, string>();
-  for (const status of failureStatuses(s)) {
+  for (const status of failureStatuses(s.models)) {
     if (!(status in STATUS_COLORS) && !extra.has(status)) extra.set(status, EXTRA_COLORS[extra.size % EXTRA_COLORS.length]!);
   }
   return (status) =>
