@@ -159,14 +159,13 @@ export function outcomesSection(
       ? html`<p class="note">The chart shows the ${chart.labels.length} models with the most runs of ${num(chart.models_total)}.</p>`
       : '';
   const head = [
-    html`<th>model</th>`,
-    html`<th class="n">runs</th>`,
+    ...th('model'),
+    ...thFigures('runs'),
     html`<th class="n">${swatch(colorOf('ok'))}ok</th>`,
-    html`<th class="n">ok %</th>`,
+    ...thFigures('ok %'),
     // Status names break at their underscores, so a day with many kinds of failure still fits the card.
     ...statuses.map((st) => html`<th class="n st">${swatch(colorOf(st))}${joinHtml(st.split('_'), '_<wbr>')}</th>`),
-    html`<th class="n">escalations</th>`,
-    html`<th class="n">circuit openings</th>`,
+    ...thFigures('escalations', 'circuit openings'),
   ];
   const rows = s.models
     .slice(0, TABLE_MODELS)
