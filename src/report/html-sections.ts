@@ -38,7 +38,7 @@ export function attentionSection(s: RunsSummary, shown: RunsSummary['attention']
     html`<td class="status">${t.status}</td>`,
     html`<td class="time">${t.escalated_at === null ? '-' : time(t.escalated_at)}</td>`,
     html`<td class="n">${num(t.escalations)}</td>`,
-    html`<td class="n${t.blocked > 0 ? ' bad' : ' zero'}">${num(t.blocked)}</td>`,
+    countCell(t.blocked, 'bad'),
     html`<td class="error">${t.last_error ?? NONE}</td>`,
   ]);
   const quiet = a.circuits_open.length === 0 && a.tasks_total === 0;
@@ -103,8 +103,8 @@ export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel
       html`<td class="n">${m.tokens.prompt_tokens_p95 === null ? '-' : num(m.tokens.prompt_tokens_p95)}</td>`,
       html`<td class="n">${num(m.tokens.prompt_tokens)}</td>`,
       html`<td class="n">${num(m.tokens.output_tokens)}</td>`,
-      html`<td class="n${m.tokens.cold_loads > 0 ? ' warn' : ' zero'}">${num(m.tokens.cold_loads)}</td>`,
-      html`<td class="n${m.tokens.may_be_truncated > 0 ? ' bad' : ' zero'}">${num(m.tokens.may_be_truncated)}</td>`,
+      countCell(m.tokens.cold_loads, 'warn'),
+      countCell(m.tokens.may_be_truncated, 'bad'),
     ]);
   const body =
     chart === null
@@ -174,11 +174,9 @@ export function outcomesSection(
       html`<td class="n">${num(m.runs)}</td>`,
       html`<td class="n">${num(m.ok)}</td>`,
       html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
-      ...statuses.map(
-        (st) => html`<td class="n${ownCount(m.failures, st) > 0 ? ' bad' : ' zero'}">${num(ownCount(m.failures, st))}</td>`,
-      ),
-      html`<td class="n${m.escalations > 0 ? ' warn' : ' zero'}">${num(m.escalations)}</td>`,
-      html`<td class="n${m.circuit_openings > 0 ? ' warn' : ' zero'}">${num(m.circuit_openings)}</td>`,
+      ...statuses.map((st) => countCell(ownCount(m.failures, st), 'bad')),
+      countCell(m.escalations, 'warn'),
+      countCell(m.circuit_openings, 'warn'),
     ]);
   return html`<section class="card" id="outcomes">
 <h2>Outcomes per model</h2>
@@ -208,7 +206,7 @@ ${chart.models_total > chart.series.length ? html`<p class="note">The chart show
       html`<td class="n">${duration(m.ok_duration_ms.p95)}</td>`,
       html`<td class="n">${duration(m.ok_duration_ms.max)}</td>`,
       html`<td class="n">${duration(m.queue_ms.p50)}</td>`,
-      html`<td class="n${m.lost_attempts > 0 ? ' bad' : ' zero'}">${num(m.lost_attempts)}</td>`,
+      countCell(m.lost_attempts, 'bad'),
       html`<td class="n${m.lost_ms > 0 ? ' bad' : ' zero'}">${m.lost_attempts === 0 ? '-' : duration(m.lost_ms)}</td>`,
     ]);
   return html`<section class="card" id="latency">
@@ -267,6 +265,11 @@ export function escalatedSection(
 ${tasks.length === 0 ? html`<p class="note">No task escalated in this selection.</p>` : html`<details><summary>One row per task (the causes above group them)</summary>${table('escalated-table', head, rows)}</details>`}
 ${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
 </section>`;
+}
+
+/** A count, coloured when it is not zero (`bad` for failures, `warn` for what deserves a look). */
+function countCell(n: number, flag: 'bad' | 'warn'): Html {
+  return html`<td class="n${n > 0 ? ` ${flag}` : ' zero'}">${num(n)}</td>`;
 }
 
 function tableNote(total: number): Html | '' {
