@@ -1,4 +1,4 @@
-import { count as num, duration, failureStatuses, ownCount, time } from './format.js';
+import { count as num, duration, failureStatuses, ownCount, pct, time } from './format.js';
 import { html, joinHtml, lines, NONE, swatch, table, th, thFigures, type Html } from './html.js';
 import { bucketWords, type ReportCharts } from './report-charts.js';
 import type { RunsSummary } from './summary-schema.js';
@@ -128,7 +128,7 @@ export function chainsSection(s: RunsSummary, colorOfModel: ModelColor): Html {
   const rows = c.rows.slice(0, TABLE_MODELS).map((row) => [
     html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
     html`<td class="n">${num(row.calls)}</td>`,
-    html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${((row.fell_through / Math.max(1, row.calls)) * 100).toFixed(1)}%)</td>`,
+    html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${pct((row.fell_through / Math.max(1, row.calls)) * 100)})</td>`,
     html`<td>${
       row.to.length === 0
         ? '-'
@@ -173,7 +173,7 @@ export function outcomesSection(
       html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.runs)}</td>`,
       html`<td class="n">${num(m.ok)}</td>`,
-      html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
+      html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${pct(m.ok_pct)}</td>`,
       ...statuses.map((st) => countCell(ownCount(m.failures, st), 'bad')),
       countCell(m.escalations, 'warn'),
       countCell(m.circuit_openings, 'warn'),

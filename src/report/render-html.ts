@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { html, joinHtml, lines, scriptJson, trustedHtml, type Html } from './html.js';
 import { REPORT_CLIENT_SCRIPT } from './html-client.js';
-import { count as num, cutText, duration, filterPhrases, time } from './format.js';
+import { count as num, cutText, duration, filterPhrases, pct, time } from './format.js';
 import {
   attentionSection,
   causesSection,
@@ -138,7 +138,7 @@ function embeddedSummary(summary: RunsSummary): RunsSummary {
 function header(s: RunsSummary): Html {
   const facts: [string, Html][] = [];
   facts.push(['Time range', s.range.first_ts === null ? html`no runs` : html`${rangeText(s)}`]);
-  const okPct = s.total_runs > 0 ? `, ${((s.total_ok / s.total_runs) * 100).toFixed(1)}%` : '';
+  const okPct = s.total_runs > 0 ? `, ${pct((s.total_ok / s.total_runs) * 100)}` : '';
   facts.push([
     'Runs',
     s.total_runs === 0
