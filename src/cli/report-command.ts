@@ -23,8 +23,6 @@ export interface ReportCommandDeps {
   readonly err: TextSink;
   /** The time `--since 24h` counts back from. @default new Date() */
   readonly now?: Date;
-  /** The terminal's width for the text report (the `COLUMNS` environment variable). @default process.env.COLUMNS, else 100 */
-  readonly columns?: string | undefined;
 }
 
 export const REPORT_USAGE = `Usage: ollama-runner-mcp report [options]
@@ -98,7 +96,8 @@ export async function runReportCommand(argv: readonly string[], deps: ReportComm
     return 1;
   }
   if (args.html === undefined) {
-    const columns = Number((deps.columns ?? process.env.COLUMNS)?.trim() || NaN);
+    // The terminal's width, when the shell says it.
+    const columns = Number(process.env.COLUMNS?.trim() || NaN);
     const width = Number.isInteger(columns) && columns > 0 ? columns : undefined;
     deps.out.write(
       args.json

@@ -1,3 +1,4 @@
+import { compareText } from './format.js';
 import type { ControlLine, RunLine } from './run-line.js';
 import type { Attention, AttentionTask, OpenCircuit } from './summary-schema.js';
 
@@ -138,9 +139,9 @@ export class AttentionTracker {
         last_error: c.lastError,
       });
     }
-    circuits.sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
+    circuits.sort((a, b) => compareText(a.model, b.model));
     const total = this.#tasks.size;
-    const rows = [...this.#tasks.entries()].sort(([ia, a], [ib, b]) => b.tsMs - a.tsMs || (ia < ib ? -1 : 1));
+    const rows = [...this.#tasks.entries()].sort(([ia, a], [ib, b]) => b.tsMs - a.tsMs || compareText(ia, ib));
     const tasks: AttentionTask[] = rows.slice(0, MAX_TASKS).map(([taskId, t]) => ({
       task_id: taskId,
       model: t.model,

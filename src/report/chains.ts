@@ -1,3 +1,4 @@
+import { compareText } from './format.js';
 import type { RunLine } from './run-line.js';
 import type { Chains } from './summary-schema.js';
 
@@ -69,13 +70,13 @@ export class ChainAccumulator {
       calls: this.#calls,
       fell_through: this.#fellThrough,
       rows: [...this.#rows.entries()]
-        .sort(([a, x], [b, y]) => y.calls - x.calls || (a < b ? -1 : 1))
+        .sort(([a, x], [b, y]) => y.calls - x.calls || compareText(a, b))
         .map(([first, row]) => ({
           first_model: first,
           calls: row.calls,
           fell_through: row.fellThrough,
           to: [...row.to.entries()]
-            .sort(([a, x], [b, y]) => y.calls - x.calls || (a < b ? -1 : 1))
+            .sort(([a, x], [b, y]) => y.calls - x.calls || compareText(a, b))
             .map(([model, c]) => ({ model, calls: c.calls, ok: c.ok })),
         })),
       busy_retries: this.#busyRetries,

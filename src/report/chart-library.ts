@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
-/** The UMD builds of Chart.js, in order of preference (4.x ships both, minified). */
-const UMD_FILES = ['chart.umd.min.js', 'chart.umd.js'];
+/** The minified UMD build that chart.js 4 (the version in package.json) ships. */
+const UMD_FILE = 'chart.umd.min.js';
 
 /**
  * The source of Chart.js's UMD build from the installed `chart.js` package, to inline in the HTML
@@ -21,15 +21,12 @@ export async function loadChartLibrary(): Promise<string> {
     throw new Error(`the chart library (npm package chart.js) is not installed: ${(error as Error).message}`);
   }
   const dist = dirname(main);
-  for (const name of UMD_FILES) {
-    let source: string;
-    try {
-      source = await readFile(join(dist, name), 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw error;
-    }
-    return source.replace(/\n?\/\/# sourceMappingURL=\S*\s*$/, '\n');
+  let source: string;
+  try {
+    source = await readFile(join(dist, UMD_FILE), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    throw new Error(`the chart library (npm package chart.js) has no UMD build in ${dist} (looked for ${UMD_FILE})`);
   }
-  throw new Error(`the chart library (npm package chart.js) has no UMD build in ${dist} (looked for ${UMD_FILES.join(', ')})`);
+  return source.replace(/\n?\/\/# sourceMappingURL=\S*\s*$/, '\n');
 }

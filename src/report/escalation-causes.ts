@@ -1,3 +1,4 @@
+import { compareText } from './format.js';
 import type { RunLine } from './run-line.js';
 import type { EscalationCause } from './summary-schema.js';
 
@@ -70,7 +71,7 @@ export class EscalationCauses {
 
   result(): EscalationCause[] {
     return [...this.#causes.values()]
-      .sort((a, b) => b.escalations - a.escalations || b.lastMs - a.lastMs || (a.model < b.model ? -1 : 1))
+      .sort((a, b) => b.escalations - a.escalations || b.lastMs - a.lastMs || compareText(a.model, b.model))
       .map((c) => ({
         model: c.model,
         reason: c.reason,

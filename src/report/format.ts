@@ -1,5 +1,5 @@
 import { RUN_STATUSES } from '../policy/run-status.js';
-import type { SummaryFiltersView } from './summary-schema.js';
+import type { ModelSummary, SummaryFiltersView } from './summary-schema.js';
 
 // How the report orders and writes figures, times and texts: shared by the summary, the text
 // report, the HTML page and the charts.
@@ -12,6 +12,11 @@ export function compareStatuses(a: string, b: string): number {
   const ib = STATUS_ORDER.get(b) ?? Infinity;
   if (ia !== ib) return ia < ib ? -1 : 1;
   return compareText(a, b);
+}
+
+/** The failure statuses that occurred in any model's row, in the README's order. */
+export function failureStatuses(models: readonly Pick<ModelSummary, 'failures'>[]): string[] {
+  return [...new Set(models.flatMap((m) => Object.keys(m.failures)))].sort(compareStatuses);
 }
 
 /** Code-unit order, as `sort` without a locale. */

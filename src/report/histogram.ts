@@ -27,19 +27,9 @@ export class LogHistogram {
   /** Durations are usually whole milliseconds: then quantiles are too (exact below 125). */
   #integers = true;
 
-  /** Values added (zeros included). */
-  get count(): number {
-    return this.#count;
-  }
-
   /** The exact largest value added, `null` when empty. */
   get max(): number | null {
     return this.#count === 0 ? null : this.#max;
-  }
-
-  /** The exact smallest value added, `null` when empty. */
-  get min(): number | null {
-    return this.#count === 0 ? null : this.#min;
   }
 
   add(value: number): void {

@@ -1,15 +1,17 @@
-import { count as num, duration, ownCount, time } from './format.js';
+import { count as num, duration, failureStatuses, ownCount, pct, time } from './format.js';
 import { html, joinHtml, lines, NONE, swatch, table, th, thFigures, type Html } from './html.js';
-import { bucketWords, failureStatuses, type ReportCharts } from './report-charts.js';
+import { bucketWords, type ReportCharts } from './report-charts.js';
 import type { RunsSummary } from './summary-schema.js';
 
 // The HTML report's sections after its header, one function each: attention, causes, outcomes,
 // latency, tokens, chains, timeline, escalated tasks.
 
+/** Models (or chains) listed in each table, most runs first; the embedded summary keeps them all. */
+export const TABLE_MODELS = 100;
 /** Unresolved tasks shown before the "more" fold: the causes below say the rest. */
 const ATTENTION_ROWS_OPEN = 10;
 
-export type ModelColor = (model: string) => string;
+type ModelColor = (model: string) => string;
 
 export function attentionSection(s: RunsSummary, shown: RunsSummary['attention'], colorOfModel: ModelColor): Html {
   const a = s.attention;
@@ -36,7 +38,7 @@ export function attentionSection(s: RunsSummary, shown: RunsSummary['attention']
     html`<td class="status">${t.status}</td>`,
     html`<td class="time">${t.escalated_at === null ? '-' : time(t.escalated_at)}</td>`,
     html`<td class="n">${num(t.escalations)}</td>`,
-    html`<td class="n${t.blocked > 0 ? ' bad' : ' zero'}">${num(t.blocked)}</td>`,
+    countCell(t.blocked, 'bad'),
     html`<td class="error">${t.last_error ?? NONE}</td>`,
   ]);
   const quiet = a.circuits_open.length === 0 && a.tasks_total === 0;
@@ -77,7 +79,7 @@ ${s.escalation_causes_truncated ? html`<p class="note">More than 200 causes: the
 </section>`;
 }
 
-export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor, tableModels: number): Html {
+export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor): Html {
   const withTokens = s.models.filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0);
   const chart = charts.tokens;
   const head = [
@@ -93,7 +95,7 @@ export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel
     ),
   ];
   const rows = withTokens
-    .slice(0, tableModels)
+    .slice(0, TABLE_MODELS)
     .map((m) => [
       html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.tokens.runs)}</td>`,
@@ -101,8 +103,8 @@ export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel
       html`<td class="n">${m.tokens.prompt_tokens_p95 === null ? '-' : num(m.tokens.prompt_tokens_p95)}</td>`,
       html`<td class="n">${num(m.tokens.prompt_tokens)}</td>`,
       html`<td class="n">${num(m.tokens.output_tokens)}</td>`,
-      html`<td class="n${m.tokens.cold_loads > 0 ? ' warn' : ' zero'}">${num(m.tokens.cold_loads)}</td>`,
-      html`<td class="n${m.tokens.may_be_truncated > 0 ? ' bad' : ' zero'}">${num(m.tokens.may_be_truncated)}</td>`,
+      countCell(m.tokens.cold_loads, 'warn'),
+      countCell(m.tokens.may_be_truncated, 'bad'),
     ]);
   const body =
     chart === null
@@ -119,14 +121,14 @@ ${withTokens.length > 0 ? table('tokens-table', head, rows) : ''}
 </section>`;
 }
 
-export function chainsSection(s: RunsSummary, colorOfModel: ModelColor, tableModels: number): Html {
+export function chainsSection(s: RunsSummary, colorOfModel: ModelColor): Html {
   const c = s.chains;
   const fellThrough = s.models.reduce((sum, m) => sum + m.retried.fell_through, 0);
   const head = [...th('first model'), ...thFigures('calls', 'fell through'), ...th('answered by (calls, ok)')];
-  const rows = c.rows.slice(0, tableModels).map((row) => [
+  const rows = c.rows.slice(0, TABLE_MODELS).map((row) => [
     html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
     html`<td class="n">${num(row.calls)}</td>`,
-    html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${((row.fell_through / Math.max(1, row.calls)) * 100).toFixed(1)}%)</td>`,
+    html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${pct((row.fell_through / Math.max(1, row.calls)) * 100)})</td>`,
     html`<td>${
       row.to.length === 0
         ? '-'
@@ -148,37 +150,33 @@ export function outcomesSection(
   charts: ReportCharts,
   colorOf: (status: string) => string,
   colorOfModel: ModelColor,
-  tableModels: number,
 ): Html {
   const chart = charts.outcomes!;
-  const statuses = failureStatuses(s);
+  const statuses = failureStatuses(s.models);
   const height = Math.max(200, 110 + 34 * chart.labels.length);
   const shown =
     chart.models_total > chart.labels.length
       ? html`<p class="note">The chart shows the ${chart.labels.length} models with the most runs of ${num(chart.models_total)}.</p>`
       : '';
   const head = [
-    html`<th>model</th>`,
-    html`<th class="n">runs</th>`,
+    ...th('model'),
+    ...thFigures('runs'),
     html`<th class="n">${swatch(colorOf('ok'))}ok</th>`,
-    html`<th class="n">ok %</th>`,
+    ...thFigures('ok %'),
     // Status names break at their underscores, so a day with many kinds of failure still fits the card.
     ...statuses.map((st) => html`<th class="n st">${swatch(colorOf(st))}${joinHtml(st.split('_'), '_<wbr>')}</th>`),
-    html`<th class="n">escalations</th>`,
-    html`<th class="n">circuit openings</th>`,
+    ...thFigures('escalations', 'circuit openings'),
   ];
   const rows = s.models
-    .slice(0, tableModels)
+    .slice(0, TABLE_MODELS)
     .map((m) => [
       html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.runs)}</td>`,
       html`<td class="n">${num(m.ok)}</td>`,
-      html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${m.ok_pct.toFixed(1)}%</td>`,
-      ...statuses.map(
-        (st) => html`<td class="n${ownCount(m.failures, st) > 0 ? ' bad' : ' zero'}">${num(ownCount(m.failures, st))}</td>`,
-      ),
-      html`<td class="n${m.escalations > 0 ? ' warn' : ' zero'}">${num(m.escalations)}</td>`,
-      html`<td class="n${m.circuit_openings > 0 ? ' warn' : ' zero'}">${num(m.circuit_openings)}</td>`,
+      html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${pct(m.ok_pct)}</td>`,
+      ...statuses.map((st) => countCell(ownCount(m.failures, st), 'bad')),
+      countCell(m.escalations, 'warn'),
+      countCell(m.circuit_openings, 'warn'),
     ]);
   return html`<section class="card" id="outcomes">
 <h2>Outcomes per model</h2>
@@ -186,11 +184,11 @@ export function outcomesSection(
 <div class="chart" style="height:${height}px"><canvas data-chart="outcomes" role="img" aria-label="Stacked bar chart: runs per model by outcome status"></canvas></div>
 ${shown}
 ${table('outcomes-table', head, rows)}
-${tableNote(s.models.length, tableModels)}
+${tableNote(s.models.length)}
 </section>`;
 }
 
-export function latencySection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor, tableModels: number): Html {
+export function latencySection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor): Html {
   const chart = charts.latency;
   const spawned = s.models.filter((m) => m.spawned > 0);
   const body =
@@ -200,7 +198,7 @@ export function latencySection(s: RunsSummary, charts: ReportCharts, colorOfMode
 ${chart.models_total > chart.series.length ? html`<p class="note">The chart shows the ${chart.series.length} models with the most runs of ${num(chart.models_total)}.</p>` : ''}`;
   const head = [...th('model'), ...thFigures('answers', 'p50', 'p95', 'max', 'queue p50', 'failed attempts', 'time lost')];
   const rows = spawned
-    .slice(0, tableModels)
+    .slice(0, TABLE_MODELS)
     .map((m) => [
       html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
       html`<td class="n">${num(m.ok)}</td>`,
@@ -208,7 +206,7 @@ ${chart.models_total > chart.series.length ? html`<p class="note">The chart show
       html`<td class="n">${duration(m.ok_duration_ms.p95)}</td>`,
       html`<td class="n">${duration(m.ok_duration_ms.max)}</td>`,
       html`<td class="n">${duration(m.queue_ms.p50)}</td>`,
-      html`<td class="n${m.lost_attempts > 0 ? ' bad' : ' zero'}">${num(m.lost_attempts)}</td>`,
+      countCell(m.lost_attempts, 'bad'),
       html`<td class="n${m.lost_ms > 0 ? ' bad' : ' zero'}">${m.lost_attempts === 0 ? '-' : duration(m.lost_ms)}</td>`,
     ]);
   return html`<section class="card" id="latency">
@@ -216,7 +214,7 @@ ${chart.models_total > chart.series.length ? html`<p class="note">The chart show
 <p class="note">The chart: runs that spawned a process (<code>duration_ms &gt; 0</code>), by duration from spawn to exit. The table: p50, p95 and max of the runs that <strong>answered</strong> (status ok; within 1%), so killed runs do not pass for slow answers; the time lost to failed attempts (retries by the server included) beside it. Queue p50 is the time waiting for a slot.</p>
 ${body}
 ${spawned.length > 0 ? table('latency-table', head, rows) : ''}
-${tableNote(spawned.length, tableModels)}
+${tableNote(spawned.length)}
 </section>`;
 }
 
@@ -269,9 +267,14 @@ ${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
 </section>`;
 }
 
-function tableNote(total: number, max: number): Html | '' {
-  if (total <= max) return '';
-  return html`<p class="note">The table lists the ${num(max)} models with the most runs of ${num(total)}; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.</p>`;
+/** A count, coloured when it is not zero (`bad` for failures, `warn` for what deserves a look). */
+function countCell(n: number, flag: 'bad' | 'warn'): Html {
+  return html`<td class="n${n > 0 ? ` ${flag}` : ' zero'}">${num(n)}</td>`;
+}
+
+function tableNote(total: number): Html | '' {
+  if (total <= TABLE_MODELS) return '';
+  return html`<p class="note">The table lists the ${num(TABLE_MODELS)} models with the most runs of ${num(total)}; the embedded data (<code>#report-summary</code>) and <code>report --json</code> have them all.</p>`;
 }
 
 /** `10 minutes`, `1 hour`. */

@@ -5,9 +5,6 @@
  */
 export class Html {
   constructor(readonly value: string) {}
-  toString(): string {
-    return this.value;
-  }
 }
 
 /** A value a template may hold: text (escaped), numbers, Html, lists of those, or nothing. */

@@ -5,10 +5,10 @@ import type { RunLine } from './run-line.js';
 import type { ModelSummary } from './summary-schema.js';
 
 /** A run whose `usage.load_ms` is above this loaded the model (a cold start); a warm one takes a few ms. */
-export const COLD_LOAD_MS = 1000;
+const COLD_LOAD_MS = 1000;
 
 /** Row name that collects the runs of models past the limit of rows. */
-export const OTHER_MODELS = '(other)';
+const OTHER_MODELS = '(other)';
 
 /** Distinct failure statuses kept per model; further ones are counted under `(other)`. */
 const MAX_STATUSES = 64;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { html, joinHtml, lines, scriptJson, trustedHtml, type Html } from './html.js';
 import { REPORT_CLIENT_SCRIPT } from './html-client.js';
-import { count as num, cutText, duration, filterPhrases, time } from './format.js';
+import { count as num, cutText, duration, filterPhrases, pct, time } from './format.js';
 import {
   attentionSection,
   causesSection,
@@ -9,33 +9,29 @@ import {
   escalatedSection,
   latencySection,
   outcomesSection,
+  TABLE_MODELS,
   timelineSection,
   tokensSection,
 } from './html-sections.js';
-import { buildReportCharts, modelColors, statusColors, type ChartOptions, type ReportCharts } from './report-charts.js';
+import { buildReportCharts, modelColors, statusColors, type ReportCharts } from './report-charts.js';
 import { REPORT_STYLE } from './report-style.js';
 import type { RunsSummary } from './summary-schema.js';
 
-// The browser tests read the status colours from here.
-export { STATUS_COLORS } from './report-charts.js';
-
 /** Options of {@link renderReportHtml}. */
-export interface RenderHtmlOptions extends ChartOptions {
+export interface RenderHtmlOptions {
   /**
    * Source of Chart.js's UMD build (it defines the global `Chart`), inlined in the page so that it
    * opens with no network: `loadChartLibrary()` reads the installed one.
    */
   readonly chartLibrary: string;
-  /** Escalated tasks listed, most recent first; the others are counted in a note. @default 100 */
-  readonly maxEscalatedTasks?: number;
-  /** Models listed in each table (most runs first); the embedded summary keeps them all. @default 100 */
-  readonly maxTableModels?: number;
 }
 
 /** Error texts longer than this are cut in the page (the log's own are at most 500 characters). */
 const ERROR_CHARS = 500;
 /** Error texts of the attention items and causes, shorter: they are many lines of the first screen. */
 const SHORT_ERROR_CHARS = 300;
+/** Escalated tasks listed, most recent first; the others are counted in a note. */
+const MAX_ESCALATED_TASKS = 100;
 /** Open circuits, unresolved tasks and causes listed at most (the rest are counted). */
 const MAX_ATTENTION_CIRCUITS = 100;
 const MAX_ATTENTION_TASKS = 100;
@@ -48,12 +44,12 @@ const MAX_CAUSES = 50;
  * every text from the log is escaped. Pure: same summary and options, same page.
  */
 export function renderReportHtml(summary: RunsSummary, options: RenderHtmlOptions): string {
-  const embedded = embeddedSummary(summary, options);
-  const charts = buildReportCharts(summary, options);
+  const embedded = embeddedSummary(summary);
+  const charts = buildReportCharts(summary);
   const library = options.chartLibrary.replace(/<\/(script)/gi, '<\\/$1');
   const client = REPORT_CLIENT_SCRIPT;
   const csp = contentSecurityPolicy([library, client]);
-  const body = [header(summary), ...sections(summary, embedded, charts, options)];
+  const body = [header(summary), ...sections(summary, embedded, charts)];
   const range =
     summary.range.first_ts === null ? 'no runs' : `${summary.total_runs.toLocaleString('en-US')} runs, ${rangeText(summary)}`;
   // scriptJson makes the data safe inside a script element; the two scripts are ours (hashed in the CSP).
@@ -94,35 +90,34 @@ function contentSecurityPolicy(scripts: readonly string[]): string {
 }
 
 /** The sections after the header, in the order a reviewer needs them; one card when there are no runs. */
-function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCharts, options: RenderHtmlOptions): Html[] {
+function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCharts): Html[] {
   if (summary.total_runs === 0) {
     return [
       html`<section class="card" id="no-runs"><h2>No runs</h2><p class="empty">${noRunsReason(summary)} There is nothing to chart.</p></section>`,
     ];
   }
-  const tableModels = options.maxTableModels ?? 100;
   const colorOfModel = modelColors(summary);
   const colorOfStatus = statusColors(summary);
   const tasks = embedded.escalated_tasks;
   return [
     attentionSection(summary, embedded.attention, colorOfModel),
     causesSection(summary, embedded.escalation_causes, colorOfModel),
-    outcomesSection(summary, charts, colorOfStatus, colorOfModel, tableModels),
-    latencySection(summary, charts, colorOfModel, tableModels),
-    tokensSection(summary, charts, colorOfModel, tableModels),
-    chainsSection(summary, colorOfModel, tableModels),
+    outcomesSection(summary, charts, colorOfStatus, colorOfModel),
+    latencySection(summary, charts, colorOfModel),
+    tokensSection(summary, charts, colorOfModel),
+    chainsSection(summary, colorOfModel),
     timelineSection(summary, charts),
     escalatedSection(summary, tasks, summary.escalated_tasks.length - tasks.length, colorOfStatus),
   ];
 }
 
 /** The summary embedded in the page: the lists cut to the rows shown, their errors shortened. */
-function embeddedSummary(summary: RunsSummary, options: RenderHtmlOptions): RunsSummary {
+function embeddedSummary(summary: RunsSummary): RunsSummary {
   const cutError = (text: string | null, max: number): string | null => (text === null ? null : cutText(text, max));
   return {
     ...summary,
     escalated_tasks: summary.escalated_tasks
-      .slice(0, options.maxEscalatedTasks ?? 100)
+      .slice(0, MAX_ESCALATED_TASKS)
       .map((t) => ({ ...t, last_error: cutError(t.last_error, ERROR_CHARS) })),
     attention: {
       ...summary.attention,
@@ -136,14 +131,14 @@ function embeddedSummary(summary: RunsSummary, options: RenderHtmlOptions): Runs
     escalation_causes: summary.escalation_causes
       .slice(0, MAX_CAUSES)
       .map((c) => ({ ...c, error: cutError(c.error, SHORT_ERROR_CHARS) })),
-    chains: { ...summary.chains, rows: summary.chains.rows.slice(0, options.maxTableModels ?? 100) },
+    chains: { ...summary.chains, rows: summary.chains.rows.slice(0, TABLE_MODELS) },
   };
 }
 
 function header(s: RunsSummary): Html {
   const facts: [string, Html][] = [];
   facts.push(['Time range', s.range.first_ts === null ? html`no runs` : html`${rangeText(s)}`]);
-  const okPct = s.total_runs > 0 ? `, ${((s.total_ok / s.total_runs) * 100).toFixed(1)}%` : '';
+  const okPct = s.total_runs > 0 ? `, ${pct((s.total_ok / s.total_runs) * 100)}` : '';
   facts.push([
     'Runs',
     s.total_runs === 0

@@ -1,8 +1,6 @@
-import { compareStatuses, count, cutLine, duration, filterPhrases, ownCount, pct, span, time } from './format.js';
+import { count, cutLine, duration, failureStatuses, filterPhrases, ownCount, pct, span, time } from './format.js';
 import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
 import { right, TextPage, type Cell } from './text-layout.js';
-
-export { duration } from './format.js';
 
 /** What the text report needs: a full summary or the tool's compact one. */
 export type SummaryView = Omit<RunsSummary, 'timeline' | 'duration_buckets_ms'> &
@@ -20,19 +18,18 @@ export interface RenderTextOptions {
    * @default 100
    */
   readonly width?: number;
-  /** Rows listed in the attention and escalated tasks tables. @default 10 */
-  readonly maxTasks?: number;
 }
 
 /** The text report's default width: fits 100 columns, readable in 80. */
-export const DEFAULT_TEXT_WIDTH = 100;
+const DEFAULT_TEXT_WIDTH = 100;
 const MIN_WIDTH = 60;
+/** Rows listed in the table of unresolved escalated tasks; `report --json` lists them all. */
+const MAX_TASKS = 10;
 
-/** A section's view of the report: the page it writes on, and how long errors and task lists may be. */
+/** A section's view of the report: the page it writes on, and how long errors may be. */
 interface Context {
   readonly page: TextPage;
   readonly errorWidth: number;
-  readonly maxTasks: number;
 }
 
 /**
@@ -45,7 +42,6 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
   const context: Context = {
     page,
     errorWidth: Math.min(options.errorWidth ?? width - 10, width - 10),
-    maxTasks: options.maxTasks ?? 10,
   };
   headerSection(context, summary);
   attentionSection(context, summary);
@@ -111,7 +107,7 @@ function attentionSection(context: Context, s: SummaryView): void {
   if (attention.tasks_total > 0) attentionTasks(context, s.attention);
 }
 
-function attentionTasks({ page, maxTasks }: Context, attention: SummaryView['attention']): void {
+function attentionTasks({ page }: Context, attention: SummaryView['attention']): void {
   const blocked = attention.blocked_tasks > 0 ? ` (${count(attention.blocked_tasks)} blocked)` : '';
   page.say(
     `Tasks escalated, not reset nor answered since: ${count(attention.tasks_total)}${blocked}; ollama_reset clears one`,
@@ -120,7 +116,7 @@ function attentionTasks({ page, maxTasks }: Context, attention: SummaryView['att
   page.table(
     [{ header: 'task_id' }, { header: 'model' }, { header: 'reason' }, { header: 'escalated (UTC)' }, ...right('blocked')],
     attention.tasks
-      .slice(0, maxTasks)
+      .slice(0, MAX_TASKS)
       .map((t) => [
         { text: t.task_id },
         { text: t.model },
@@ -129,7 +125,7 @@ function attentionTasks({ page, maxTasks }: Context, attention: SummaryView['att
         { text: count(t.blocked), style: t.blocked > 0 ? 'red' : undefined },
       ]),
   );
-  const more = attention.tasks_total - Math.min(maxTasks, attention.tasks.length);
+  const more = attention.tasks_total - Math.min(MAX_TASKS, attention.tasks.length);
   if (more > 0) page.say(`${count(more)} more: report --json lists them (attention.tasks).`, 'dim');
 }
 
@@ -176,9 +172,7 @@ function causesSection({ page, errorWidth }: Context, s: SummaryView): void {
 }
 
 function outcomesSection({ page }: Context, s: SummaryView): void {
-  const failureKinds = [...new Set(s.models.flatMap((m) => Object.keys(m.failures)))]
-    .filter((kind) => kind !== 'timeout')
-    .sort(compareStatuses);
+  const failureKinds = failureStatuses(s.models).filter((kind) => kind !== 'timeout');
   page.heading('Outcomes per model (what callers saw)');
   page.table(
     [{ header: 'model' }, ...right('runs', 'ok %', 'timeouts', ...failureKinds, 'escalations', 'circuit openings')],

@@ -1,14 +1,6 @@
 import type { RunStatus } from '../policy/run-status.js';
-import { compareStatuses, ownCount } from './format.js';
+import { failureStatuses, ownCount } from './format.js';
 import type { RunsSummary } from './summary-schema.js';
-
-/** How many models the charts show. */
-export interface ChartOptions {
-  /** Models in the outcomes chart (most runs first). @default 25 */
-  readonly maxOutcomeModels?: number;
-  /** Models in the latency chart (most runs first, spawned ones only). @default 8 */
-  readonly maxLatencyModels?: number;
-}
 
 /**
  * One colour per run status, the same in every chart and table of the report. Statuses outside the
@@ -46,7 +38,7 @@ const EXTRA_COLORS = ['#7cb342', '#5c6bc0', '#ffa726', '#8d6e63', '#26a69a', '#a
  * then Tableau 20's light tones, given in the order of the models (most runs first); further
  * models share {@link OTHER_MODEL_COLOR}.
  */
-export const MODEL_COLORS = [
+const MODEL_COLORS = [
   '#4e79a7',
   '#f28e2b',
   '#e15759',
@@ -64,7 +56,11 @@ export const MODEL_COLORS = [
   '#d37295',
   '#d4a6c8',
 ];
-export const OTHER_MODEL_COLOR = '#9e9e9e';
+const OTHER_MODEL_COLOR = '#9e9e9e';
+/** Models in the outcomes and tokens charts (most runs first). */
+const CHART_MODELS = 25;
+/** Models in the latency chart (most runs first, spawned ones only): grouped bars get crowded sooner. */
+const LATENCY_MODELS = 8;
 /** Event markers at least this many slots apart over the timeline's width: one row, never overlapping. */
 const MARKER_SLOTS = 60;
 const TIMELINE_COLORS = {
@@ -76,7 +72,7 @@ const TIMELINE_COLORS = {
 };
 
 /** One series of a chart: a status (outcomes) or a model (latency). */
-export interface ChartSeries {
+interface ChartSeries {
   readonly key: string;
   readonly label: string;
   readonly color: string;
@@ -100,29 +96,29 @@ export function modelColors(s: Pick<RunsSummary, 'models'>): (model: string) => 
 
 /**
  * The data of the report's charts. Pure. Statuses are in the README's order with `ok` first and
- * keep their colour everywhere; charts show at most `maxOutcomeModels` / `maxLatencyModels` models
- * (most runs first).
+ * keep their colour everywhere; charts show at most {@link CHART_MODELS} / {@link LATENCY_MODELS}
+ * models (most runs first).
  */
-export function buildReportCharts(summary: RunsSummary, options: ChartOptions = {}): ReportCharts {
+export function buildReportCharts(summary: RunsSummary): ReportCharts {
   if (summary.total_runs === 0 || summary.models.length === 0)
     return { outcomes: null, latency: null, tokens: null, timeline: null };
   const colorOfModel = modelColors(summary);
   return {
-    outcomes: outcomesChart(summary, options.maxOutcomeModels ?? 25),
-    latency: latencyChart(summary, colorOfModel, options.maxLatencyModels ?? 8),
-    tokens: tokensChart(summary, colorOfModel, options.maxOutcomeModels ?? 25),
+    outcomes: outcomesChart(summary),
+    latency: latencyChart(summary, colorOfModel),
+    tokens: tokensChart(summary, colorOfModel),
     timeline: timelineChart(summary.timeline),
   };
 }
 
 /** Stacked bars: one bar per model (`labels`), one series per status that occurred (ok first). */
-function outcomesChart(summary: RunsSummary, maxModels: number) {
+function outcomesChart(summary: RunsSummary) {
   const colorOf = statusColors(summary);
-  const models = summary.models.slice(0, maxModels);
+  const models = summary.models.slice(0, CHART_MODELS);
   const anyOk = summary.models.some((m) => m.ok > 0);
   const series: ChartSeries[] = [
     ...(anyOk ? [{ key: 'ok', label: 'ok', color: colorOf('ok'), data: models.map((m) => m.ok) }] : []),
-    ...failureStatuses(summary).map((status) => ({
+    ...failureStatuses(summary.models).map((status) => ({
       key: status,
       label: status,
       color: colorOf(status),
@@ -133,7 +129,7 @@ function outcomesChart(summary: RunsSummary, maxModels: number) {
 }
 
 /** Grouped bars: one group per duration bucket (`labels`, `ranges` in words for tooltips), one series per model that spawned a run. */
-function latencyChart(summary: RunsSummary, colorOfModel: (model: string) => string, maxModels: number) {
+function latencyChart(summary: RunsSummary, colorOfModel: (model: string) => string) {
   const spawnedModels = summary.models.filter((m) => m.spawned > 0);
   if (spawnedModels.length === 0) return null;
   const bounds = summary.duration_buckets_ms;
@@ -147,15 +143,15 @@ function latencyChart(summary: RunsSummary, colorOfModel: (model: string) => str
       `over ${last}`,
     ],
     series: spawnedModels
-      .slice(0, maxModels)
+      .slice(0, LATENCY_MODELS)
       .map((m) => ({ key: m.model, label: m.model, color: colorOfModel(m.model), data: m.duration_histogram })),
     models_total: spawnedModels.length,
   };
 }
 
 /** One bar per model (`labels`): median output tokens per second, and the 95th percentile of prompt tokens. */
-function tokensChart(summary: RunsSummary, colorOfModel: (model: string) => string, maxModels: number) {
-  const models = summary.models.filter((m) => m.tokens.runs > 0).slice(0, maxModels);
+function tokensChart(summary: RunsSummary, colorOfModel: (model: string) => string) {
+  const models = summary.models.filter((m) => m.tokens.runs > 0).slice(0, CHART_MODELS);
   if (models.length === 0) return null;
   return {
     labels: models.map((m) => m.model),
@@ -249,17 +245,10 @@ function timelineMarkers(events: RunsSummary['timeline']['events'], min: number,
     });
 }
 
-/** The failure statuses that occurred, in the README's order. */
-export function failureStatuses(s: RunsSummary): string[] {
-  const statuses = new Set<string>();
-  for (const m of s.models) for (const status of Object.keys(m.failures)) statuses.add(status);
-  return [...statuses].sort(compareStatuses);
-}
-
 /** A colour per status: the fixed one, or the next extra colour for a status the list does not know. */
 export function statusColors(s: RunsSummary): (status: string) => string {
   const extra = new Map<string, string>();
-  for (const status of failureStatuses(s)) {
+  for (const status of failureStatuses(s.models)) {
     if (!(status in STATUS_COLORS) && !extra.has(status)) extra.set(status, EXTRA_COLORS[extra.size % EXTRA_COLORS.length]!);
   }
   return (status) =>

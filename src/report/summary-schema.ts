@@ -222,7 +222,6 @@ export const runsSummarySchema = z.object({
 
 export type ModelSummary = z.infer<typeof modelSummarySchema>;
 export type EscalatedTask = z.infer<typeof escalatedTaskSchema>;
-export type TimelineBucket = z.infer<typeof timelineBucketSchema>;
 export type TimelineEvent = z.infer<typeof timelineEventSchema>;
 export type Timeline = z.infer<typeof timelineSchema>;
 export type SummaryFiltersView = z.infer<typeof summaryFiltersSchema>;

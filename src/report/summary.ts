@@ -15,8 +15,6 @@ import type { RunsSummary } from './summary-schema.js';
 import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
 import { TimelineAccumulator } from './timeline.js';
 
-export { COLD_LOAD_MS, OTHER_MODELS } from './model-stats.js';
-
 /** The bounds that keep a summary's memory constant whatever the size of the log. */
 export interface SummaryLimits {
   /** Distinct models with their own row; runs of further models are counted under `(other)`. @default 500 */
@@ -25,8 +23,6 @@ export interface SummaryLimits {
   readonly maxEscalatedTasks: number;
   /** Tasks not (yet) escalated whose attempt count is remembered (the most recently seen). @default 100000 */
   readonly maxTrackedTasks: number;
-  /** Timeline buckets at most. @default 200 */
-  readonly maxBuckets: number;
   /** Timeline events kept (the most recent). @default 200 */
   readonly maxEvents: number;
 }
@@ -35,7 +31,6 @@ export const DEFAULT_SUMMARY_LIMITS: SummaryLimits = {
   maxModels: 500,
   maxEscalatedTasks: 1000,
   maxTrackedTasks: 100_000,
-  maxBuckets: 200,
   maxEvents: 200,
 };
 
@@ -119,7 +114,7 @@ export class SummaryBuilder {
     this.#models = new ModelRows(limits.maxModels);
     this.#tasks = new EscalatedTasks(limits.maxEscalatedTasks, limits.maxTrackedTasks);
     this.#attention = new AttentionTracker(outOfOrder);
-    this.#timeline = new TimelineAccumulator({ maxBuckets: limits.maxBuckets, maxEvents: limits.maxEvents });
+    this.#timeline = new TimelineAccumulator(limits.maxEvents);
   }
 
   /** One parsed line of the log. */

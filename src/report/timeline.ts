@@ -4,6 +4,8 @@ const MINUTE = 60_000;
 const DAY = 86_400_000;
 /** Bucket sizes tried in order; past the last one, sizes keep doubling. Each is a multiple of the one before. */
 const LADDER_MS = [MINUTE, 5 * MINUTE, 15 * MINUTE, 60 * MINUTE, 360 * MINUTE, DAY, 7 * DAY];
+/** Buckets at most. */
+const MAX_BUCKETS = 200;
 
 interface BucketCounts {
   runs: number;
@@ -16,17 +18,15 @@ interface PendingEvent extends Omit<TimelineEvent, 'ts'> {
 }
 
 /**
- * Runs, failures and escalations per time bucket, in memory bounded by `maxBuckets` whatever the
+ * Runs, failures and escalations per time bucket, in memory bounded by `MAX_BUCKETS` whatever the
  * number of records and in whatever order they come: it starts at one-minute buckets and, whenever
- * the span from the earliest to the latest record needs more than `maxBuckets`, merges them into the
+ * the span from the earliest to the latest record needs more than `MAX_BUCKETS`, merges them into the
  * next size (5m, 15m, 1h, 6h, 1d, 7d, then doubling). The result is the finest size on that ladder
- * that shows the whole range in `maxBuckets` buckets. Buckets are aligned to the Unix epoch (UTC).
+ * that shows the whole range in `MAX_BUCKETS` buckets. Buckets are aligned to the Unix epoch (UTC).
  *
  * Also keeps the `maxEvents` most recent escalation and circuit-opening events.
  */
 export class TimelineAccumulator {
-  readonly #maxBuckets: number;
-  readonly #maxEvents: number;
   #step = 0;
   #sizeMs = LADDER_MS[0]!;
   #buckets = new Map<number, BucketCounts>();
@@ -35,10 +35,7 @@ export class TimelineAccumulator {
   #events: PendingEvent[] = [];
   #eventsTruncated = false;
 
-  constructor(options: { readonly maxBuckets: number; readonly maxEvents: number }) {
-    this.#maxBuckets = Math.max(1, options.maxBuckets);
-    this.#maxEvents = Math.max(0, options.maxEvents);
-  }
+  constructor(readonly maxEvents: number) {}
 
   /** Counts one run that finished at `tsMs` (epoch milliseconds). */
   addRun(tsMs: number, failed: boolean, escalated: boolean): void {
@@ -53,16 +50,12 @@ export class TimelineAccumulator {
     bucket.runs += 1;
     if (failed) bucket.failures += 1;
     if (escalated) bucket.escalations += 1;
-    while (this.#maxKey - this.#minKey + 1 > this.#maxBuckets) this.#coarsen();
+    while (this.#maxKey - this.#minKey + 1 > MAX_BUCKETS) this.#coarsen();
   }
 
   addEvent(event: PendingEvent): void {
-    if (this.#maxEvents === 0) {
-      this.#eventsTruncated = true;
-      return;
-    }
     this.#events.push(event);
-    if (this.#events.length >= 2 * this.#maxEvents) this.#trimEvents();
+    if (this.#events.length >= 2 * this.maxEvents) this.#trimEvents();
   }
 
   result(): Timeline {
@@ -106,8 +99,8 @@ export class TimelineAccumulator {
   /** Keeps the most recent maxEvents, oldest first (a stable sort keeps file order among equal times). */
   #trimEvents(): void {
     this.#events.sort((a, b) => a.tsMs - b.tsMs);
-    if (this.#events.length > this.#maxEvents) {
-      this.#events.splice(0, this.#events.length - this.#maxEvents);
+    if (this.#events.length > this.maxEvents) {
+      this.#events.splice(0, this.#events.length - this.maxEvents);
       this.#eventsTruncated = true;
     }
   }

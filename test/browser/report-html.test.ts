@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { runReportCommand } from '../../src/cli/report-command.js';
 import { runsSummarySchema, type RunsSummary } from '../../src/report/summary-schema.js';
-import { STATUS_COLORS } from '../../src/report/render-html.js';
+import { STATUS_COLORS } from '../../src/report/report-charts.js';
 import { chooseChromium, findChromium, type ChromiumChoice } from './chromium.js';
 import { DAY_FACTS, DAY_NOW, writeRealisticDay } from '../helpers/realistic-day.js';
 import { tempDir } from '../helpers/temp-dir.js';

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
 
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
-import { duration, renderReportText } from '../../../src/report/render-text.js';
+import { duration } from '../../../src/report/format.js';
+import { renderReportText } from '../../../src/report/render-text.js';
 import { summarizeRuns } from '../../../src/report/summary.js';
 import { BASIC_DIR, NOW, record, writeLog } from '../../helpers/run-log-fixtures.js';
 import { tempDir } from '../../helpers/temp-dir.js';
