@@ -32,11 +32,9 @@ import { formatHost, hostNamesFor, isLoopbackHost, MCP_PATH, refusal, unbracket,
 import { discardRestOfBody, isInitialization, readBody, sendError } from './request-io.js';
 import { SessionTable, type Session } from './sessions.js';
 
-export { isLoopbackHost, MCP_PATH };
+export { isLoopbackHost };
 export { HttpServerError, isHttpServerError } from './errors.js';
-export type { HttpAuth } from './access.js';
 
-export { DEFAULT_HTTP_PORT } from '../../config/ranges.js';
 /** Request bodies above this are refused with 413: the same limit as a stdio message, so every valid call fits. */
 export const DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BYTES;
 /** Live sessions at most; one more `initialize` closes the idle one used longest ago, or gets a 503 when all are busy. */
@@ -57,8 +55,6 @@ export interface HttpServerOptions {
    * `none`: no check, refused on a non-loopback host. The CLI picks it (resolveHttpAccess).
    */
   readonly auth: HttpAuth;
-  /** Extra host names accepted in `Host`/`Origin` (e.g. a DNS name pointing at this machine). */
-  readonly allowedHosts?: readonly string[];
   /** @default DEFAULT_MAX_BODY_BYTES */
   readonly maxBodyBytes?: number;
   /** @default DEFAULT_MAX_SESSIONS */
@@ -94,7 +90,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   });
   await listen(httpServer, host, requestedPort);
   ctx.port = (httpServer.address() as AddressInfo).port;
-  ctx.hostNames = hostNamesFor(host, options.allowedHosts ?? []);
+  ctx.hostNames = hostNamesFor(host);
   httpServer.on('error', (error) => log(`HTTP server error: ${error.message}`));
 
   const sessionIdleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
