@@ -269,8 +269,7 @@ async function openSession(
     sessionIdGenerator: () => randomUUID(),
     onsessioninitialized: (id) => {
       release();
-      session = ctx.sessions.newSession(id, transport, server);
-      ctx.sessions.add(session, res);
+      session = ctx.sessions.add(id, transport, server, res);
     },
   });
   // Set before connect(): Protocol chains its own onclose after ours.
