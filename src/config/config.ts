@@ -119,7 +119,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 export function telemetryDirFor(context: TelemetryDirContext): { dir: string; why: string } {
   const choice = resolveTelemetryDir(context);
   if (isTelemetryDirProblem(choice)) throw new ConfigError(choice.variable, choice.message);
-  return { dir: choice.dir, why: choice.why };
+  return choice;
 }
 
 /**
