@@ -10,7 +10,7 @@ import { compileMatch, crossCheck, matches, type Matcher } from './tier-rules.js
 
 /**
  * Per-model tiers: an optional JSON file (`OLLAMA_MCP_CONFIG`) with defaults, named tiers and
- * ordered `models` rules matched by exact name or glob. See {@link EXAMPLE_TIERS_JSON}.
+ * ordered `models` rules matched by exact name or glob (the README has an example).
  *
  * Resolution for one model, later wins: Config (environment) < file `defaults` < the first matching
  * rule's tier < that rule's own keys < per-call arguments (applied by the caller, not here).
@@ -102,22 +102,6 @@ export function tiersFileSchema(): TiersSchemas['file'] {
 
 export type TiersFile = z.infer<TiersSchemas['file']>;
 type Settings = z.infer<TiersSchemas['settings']>;
-
-/** The example from the README; valid. */
-export const EXAMPLE_TIERS_JSON = `{
-  "defaults": { "timeout_ms": 120000, "max_retries": 3 },
-  "tiers": {
-    "quick":     { "timeout_ms": 30000,  "max_retries": 2 },
-    "standard":  { "timeout_ms": 120000, "max_retries": 3 },
-    "reasoning": { "timeout_ms": 600000, "start_timeout_ms": 600000, "max_retries": 1, "breaker_threshold": 3, "breaker_cooldown_ms": 300000 }
-  },
-  "models": [
-    { "match": "deepseek-r1*", "tier": "reasoning" },
-    { "match": "*:70b", "tier": "reasoning", "timeout_ms": 900000 },
-    { "match": "qwen2.5-coder:1.5b", "tier": "quick", "fallback": ["llama3.2:3b"] }
-  ]
-}
-`;
 
 const NO_FALLBACK: readonly string[] = Object.freeze([]);
 

@@ -4,7 +4,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, type Config } from '../../../src/config/config.js';
 import {
-  EXAMPLE_TIERS_JSON,
   buildModelTiers,
   loadModelTiers,
   parseJson,
@@ -13,6 +12,7 @@ import {
   type ModelSettings,
   type TiersFile,
 } from '../../../src/config/model-tiers.js';
+import { EXAMPLE_TIERS_JSON } from '../../helpers/tiers-example.js';
 import { findJsonError } from '../../../src/config/json-position.js';
 import { globMatches } from '../../../src/config/tier-rules.js';
 import { SETTING_RANGES } from '../../../src/config/ranges.js';
