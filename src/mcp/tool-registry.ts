@@ -3,6 +3,7 @@ import { ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotoc
 import * as z from 'zod';
 import { findExcessiveNesting, MAX_ARGUMENT_DEPTH } from '../tools/shared-fields.js';
 import type { AnyToolDefinition } from '../tools/tool-definition.js';
+import { valueAt } from '../config/zod-english.js';
 
 export type { AnyToolDefinition };
 
@@ -142,24 +143,13 @@ export function describeIssues(error: z.ZodError, rawArguments: unknown): string
       return `unknown argument${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `\`${prefix}${key}\``).join(', ')}`;
     }
     const name = issue.path.map(String).join('.') || 'arguments';
-    const at = valueAt(args, issue.path);
-    if (issue.code === 'invalid_type' && issue.path.length > 0 && !at.found) return `\`${name}\` is required`;
-    const given = issue.path.length > 0 && at.found && !issue.message.includes(', got ') ? `, got ${preview(at.value)}` : '';
-    return `\`${name}\`: ${issue.message}${given}`;
+    const given = valueAt(args, issue.path);
+    if (issue.code === 'invalid_type' && issue.path.length > 0 && given === undefined) return `\`${name}\` is required`;
+    const got =
+      issue.path.length > 0 && given !== undefined && !issue.message.includes(', got ') ? `, got ${preview(given)}` : '';
+    return `\`${name}\`: ${issue.message}${got}`;
   });
   return `Invalid arguments: ${lines.join('; ')}.`;
-}
-
-/** The argument an issue is about (`jobs.3.model`), if the caller gave it. Own properties only. */
-function valueAt(args: unknown, path: readonly PropertyKey[]): { found: boolean; value?: unknown } {
-  let value = args;
-  for (const key of path) {
-    if (typeof value !== 'object' || value === null || typeof key === 'symbol' || !Object.hasOwn(value, key)) {
-      return { found: false };
-    }
-    value = (value as Record<string | number, unknown>)[key];
-  }
-  return { found: true, value };
 }
 
 function preview(value: unknown): string {
