@@ -23,8 +23,6 @@ const HEALTH_DEADLINE_MS = 9_000;
 /** The writability probe writes this much: an empty file is created even on a full disk. */
 const PROBE_BYTES = 4096;
 
-export { healthReportSchema, type HealthReport } from './health-report-schema.js';
-
 /** The part of StateStore the check needs (a StateStore will do). */
 export interface HealthStateSource {
   snapshot(scope?: TaskScope): Promise<StateData>;

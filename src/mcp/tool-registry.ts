@@ -5,8 +5,6 @@ import { findExcessiveNesting, MAX_ARGUMENT_DEPTH } from '../tools/shared-fields
 import type { AnyToolDefinition } from '../tools/tool-definition.js';
 import { valueAt } from '../config/zod-english.js';
 
-export type { AnyToolDefinition };
-
 /** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
 export function registerTools(server: Server, tools: readonly AnyToolDefinition[]): void {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));

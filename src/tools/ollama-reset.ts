@@ -1,12 +1,11 @@
 import * as z from 'zod';
 import { canonicalModelName } from '../ollama/model-name.js';
-import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
+import type { AnyToolDefinition, ControlLogger, ToolOutcome } from './tool-definition.js';
 import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
 import type { ModelSettings } from '../app/run-service.js';
 import type { StateBackend } from '../store/state-backend.js';
 import { isStateStoreError } from '../store/state-store-error.js';
-import type { ControlLogger } from './control-log.js';
 import { MODEL_FIELD, RESPONSE_FORMAT_FIELD, requestedFormat, TASK_ID_FIELD } from './shared-fields.js';
 import type { ResponseFormat } from '../app/run-reply.js';
 import { describeTask, taskStatusSchema } from './ollama-task-status.js';

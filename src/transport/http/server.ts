@@ -32,7 +32,6 @@ import { formatHost, hostNamesFor, isLoopbackHost, MCP_PATH, refusal, unbracket,
 import { discardRestOfBody, isInitialization, readBody, sendError } from './request-io.js';
 import { SessionTable, type Session } from './sessions.js';
 
-export { isLoopbackHost };
 export { HttpServerError, isHttpServerError } from './errors.js';
 
 /** Request bodies above this are refused with 413: the same limit as a stdio message, so every valid call fits. */
