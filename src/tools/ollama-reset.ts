@@ -46,7 +46,6 @@ interface ResetDeps {
   store: () => Promise<StateBackend>;
   blockMode: boolean;
   settingsFor: (model: string) => ModelSettings;
-  clock?: () => number;
   logControl: ControlLogger;
 }
 
@@ -116,8 +115,7 @@ async function resetCircuit(deps: ResetDeps, model: string): Promise<ResetResult
     state.breakers[key] = resetBreaker();
     return previous;
   });
-  const now = (deps.clock ?? Date.now)();
-  const view = viewCircuit(before, now, { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs });
+  const view = viewCircuit(before, Date.now(), { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs });
   const message =
     before.state === 'closed'
       ? `The circuit of ${model} was already closed (${before.consecutiveFailures} failure(s) in a row, now 0).`
