@@ -71,9 +71,14 @@ function describeTooDeep(path: readonly (string | number)[]): string {
 
 type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
 
+/**
+ * The listed form of a tool's JSON schema. Input schemas keep a description on the tool's own
+ * arguments only (a job of `ollama_run_many` is described by `ollama_run`'s); output schemas keep
+ * none: no model reads them, and the README describes every field.
+ */
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  return leanJsonSchema(json, io) as JsonSchemaObject;
+  return strip(json, false, io === 'input') as JsonSchemaObject;
 }
 
 /**
@@ -94,30 +99,20 @@ const CHECKED_BY_THE_SERVER = new Set([
 ]);
 
 /**
- * The listed form of a tool's JSON schema. Input schemas keep a description on the tool's own
- * arguments only (a job of `ollama_run_many` is described by `ollama_run`'s); output schemas keep
- * none: no model reads them, and the README describes every field.
+ * `node` without the server's bounds, and without descriptions: but its own when `describe`, and its
+ * properties' own when `describeProperties`.
  */
-function leanJsonSchema(root: Record<string, unknown>, io: 'input' | 'output'): Record<string, unknown> {
-  const lean = strip(root, false) as Record<string, unknown>;
-  if (io === 'input' && isObject(root.properties)) {
-    lean.properties = mapValues(root.properties, (argument) => strip(argument, true, true));
-  }
-  return lean;
-}
-
-/** `node` without the server's bounds, and without descriptions (but on its top level when `describeTop`). */
-function strip(node: unknown, describeTop: boolean, top = true): unknown {
-  if (Array.isArray(node)) return node.map((item) => strip(item, describeTop, false));
+function strip(node: unknown, describe: boolean, describeProperties = false): unknown {
+  if (Array.isArray(node)) return node.map((item) => strip(item, false));
   if (!isObject(node)) return node;
   const lean: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(node)) {
     if (CHECKED_BY_THE_SERVER.has(key)) continue;
-    if (key === 'description' && typeof value === 'string' && !(describeTop && top)) continue;
+    if (key === 'description' && typeof value === 'string' && !describe) continue;
     // `additionalProperties: {}` allows anything, as leaving it out does.
     if (key === 'additionalProperties' && isObject(value) && Object.keys(value).length === 0) continue;
     // `properties` maps field names (not keywords) to schemas.
-    lean[key] = key === 'properties' ? mapValues(value, (v) => strip(v, describeTop, false)) : strip(value, describeTop, false);
+    lean[key] = key === 'properties' ? mapValues(value, (v) => strip(v, describeProperties)) : strip(value, false);
   }
   return lean;
 }
