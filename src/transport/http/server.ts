@@ -34,8 +34,6 @@ import { SessionTable, type Session } from './sessions.js';
 
 export { HttpServerError, isHttpServerError } from './errors.js';
 
-/** Request bodies above this are refused with 413: the same limit as a stdio message, so every valid call fits. */
-export const DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BYTES;
 /** Live sessions at most; one more `initialize` closes the idle one used longest ago, or gets a 503 when all are busy. */
 export const DEFAULT_MAX_SESSIONS = 64;
 /** A session with no open request or stream for this long is closed. */
@@ -54,7 +52,7 @@ export interface HttpServerOptions {
    * `none`: no check, refused on a non-loopback host. The CLI picks it (resolveHttpAccess).
    */
   readonly auth: HttpAuth;
-  /** @default DEFAULT_MAX_BODY_BYTES */
+  /** Request bodies above this are refused with 413. @default MAX_MESSAGE_BYTES, as a stdio line: every valid call fits */
   readonly maxBodyBytes?: number;
   /** @default DEFAULT_MAX_SESSIONS */
   readonly maxSessions?: number;
@@ -187,7 +185,7 @@ async function handle(ctx: RequestContext, req: IncomingMessage, res: ServerResp
   }
   let body: unknown;
   if (req.method === 'POST') {
-    const message = await readMessage(req, res, ctx.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    const message = await readMessage(req, res, ctx.options.maxBodyBytes ?? MAX_MESSAGE_BYTES);
     if (message === null) return;
     body = message.body;
   }
