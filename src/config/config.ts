@@ -119,7 +119,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 export function telemetryDirFor(context: TelemetryDirContext): { dir: string; why: string } {
   const choice = resolveTelemetryDir(context);
   if (isTelemetryDirProblem(choice)) throw new ConfigError(choice.variable, choice.message);
-  return { dir: choice.dir, why: choice.why };
+  return choice;
 }
 
 /**
@@ -134,8 +134,8 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
   const host = ollamaHost(env);
   const state = stateLocation(env, read);
   const telemetry = telemetryDirFor({ ...where, env });
-  const parallel = parallelFrom(env, read);
-  const maxLoaded = maxLoadedModelsFrom(env, read);
+  const parallel = read.oursElseOllamas('OLLAMA_MCP_PARALLEL', 'OLLAMA_NUM_PARALLEL', SETTING_RANGES.parallel);
+  const maxLoaded = read.oursElseOllamas('OLLAMA_MCP_MAX_LOADED_MODELS', 'OLLAMA_MAX_LOADED_MODELS', MAX_LOADED_MODELS_RANGE);
   return {
     ollamaBin: read.text('OLLAMA_BIN', 'ollama'),
     ollamaHost: host,
@@ -145,10 +145,10 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     sharedConcurrency: read.optional('OLLAMA_MCP_SHARED_CONCURRENCY')
       ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, SHARED_CONCURRENCY_RANGE)
       : null,
-    parallel: parallel.value,
-    parallelSource: parallel.source,
-    maxLoadedModels: maxLoaded.value,
-    maxLoadedModelsSource: maxLoaded.source,
+    parallel: parallel?.value ?? 1,
+    parallelSource: parallel?.source ?? "Ollama's default",
+    maxLoadedModels: maxLoaded?.value ?? null,
+    maxLoadedModelsSource: maxLoaded?.source ?? 'learned from `ollama ps`',
     startTimeoutMs: setting('OLLAMA_MCP_START_TIMEOUT_MS', defaultStartTimeoutMs(env), 'start_timeout_ms'),
     switchAfterMs: int('OLLAMA_MCP_SWITCH_AFTER_MS', 30_000, SWITCH_AFTER_RANGE),
     keepAliveMs: keepAliveMs(env),
@@ -211,6 +211,15 @@ function envReader(env: Env) {
       if (raw.trim() === '') throw new ConfigError(name, `${name} is set but empty; unset it to use the default (${fallback})`);
       return raw;
     },
+    /**
+     * Our variable when set (within its range), else Ollama's own above 0, capped to the range (Ollama
+     * reads 0 and invalid values as its default); null when neither says.
+     */
+    oursElseOllamas(ours: string, theirs: string, range: Range): { value: number; source: string } | null {
+      if (optional(ours)) return { value: int(ours, range.min, range), source: ours };
+      const ollama = ollamaUint(env, theirs);
+      return ollama !== null && ollama > 0 ? { value: Math.min(ollama, range.max), source: theirs } : null;
+    },
     choice<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
       const raw = optional(name)?.toLowerCase();
       if (raw === undefined) return fallback;
@@ -256,31 +265,6 @@ function ollamaHost(env: Env): string | undefined {
     throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${host}\``);
   }
   return host;
-}
-
-/** OLLAMA_MCP_PARALLEL, else Ollama's OLLAMA_NUM_PARALLEL (0 and invalid mean Ollama's default, 1), capped to the range. */
-function parallelFrom(env: Env, read: EnvReader): { value: number; source: string } {
-  if (read.optional('OLLAMA_MCP_PARALLEL')) {
-    return { value: read.setting('OLLAMA_MCP_PARALLEL', 1, 'parallel'), source: 'OLLAMA_MCP_PARALLEL' };
-  }
-  const ollama = ollamaUint(env, 'OLLAMA_NUM_PARALLEL');
-  if (ollama !== null && ollama > 0) {
-    return { value: Math.min(ollama, SETTING_RANGES.parallel.max), source: 'OLLAMA_NUM_PARALLEL' };
-  }
-  return { value: 1, source: "Ollama's default" };
-}
-
-/** OLLAMA_MCP_MAX_LOADED_MODELS, else Ollama's OLLAMA_MAX_LOADED_MODELS above 0; else null (learned). */
-function maxLoadedModelsFrom(env: Env, read: EnvReader): { value: number | null; source: string } {
-  const name = 'OLLAMA_MCP_MAX_LOADED_MODELS';
-  if (read.optional(name)) {
-    return { value: read.int(name, 1, MAX_LOADED_MODELS_RANGE), source: name };
-  }
-  const ollama = ollamaUint(env, 'OLLAMA_MAX_LOADED_MODELS');
-  if (ollama !== null && ollama > 0) {
-    return { value: Math.min(ollama, MAX_LOADED_MODELS_RANGE.max), source: 'OLLAMA_MAX_LOADED_MODELS' };
-  }
-  return { value: null, source: 'learned from `ollama ps`' };
 }
 
 /** Ollama's own load timeout when this environment has it (within the setting's range), else its default of 5 minutes. */

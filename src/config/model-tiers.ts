@@ -6,11 +6,11 @@ import { describeIssue, formatPath, type KeyHints } from './zod-english.js';
 import { ConfigError, type Config } from './config.js';
 import { canonicalModelName } from '../ollama/model-name.js';
 import { MAX_FALLBACK_MODELS } from '../policy/fallback.js';
-import { compileMatch, crossCheck, matches, type Matcher } from './tier-rules.js';
+import { compileMatch, crossCheck, matches } from './tier-rules.js';
 
 /**
  * Per-model tiers: an optional JSON file (`OLLAMA_MCP_CONFIG`) with defaults, named tiers and
- * ordered `models` rules matched by exact name or glob. See {@link EXAMPLE_TIERS_JSON}.
+ * ordered `models` rules matched by exact name or glob (the README has an example).
  *
  * Resolution for one model, later wins: Config (environment) < file `defaults` < the first matching
  * rule's tier < that rule's own keys < per-call arguments (applied by the caller, not here).
@@ -95,29 +95,8 @@ function tiersSchemas() {
 type TiersSchemas = ReturnType<typeof tiersSchemas>;
 let schemas: TiersSchemas | null = null;
 
-/** The tiers file. Every key is optional; unknown keys are errors. Cross-checks (tier names, rule reachability) included. */
-export function tiersFileSchema(): TiersSchemas['file'] {
-  return (schemas ??= tiersSchemas()).file;
-}
-
 export type TiersFile = z.infer<TiersSchemas['file']>;
 type Settings = z.infer<TiersSchemas['settings']>;
-
-/** The example from the README; valid. */
-export const EXAMPLE_TIERS_JSON = `{
-  "defaults": { "timeout_ms": 120000, "max_retries": 3 },
-  "tiers": {
-    "quick":     { "timeout_ms": 30000,  "max_retries": 2 },
-    "standard":  { "timeout_ms": 120000, "max_retries": 3 },
-    "reasoning": { "timeout_ms": 600000, "start_timeout_ms": 600000, "max_retries": 1, "breaker_threshold": 3, "breaker_cooldown_ms": 300000 }
-  },
-  "models": [
-    { "match": "deepseek-r1*", "tier": "reasoning" },
-    { "match": "*:70b", "tier": "reasoning", "timeout_ms": 900000 },
-    { "match": "qwen2.5-coder:1.5b", "tier": "quick", "fallback": ["llama3.2:3b"] }
-  ]
-}
-`;
 
 const NO_FALLBACK: readonly string[] = Object.freeze([]);
 
@@ -138,18 +117,11 @@ export function configSettings(
   };
 }
 
-/**
- * Tiers from Config and a parsed (or hand-built) file. Pure. The file is validated again here, so
- * anything that is not a valid {@link TiersFile} throws ConfigError naming `filePath` and the key.
- */
+/** Tiers from Config and a valid file (see parseTiersFile), or Config alone when `file` is null. Pure. */
 export function buildModelTiers(config: Config, file: TiersFile | null, filePath: string | null): ModelTiers {
-  const base = configSettings(config);
-  if (file === null) return tiersOf(Object.freeze(base), [], filePath);
-
-  const valid = parseTiersFile(file, filePath);
-  const defaults = Object.freeze(overlay(base, valid.defaults));
-  const tiers = new Map(Object.entries(valid.tiers ?? {}));
-  const rules = (valid.models ?? []).map((rule) => {
+  const defaults = Object.freeze(overlay(configSettings(config), file?.defaults));
+  const tiers = new Map(Object.entries(file?.tiers ?? {}));
+  const rules = (file?.models ?? []).map((rule) => {
     const tier = rule.tier ?? null;
     const source = tier === null ? rule.match : `${rule.match} (tier ${tier})`;
     const fallback = rule.fallback === undefined ? NO_FALLBACK : Object.freeze([...rule.fallback]);
@@ -160,10 +132,6 @@ export function buildModelTiers(config: Config, file: TiersFile | null, filePath
     });
     return { rule: Object.freeze({ match: rule.match, tier, settings }), matcher: compileMatch(rule.match) };
   });
-  return tiersOf(defaults, rules, filePath);
-}
-
-function tiersOf(defaults: ModelSettings, rules: { rule: TierRule; matcher: Matcher }[], file: string | null): ModelTiers {
   return Object.freeze({
     settingsFor(model: string): ModelSettings {
       const lower = model.trim().toLowerCase();
@@ -172,7 +140,7 @@ function tiersOf(defaults: ModelSettings, rules: { rule: TierRule; matcher: Matc
     },
     defaults,
     rules: Object.freeze(rules.map(({ rule }) => rule)),
-    file,
+    file: filePath,
   });
 }
 
@@ -194,7 +162,7 @@ function overlay(settings: ModelSettings, layer: Settings | undefined): ModelSet
 
 /** Validate a parsed JSON value. Throws ConfigError: `OLLAMA_MCP_CONFIG (<path>): <key path> <problem>[; ...]`. */
 export function parseTiersFile(raw: unknown, filePath: string | null): TiersFile {
-  const result = tiersFileSchema().safeParse(raw);
+  const result = (schemas ??= tiersSchemas()).file.safeParse(raw);
   if (result.success) return result.data;
   const seen = new Set<string>();
   const messages: string[] = [];

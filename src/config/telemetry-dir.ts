@@ -11,8 +11,6 @@ export const TELEMETRY_DIR_VARIABLE = 'OLLAMA_MCP_TELEMETRY_DIR';
 /** Where runs.jsonl and the state files go, and why there (shown by the banner and `doctor`). */
 export interface TelemetryDirChoice {
   readonly dir: string;
-  /** `env`: OLLAMA_MCP_TELEMETRY_DIR; `source_checkout`: the repo's telemetry/; `user_state`: the per-user state dir. */
-  readonly source: 'env' | 'source_checkout' | 'user_state';
   readonly why: string;
 }
 
@@ -53,7 +51,6 @@ export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirC
   if (context.sourceCheckout !== null) {
     return {
       dir: paths.join(context.packageRoot, 'telemetry'),
-      source: 'source_checkout',
       why: `running from a source checkout: ${context.sourceCheckout}`,
     };
   }
@@ -70,9 +67,9 @@ function fromVariable(
   if (/^~[^/\\]/.test(value))
     return problem(name, `${name}=${value}: only \`~\` and \`~/...\` are expanded; write the full path`);
   const why = `${name} is set`;
-  if (!value.startsWith('~')) return { dir: paths.resolve(context.cwd, value), source: 'env', why };
+  if (!value.startsWith('~')) return { dir: paths.resolve(context.cwd, value), why };
   if (context.home === '') return problem(name, `${name}=${value}: the home directory is unknown; write the full path`);
-  return { dir: paths.join(context.home, value.slice(1)), source: 'env', why };
+  return { dir: paths.join(context.home, value.slice(1)), why };
 }
 
 /**
@@ -87,7 +84,6 @@ function fromVariable(
 function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): TelemetryDirChoice | TelemetryDirProblem {
   const installed = (dir: string, where: string): TelemetryDirChoice => ({
     dir: paths.join(dir, APP_DIR_NAME),
-    source: 'user_state',
     why: `installed package: the per-user state dir ${where}`,
   });
   const home = (...parts: string[]) => paths.join(context.home, ...parts);

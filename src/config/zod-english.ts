@@ -101,7 +101,8 @@ function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+/** The value at `path` in `root` (own properties only), or undefined when there is none. */
+export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let value = root;
   for (const part of path) {
     if (typeof value !== 'object' || value === null || !Object.hasOwn(value, part)) return undefined;

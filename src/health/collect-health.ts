@@ -23,8 +23,6 @@ const HEALTH_DEADLINE_MS = 9_000;
 /** The writability probe writes this much: an empty file is created even on a full disk. */
 const PROBE_BYTES = 4096;
 
-export { healthReportSchema, type HealthReport } from './health-report-schema.js';
-
 /** The part of StateStore the check needs (a StateStore will do). */
 export interface HealthStateSource {
   snapshot(scope?: TaskScope): Promise<StateData>;
@@ -327,16 +325,14 @@ const SECRET_KEY = /token|secret|password|passwd|api_?key|credential/i;
 /** The configuration as snake_case keys, secrets replaced by "set"/"unset". */
 export function publicConfig(config: Config): Record<string, string | number | boolean | null> {
   const out: Record<string, string | number | boolean | null> = {};
-  for (const [key, value] of Object.entries(config) as [string, unknown][]) {
+  for (const [key, value] of Object.entries(config) as [string, Config[keyof Config]][]) {
     const name = key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
     if (SECRET_KEY.test(name)) out[name] = value === undefined || value === null || value === '' ? 'unset' : 'set';
     else if (value === undefined || value === null) out[name] = null;
     else if (name === 'state_url' && typeof value === 'string') out[name] = redactRedisUrl(value);
     else if (typeof value === 'string') out[name] = name === 'ollama_host' ? redactUserInfo(value) : value;
-    else if (typeof value === 'number' || typeof value === 'boolean') out[name] = value;
-    else out[name] = JSON.stringify(value) ?? null;
+    else out[name] = value;
   }
-  out.http_token ??= 'unset';
   return out;
 }
 

@@ -1,4 +1,4 @@
-import type { HealthReport } from './collect-health.js';
+import type { HealthReport } from './health-report-schema.js';
 
 const PASS = '✓';
 const FAIL = '✗';

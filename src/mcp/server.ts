@@ -9,7 +9,7 @@ import type { ProcessHygiene } from '../app/process-hygiene.js';
 import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
 import type { InstalledModels } from '../ollama/installed-models.js';
-import type { ControlEvent, ControlLogger } from '../tools/control-log.js';
+import type { ControlLogger } from '../tools/tool-definition.js';
 import { ollamaHealthTool } from '../tools/ollama-health.js';
 import { ollamaResetTool } from '../tools/ollama-reset.js';
 import { ollamaRunManyTool } from '../tools/ollama-run-many.js';
@@ -17,8 +17,6 @@ import { ollamaRunTool } from '../tools/ollama-run.js';
 import { ollamaRunsSummaryTool } from '../tools/ollama-runs-summary.js';
 import { ollamaTaskStatusTool } from '../tools/ollama-task-status.js';
 import { SERVER_NAME, SERVER_VERSION } from './server-identity.js';
-
-export { SERVER_NAME, SERVER_VERSION };
 
 /** Everything one server process shares between its connections. */
 export interface App {
@@ -61,7 +59,7 @@ export async function createApp(config: Config, warn: (message: string) => void)
     get servicesStarted() {
       return started;
     },
-    logControl: async (event: ControlEvent) => (await services()).log.recordControl(event),
+    logControl: async (event) => (await services()).log.recordControl(event),
   };
 }
 

@@ -3,8 +3,7 @@ import { ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotoc
 import * as z from 'zod';
 import { findExcessiveNesting, MAX_ARGUMENT_DEPTH } from '../tools/shared-fields.js';
 import type { AnyToolDefinition } from '../tools/tool-definition.js';
-
-export type { AnyToolDefinition };
+import { valueAt } from '../config/zod-english.js';
 
 /** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
 export function registerTools(server: Server, tools: readonly AnyToolDefinition[]): void {
@@ -72,9 +71,14 @@ function describeTooDeep(path: readonly (string | number)[]): string {
 
 type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
 
+/**
+ * The listed form of a tool's JSON schema. Input schemas keep a description on the tool's own
+ * arguments only (a job of `ollama_run_many` is described by `ollama_run`'s); output schemas keep
+ * none: no model reads them, and the README describes every field.
+ */
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  return leanJsonSchema(json, io) as JsonSchemaObject;
+  return strip(json, false, io === 'input') as JsonSchemaObject;
 }
 
 /**
@@ -95,30 +99,20 @@ const CHECKED_BY_THE_SERVER = new Set([
 ]);
 
 /**
- * The listed form of a tool's JSON schema. Input schemas keep a description on the tool's own
- * arguments only (a job of `ollama_run_many` is described by `ollama_run`'s); output schemas keep
- * none: no model reads them, and the README describes every field.
+ * `node` without the server's bounds, and without descriptions: but its own when `describe`, and its
+ * properties' own when `describeProperties`.
  */
-function leanJsonSchema(root: Record<string, unknown>, io: 'input' | 'output'): Record<string, unknown> {
-  const lean = strip(root, false) as Record<string, unknown>;
-  if (io === 'input' && isObject(root.properties)) {
-    lean.properties = mapValues(root.properties, (argument) => strip(argument, true, true));
-  }
-  return lean;
-}
-
-/** `node` without the server's bounds, and without descriptions (but on its top level when `describeTop`). */
-function strip(node: unknown, describeTop: boolean, top = true): unknown {
-  if (Array.isArray(node)) return node.map((item) => strip(item, describeTop, false));
+function strip(node: unknown, describe: boolean, describeProperties = false): unknown {
+  if (Array.isArray(node)) return node.map((item) => strip(item, false));
   if (!isObject(node)) return node;
   const lean: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(node)) {
     if (CHECKED_BY_THE_SERVER.has(key)) continue;
-    if (key === 'description' && typeof value === 'string' && !(describeTop && top)) continue;
+    if (key === 'description' && typeof value === 'string' && !describe) continue;
     // `additionalProperties: {}` allows anything, as leaving it out does.
     if (key === 'additionalProperties' && isObject(value) && Object.keys(value).length === 0) continue;
     // `properties` maps field names (not keywords) to schemas.
-    lean[key] = key === 'properties' ? mapValues(value, (v) => strip(v, describeTop, false)) : strip(value, describeTop, false);
+    lean[key] = key === 'properties' ? mapValues(value, (v) => strip(v, describeProperties)) : strip(value, false);
   }
   return lean;
 }
@@ -142,24 +136,13 @@ export function describeIssues(error: z.ZodError, rawArguments: unknown): string
       return `unknown argument${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `\`${prefix}${key}\``).join(', ')}`;
     }
     const name = issue.path.map(String).join('.') || 'arguments';
-    const at = valueAt(args, issue.path);
-    if (issue.code === 'invalid_type' && issue.path.length > 0 && !at.found) return `\`${name}\` is required`;
-    const given = issue.path.length > 0 && at.found && !issue.message.includes(', got ') ? `, got ${preview(at.value)}` : '';
-    return `\`${name}\`: ${issue.message}${given}`;
+    const given = valueAt(args, issue.path);
+    if (issue.code === 'invalid_type' && issue.path.length > 0 && given === undefined) return `\`${name}\` is required`;
+    const got =
+      issue.path.length > 0 && given !== undefined && !issue.message.includes(', got ') ? `, got ${preview(given)}` : '';
+    return `\`${name}\`: ${issue.message}${got}`;
   });
   return `Invalid arguments: ${lines.join('; ')}.`;
-}
-
-/** The argument an issue is about (`jobs.3.model`), if the caller gave it. Own properties only. */
-function valueAt(args: unknown, path: readonly PropertyKey[]): { found: boolean; value?: unknown } {
-  let value = args;
-  for (const key of path) {
-    if (typeof value !== 'object' || value === null || typeof key === 'symbol' || !Object.hasOwn(value, key)) {
-      return { found: false };
-    }
-    value = (value as Record<string | number, unknown>)[key];
-  }
-  return { found: true, value };
 }
 
 function preview(value: unknown): string {

@@ -1,12 +1,11 @@
 import * as z from 'zod';
 import { canonicalModelName } from '../ollama/model-name.js';
-import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
+import type { AnyToolDefinition, ControlLogger, ToolOutcome } from './tool-definition.js';
 import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
 import type { ModelSettings } from '../app/run-service.js';
 import type { StateBackend } from '../store/state-backend.js';
 import { isStateStoreError } from '../store/state-store-error.js';
-import type { ControlLogger } from './control-log.js';
 import { MODEL_FIELD, RESPONSE_FORMAT_FIELD, requestedFormat, TASK_ID_FIELD } from './shared-fields.js';
 import type { ResponseFormat } from '../app/run-reply.js';
 import { describeTask, taskStatusSchema } from './ollama-task-status.js';
@@ -47,7 +46,6 @@ interface ResetDeps {
   store: () => Promise<StateBackend>;
   blockMode: boolean;
   settingsFor: (model: string) => ModelSettings;
-  clock?: () => number;
   logControl: ControlLogger;
 }
 
@@ -117,8 +115,7 @@ async function resetCircuit(deps: ResetDeps, model: string): Promise<ResetResult
     state.breakers[key] = resetBreaker();
     return previous;
   });
-  const now = (deps.clock ?? Date.now)();
-  const view = viewCircuit(before, now, { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs });
+  const view = viewCircuit(before, Date.now(), { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs });
   const message =
     before.state === 'closed'
       ? `The circuit of ${model} was already closed (${before.consecutiveFailures} failure(s) in a row, now 0).`

@@ -1,6 +1,7 @@
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type * as z from 'zod';
+import type { ControlEvent } from '../telemetry/run-record.js';
 
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -28,6 +29,9 @@ export interface ToolDefinition<In extends z.ZodType, Out extends z.ZodType> {
   handle(input: z.output<In>, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
   onInvalidInput(problem: string, rawArguments: unknown, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
 }
+
+/** Writes a control action (a reset, a status look-up) as a line of runs.jsonl. */
+export type ControlLogger = (event: ControlEvent) => Promise<void>;
 
 // Each tool has its own schema types; a list of tools can only name them as `any`.
 export type AnyToolDefinition = ToolDefinition<any, any>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { HealthReport } from '../../src/health/collect-health.js';
+import type { HealthReport } from '../../src/health/health-report-schema.js';
 import { makeSandbox, readRuns, readTrace, startTestServer, type Sandbox } from './harness.js';
 
 describe('ollama_health end to end', () => {

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXAMPLE_TIERS_JSON, parseTiersFile } from '../../src/config/model-tiers.js';
+import { parseTiersFile } from '../../src/config/model-tiers.js';
+import { EXAMPLE_TIERS_JSON } from '../helpers/tiers-example.js';
 
 const ROOT = path.resolve(__dirname, '../..');
 const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');

@@ -38,8 +38,8 @@ export function formatHost(host: string): string {
 }
 
 /** The host names a legitimate request may use to reach this listener. */
-export function hostNamesFor(bindHost: string, extra: readonly string[]): ReadonlySet<string> {
-  const names = new Set<string>(extra.map(formatHost));
+export function hostNamesFor(bindHost: string): ReadonlySet<string> {
+  const names = new Set<string>();
   const bound = formatHost(bindHost);
   if (isLoopbackHost(bindHost)) {
     for (const name of LOOPBACK_NAMES) names.add(name);

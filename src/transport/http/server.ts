@@ -32,13 +32,8 @@ import { formatHost, hostNamesFor, isLoopbackHost, MCP_PATH, refusal, unbracket,
 import { discardRestOfBody, isInitialization, readBody, sendError } from './request-io.js';
 import { SessionTable, type Session } from './sessions.js';
 
-export { isLoopbackHost, MCP_PATH };
 export { HttpServerError, isHttpServerError } from './errors.js';
-export type { HttpAuth } from './access.js';
 
-export { DEFAULT_HTTP_PORT } from '../../config/ranges.js';
-/** Request bodies above this are refused with 413: the same limit as a stdio message, so every valid call fits. */
-export const DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BYTES;
 /** Live sessions at most; one more `initialize` closes the idle one used longest ago, or gets a 503 when all are busy. */
 export const DEFAULT_MAX_SESSIONS = 64;
 /** A session with no open request or stream for this long is closed. */
@@ -57,9 +52,7 @@ export interface HttpServerOptions {
    * `none`: no check, refused on a non-loopback host. The CLI picks it (resolveHttpAccess).
    */
   readonly auth: HttpAuth;
-  /** Extra host names accepted in `Host`/`Origin` (e.g. a DNS name pointing at this machine). */
-  readonly allowedHosts?: readonly string[];
-  /** @default DEFAULT_MAX_BODY_BYTES */
+  /** Request bodies above this are refused with 413. @default MAX_MESSAGE_BYTES, as a stdio line: every valid call fits */
   readonly maxBodyBytes?: number;
   /** @default DEFAULT_MAX_SESSIONS */
   readonly maxSessions?: number;
@@ -94,7 +87,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   });
   await listen(httpServer, host, requestedPort);
   ctx.port = (httpServer.address() as AddressInfo).port;
-  ctx.hostNames = hostNamesFor(host, options.allowedHosts ?? []);
+  ctx.hostNames = hostNamesFor(host);
   httpServer.on('error', (error) => log(`HTTP server error: ${error.message}`));
 
   const sessionIdleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
@@ -192,7 +185,7 @@ async function handle(ctx: RequestContext, req: IncomingMessage, res: ServerResp
   }
   let body: unknown;
   if (req.method === 'POST') {
-    const message = await readMessage(req, res, ctx.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    const message = await readMessage(req, res, ctx.options.maxBodyBytes ?? MAX_MESSAGE_BYTES);
     if (message === null) return;
     body = message.body;
   }
@@ -273,8 +266,7 @@ async function openSession(
     sessionIdGenerator: () => randomUUID(),
     onsessioninitialized: (id) => {
       release();
-      session = ctx.sessions.newSession(id, transport, server);
-      ctx.sessions.add(session, res);
+      session = ctx.sessions.add(id, transport, server, res);
     },
   });
   // Set before connect(): Protocol chains its own onclose after ours.

@@ -45,15 +45,13 @@ export class SessionTable {
     return this.#sessions.get(id);
   }
 
-  newSession(id: string, transport: StreamableHTTPServerTransport, server: Server): Session {
-    return { id, transport, server, openRequests: 0, openStreams: 0, lastActive: this.#now() };
-  }
-
-  /** Add a session opened by the initialize request whose response is `res`. */
-  add(session: Session, res: ServerResponse): void {
-    this.#sessions.set(session.id, session);
+  /** Add the session opened by the initialize request whose response is `res`. */
+  add(id: string, transport: StreamableHTTPServerTransport, server: Server, res: ServerResponse): Session {
+    const session: Session = { id, transport, server, openRequests: 0, openStreams: 0, lastActive: this.#now() };
+    this.#sessions.set(id, session);
     this.track(session, res, 'request');
-    this.#log(`session ${session.id} opened; ${this.#sessions.size} open`);
+    this.#log(`session ${id} opened; ${this.#sessions.size} open`);
+    return session;
   }
 
   /** The session's transport closed on its own (the client ended it). */

@@ -33,7 +33,6 @@ describe('resolveTelemetryDir: which dir, and why', () => {
   it('an installed package on Linux uses ~/.local/state/ollama-runner-mcp, never its own folder', () => {
     expect(resolve({})).toEqual({
       dir: '/home/ana/.local/state/ollama-runner-mcp',
-      source: 'user_state',
       why: 'installed package: the per-user state dir in ~/.local/state, as XDG_STATE_HOME is unset',
     });
   });
@@ -58,7 +57,6 @@ describe('resolveTelemetryDir: which dir, and why', () => {
     };
     expect(resolve(mac)).toEqual({
       dir: '/Users/ana/Library/Application Support/ollama-runner-mcp',
-      source: 'user_state',
       why: 'installed package: the per-user state dir of macOS, in ~/Library/Application Support',
     });
     expect(dirOf({ ...mac, env: { XDG_STATE_HOME: '/Users/ana/.state' } })).toBe(
@@ -82,7 +80,6 @@ describe('resolveTelemetryDir: which dir, and why', () => {
   it("a source checkout keeps the repo's telemetry/", () => {
     expect(resolve({ packageRoot: '/src/ollama-runner-mcp', sourceCheckout: '/src/ollama-runner-mcp has .git' })).toEqual({
       dir: '/src/ollama-runner-mcp/telemetry',
-      source: 'source_checkout',
       why: 'running from a source checkout: /src/ollama-runner-mcp has .git',
     });
   });
@@ -91,7 +88,6 @@ describe('resolveTelemetryDir: which dir, and why', () => {
     for (const sourceCheckout of [null, '/x has .git']) {
       expect(resolve({ sourceCheckout, env: { OLLAMA_MCP_TELEMETRY_DIR: '~/runs', XDG_STATE_HOME: '/s' } })).toEqual({
         dir: '/home/ana/runs',
-        source: 'env',
         why: 'OLLAMA_MCP_TELEMETRY_DIR is set',
       });
     }

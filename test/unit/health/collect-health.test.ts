@@ -2,7 +2,8 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from '
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
-import { collectHealth, healthReportSchema, publicConfig, type HealthDeps } from '../../../src/health/collect-health.js';
+import { collectHealth, publicConfig, type HealthDeps } from '../../../src/health/collect-health.js';
+import { healthReportSchema } from '../../../src/health/health-report-schema.js';
 import { InstalledModels } from '../../../src/ollama/installed-models.js';
 import { StateStore } from '../../../src/store/state-store.js';
 import { tempDir } from '../../helpers/temp-dir.js';

@@ -3,7 +3,8 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { describeIssues, registerTools, type AnyToolDefinition } from '../../../src/mcp/tool-registry.js';
+import { describeIssues, registerTools } from '../../../src/mcp/tool-registry.js';
+import type { AnyToolDefinition } from '../../../src/tools/tool-definition.js';
 import { ollamaRunManyInputSchema } from '../../../src/tools/ollama-run-many.js';
 
 /** A tool that records how it was called. */

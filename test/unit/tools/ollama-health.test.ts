@@ -4,7 +4,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
-import type { HealthReport } from '../../../src/health/collect-health.js';
+import type { HealthReport } from '../../../src/health/health-report-schema.js';
 import { registerTools } from '../../../src/mcp/tool-registry.js';
 import { InstalledModels } from '../../../src/ollama/installed-models.js';
 import { StateStore } from '../../../src/store/state-store.js';

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../../src/transport/message-limits.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../../../src/transport/http/server.js';
 import { MAX_FORMAT_SCHEMA_CHARS, MAX_PROMPT_CHARS } from '../../../src/tools/ollama-run.js';
 import { MAX_BATCH_JOBS, ollamaRunManyInputSchema } from '../../../src/tools/ollama-run-many.js';
 import { MAX_BATCH_PROMPT_CHARS } from '../../../src/tools/shared-fields.js';
@@ -55,7 +54,6 @@ describe('the message limit holds every call the schemas allow', () => {
     const bytes = messageBytes(jobs, { concurrency: 8, deadline_ms: 3_600_000 });
     expect(bytes).toBeGreaterThan(0.8 * MAX_MESSAGE_BYTES); // the case is really near the limit
     expect(bytes).toBeLessThanOrEqual(MAX_MESSAGE_BYTES);
-    expect(DEFAULT_MAX_BODY_BYTES).toBe(MAX_MESSAGE_BYTES);
   });
 
   it('one prompt character more is refused by the schema, with a message saying what to do', () => {

@@ -17,9 +17,8 @@ function table(maxSessions: number) {
   );
   const open = (id: string): Session => {
     const server = { close: async () => void closed.push(id) } as unknown as Server;
-    const session = sessions.newSession(id, {} as StreamableHTTPServerTransport, server);
     const res = response();
-    sessions.add(session, res);
+    const session = sessions.add(id, {} as StreamableHTTPServerTransport, server, res);
     res.emit('close'); // the initialize reply was sent
     return session;
   };
