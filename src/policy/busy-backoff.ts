@@ -29,8 +29,8 @@ export const BUSY_BACKOFF: BackoffSchedule = { baseMs: 250, capMs: 4_000 };
  * `[0, min(cap, base × 2^(retry-1)))`, so several callers turned away at the same moment do not
  * come back at the same moment. `random` returns a number in [0, 1), like Math.random.
  */
-export function busyBackoffMs(retry: number, random: () => number, schedule: BackoffSchedule = BUSY_BACKOFF): number {
-  const ceiling = Math.min(schedule.capMs, schedule.baseMs * 2 ** Math.max(0, retry - 1));
+export function busyBackoffMs(retry: number, random: () => number): number {
+  const ceiling = Math.min(BUSY_BACKOFF.capMs, BUSY_BACKOFF.baseMs * 2 ** Math.max(0, retry - 1));
   return Math.floor(Math.min(Math.max(random(), 0), 0.999_999) * ceiling);
 }
 

@@ -22,10 +22,6 @@ export interface FileSlotTableOptions {
   readonly identity: SelfIdentity;
   readonly proc: ProcView;
   readonly warn: (message: string) => void;
-  /** Wall clock: when a call started waiting, compared across processes. @default Date.now */
-  readonly clock?: () => number;
-  /** A clock that never steps: how often dead holders are looked for. @default performance.now */
-  readonly monotonic?: () => number;
 }
 
 /**
@@ -48,8 +44,6 @@ export class FileSlotTable implements SlotTable {
   readonly #identity: SelfIdentity;
   readonly #proc: ProcView;
   readonly #warn: (message: string) => void;
-  readonly #clock: () => number;
-  readonly #monotonic: () => number;
   readonly #held = new Set<string>();
   readonly #holder: Omit<Holder, 'at'>;
   #lastReclaimCheck = -Infinity;
@@ -62,8 +56,6 @@ export class FileSlotTable implements SlotTable {
     this.#identity = options.identity;
     this.#proc = options.proc;
     this.#warn = options.warn;
-    this.#clock = options.clock ?? Date.now;
-    this.#monotonic = options.monotonic ?? (() => performance.now());
     const { self, place } = options.identity;
     this.#holder = { pid: self.pid, start: self.start, ...place };
     try {
@@ -88,7 +80,7 @@ export class FileSlotTable implements SlotTable {
   }
 
   claim(): ReleaseSharedSlot | null {
-    const target = JSON.stringify({ ...this.#holder, at: this.#clock() } satisfies Holder);
+    const target = JSON.stringify({ ...this.#holder, at: Date.now() } satisfies Holder);
     for (let slot = 0; slot < this.limit; slot += 1) {
       const file = slotFile(this.dir, slot);
       try {
@@ -108,10 +100,10 @@ export class FileSlotTable implements SlotTable {
 
   /** Remove the slots of dead holders (at most once per RECLAIM_CHECK_MS). Returns how many. */
   reclaim(): number {
-    const checkedAt = this.#monotonic();
+    const checkedAt = performance.now(); // a clock that never steps
     if (checkedAt - this.#lastReclaimCheck < RECLAIM_CHECK_MS) return 0;
     this.#lastReclaimCheck = checkedAt;
-    const now = this.#clock();
+    const now = Date.now();
     let freed = 0;
     for (let slot = 0; slot < this.limit; slot += 1) {
       const file = slotFile(this.dir, slot);

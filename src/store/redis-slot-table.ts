@@ -17,7 +17,7 @@ export interface SlotRedisConnection {
   readonly client: SlotRedisClient;
   readonly keys: { readonly prefix: string };
   /** Resolves once the first connection is made or has failed (bounded). */
-  readonly connected?: () => Promise<void>;
+  readonly connected: () => Promise<void>;
   /** The Redis URL with its password as `***`. */
   readonly location: string;
 }
@@ -32,7 +32,6 @@ export interface RedisSlotTableOptions {
   readonly warn: (message: string) => void;
   /** @default DEFAULT_SLOT_LEASE_MS */
   readonly leaseMs?: number;
-  readonly clock?: () => number;
 }
 
 /** KEYS: the slots; ARGV: holder, lease ms. Takes the first free slot; its index (0-based) or -1. */
@@ -78,7 +77,6 @@ export class RedisSlotTable implements SlotTable {
   readonly #identity: SelfIdentity;
   readonly #proc: ProcView;
   readonly #warn: (message: string) => void;
-  readonly #clock: () => number;
   readonly #keys: string[];
   /** Slot key -> the holder value this process wrote there. */
   readonly #held = new Map<string, string>();
@@ -93,7 +91,6 @@ export class RedisSlotTable implements SlotTable {
     this.#identity = options.identity;
     this.#proc = options.proc;
     this.#warn = options.warn;
-    this.#clock = options.clock ?? Date.now;
     this.#keys = Array.from({ length: this.limit }, (_, slot) => `${options.connection.keys.prefix}slot:${slot}`);
   }
 
@@ -102,9 +99,9 @@ export class RedisSlotTable implements SlotTable {
   }
 
   async claim(): Promise<ReleaseSharedSlot | null> {
-    await this.#connection.connected?.();
+    await this.#connection.connected();
     const { self, place } = this.#identity;
-    const holder = JSON.stringify({ pid: self.pid, start: self.start, ...place, at: this.#clock(), id: randomUUID() });
+    const holder = JSON.stringify({ pid: self.pid, start: self.start, ...place, at: Date.now(), id: randomUUID() });
     const reply = Number(
       await this.#send(['EVAL', CLAIM_SCRIPT, String(this.#keys.length), ...this.#keys, holder, String(this.leaseMs)]),
     );
@@ -121,7 +118,7 @@ export class RedisSlotTable implements SlotTable {
   }
 
   async view(): Promise<SlotView[]> {
-    await this.#connection.connected?.();
+    await this.#connection.connected();
     const values = (await this.#send(['MGET', ...this.#keys])) as (string | null)[];
     const views: SlotView[] = [];
     values.forEach((value, slot) => {

@@ -18,13 +18,15 @@ export interface RedisStateStoreOptions {
   readonly taskTtlMs: number;
   /** Operator warnings: the connection lost and back, a value that did not parse. */
   readonly warn?: (message: string) => void;
-  /** @default 2000 */
-  readonly connectTimeoutMs?: number;
-  /** Each command gives up after this (a slow or stopped Redis must not hold a run). @default 1000 */
-  readonly commandTimeoutMs?: number;
-  /** A transaction that keeps meeting concurrent writers gives up after this many tries. @default 64 */
-  readonly maxTries?: number;
 }
+
+const CONNECT_TIMEOUT_MS = 2_000;
+/** Each command gives up after this (a slow or stopped Redis must not hold a run). */
+const COMMAND_TIMEOUT_MS = 1_000;
+/** A transaction that cannot start within this (earlier ones stuck on a slow Redis) fails. */
+const QUEUE_WAIT_MS = 3 * COMMAND_TIMEOUT_MS;
+/** A transaction that keeps meeting concurrent writers gives up after this many tries. */
+const MAX_TRIES = 64;
 
 /** Longest pause between two reconnection attempts. */
 const MAX_RECONNECT_DELAY_MS = 2_000;
@@ -41,7 +43,7 @@ type Client = ReturnType<typeof createClient>;
  *
  * - `transact(scope, fn)` is optimistic and exact across machines: it reads the scope's keys
  *   (MGET), applies `fn`, then a Lua script writes the changed keys only if none changed since the
- *   read. On a conflict it reads again and re-applies `fn` after a jittered pause, up to `maxTries`.
+ *   read. On a conflict it reads again and re-applies `fn` after a jittered pause, up to MAX_TRIES.
  * - Faults never stop a run: commands time out, fail at once while the connection is down (no
  *   offline queue) and surface as a `StateStoreError`; the client reconnects by itself, and the
  *   connection lost and back are said once each on `warn`.
@@ -52,14 +54,10 @@ export class RedisStateStore implements DescribedStateBackend {
   readonly #target: RedisTarget;
   readonly #keys: RedisKeys;
   readonly #taskTtlMs: number;
-  readonly #maxTries: number;
   readonly #warn: (message: string) => void;
   #writeFailure: StoreWriteFailure | null = null;
   /** Settles when this process's last transaction so far is done. */
   #tail: Promise<void> = Promise.resolve();
-  /** A transaction that cannot start within this (earlier ones stuck on a slow Redis) fails. */
-  readonly #queueWaitMs: number;
-  readonly #commandTimeoutMs: number;
   /** The last connection error (scrubbed), while not connected. */
   #connectionError: string | null = null;
   #lostSaid = false;
@@ -73,18 +71,14 @@ export class RedisStateStore implements DescribedStateBackend {
     this.#target = target;
     this.#keys = redisKeys(options.prefix);
     this.#taskTtlMs = options.taskTtlMs;
-    this.#maxTries = options.maxTries ?? 64;
     this.#warn = options.warn ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
-    const connectTimeout = options.connectTimeoutMs ?? 2_000;
-    this.#commandTimeoutMs = options.commandTimeoutMs ?? 1_000;
-    this.#queueWaitMs = 3 * this.#commandTimeoutMs;
     this.#client = createClient({
       socket: {
         host: target.host,
         port: target.port,
         // TLS checks the certificate against the host name (SNI only for a name: RFC 6066 forbids an IP there).
         ...(target.tls ? { tls: true as const, ...(isIP(target.host) === 0 ? { servername: target.host } : {}) } : {}),
-        connectTimeout,
+        connectTimeout: CONNECT_TIMEOUT_MS,
         // Jittered, capped backoff; never gives up (the server reconnects by itself).
         reconnectStrategy: (retries: number) =>
           Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS) * (0.5 + Math.random() / 2),
@@ -96,7 +90,7 @@ export class RedisStateStore implements DescribedStateBackend {
       commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
       // A half-dead connection (a peer gone without a FIN) is found within this.
       pingInterval: 5_000,
-      commandOptions: { timeout: this.#commandTimeoutMs },
+      commandOptions: { timeout: COMMAND_TIMEOUT_MS },
     });
     this.#client.on('error', (error: Error) => this.#lost(error));
     this.#client.on('ready', () => this.#ready());
@@ -142,10 +136,10 @@ export class RedisStateStore implements DescribedStateBackend {
     // so running them side by side would only make them conflict with each other.
     const turn = this.#nextTurn();
     try {
-      if ((await Promise.race([turn.ready.then(() => true), delay(this.#queueWaitMs, false, { ref: false })])) === false) {
+      if ((await Promise.race([turn.ready.then(() => true), delay(QUEUE_WAIT_MS, false, { ref: false })])) === false) {
         throw this.#failed(
           new StateStoreError(
-            `the shared state at ${this.location} is too slow: this update waited ${this.#queueWaitMs} ms behind this server's earlier ones`,
+            `the shared state at ${this.location} is too slow: this update waited ${QUEUE_WAIT_MS} ms behind this server's earlier ones`,
             { step: 'lock' },
           ),
         );
@@ -174,7 +168,7 @@ export class RedisStateStore implements DescribedStateBackend {
         this.#writeFailure = null;
         return result;
       }
-      if (attempt >= this.#maxTries) {
+      if (attempt >= MAX_TRIES) {
         throw this.#failed(
           new StateStoreError(
             `the shared state at ${this.location} kept changing under this update (${attempt} tries): too many servers writing the same task or circuits at once`,
@@ -238,7 +232,7 @@ export class RedisStateStore implements DescribedStateBackend {
         this.#client.off('error', done);
         resolve();
       };
-      const timer = setTimeout(done, this.#commandTimeoutMs);
+      const timer = setTimeout(done, COMMAND_TIMEOUT_MS);
       this.#client.once('ready', done);
       this.#client.once('error', done);
     });
@@ -345,7 +339,7 @@ export class RedisStateStore implements DescribedStateBackend {
   #reason(error: unknown): string {
     if (error instanceof StateStoreError) return error.message;
     if (isOffline(error) && this.#connectionError !== null) return `not connected (${this.#connectionError}); reconnecting`;
-    return withoutSecret(describeRedisError(error, this.#commandTimeoutMs), this.#target);
+    return withoutSecret(describeRedisError(error, COMMAND_TIMEOUT_MS), this.#target);
   }
 
   #asStoreError(error: unknown): StateStoreError {
@@ -357,7 +351,7 @@ export class RedisStateStore implements DescribedStateBackend {
   }
 
   #lost(error: Error): void {
-    this.#connectionError = withoutSecret(describeRedisError(error, this.#commandTimeoutMs), this.#target);
+    this.#connectionError = withoutSecret(describeRedisError(error, COMMAND_TIMEOUT_MS), this.#target);
     if (this.#lostSaid) return;
     this.#lostSaid = true;
     this.#warn(

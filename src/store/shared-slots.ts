@@ -19,7 +19,6 @@ interface Waiter {
 
 interface CommonOptions {
   readonly warn: (message: string) => void;
-  readonly clock?: () => number;
   readonly random?: () => number;
 }
 
@@ -44,7 +43,6 @@ export class SharedSlots {
   readonly limit: number;
   readonly table: SlotTable;
   readonly #warn: (message: string) => void;
-  readonly #clock: () => number;
   readonly #random: () => number;
   readonly #queue: Waiter[] = [];
   #held = 0;
@@ -56,14 +54,12 @@ export class SharedSlots {
 
   constructor(options: SharedSlotsOptions) {
     this.#warn = options.warn;
-    this.#clock = options.clock ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.table =
       'table' in options
         ? options.table
         : new FileSlotTable({
             ...options,
-            clock: this.#clock,
             onUnusable: (error) => this.#fail(error, path.join(options.telemetryDir, SLOTS_DIR_NAME), 'server processes'),
           });
     this.limit = this.table.limit;
@@ -101,7 +97,7 @@ export class SharedSlots {
           signal?.removeEventListener('abort', onAbort);
           resolve(release);
         },
-        since: this.#clock(),
+        since: Date.now(),
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#queue.push(waiter);

@@ -6,7 +6,3 @@ export class SlotAbortedError extends Error {
     this.name = 'SlotAbortedError';
   }
 }
-
-export function isSlotAbortedError(error: unknown): error is SlotAbortedError {
-  return (error as SlotAbortedError | null)?.kind === 'slot_aborted';
-}

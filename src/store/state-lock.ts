@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { open, unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { livenessOf, type ProcView } from '../policy/process-identity.js';
+import { livenessOf } from '../policy/process-identity.js';
 import { readTextIfAny, STATE_FILE_MODE } from './durable-fs.js';
 import { parseHolder, type Holder } from './holder.js';
 import { CONTENDED, judgeLock, nextLockAttempt, type HolderLiveness } from './lock-policy.js';
@@ -17,10 +17,6 @@ export interface StateLockOptions {
   readonly maxWaitMs: number;
   /** Told when a lock is taken over, or this process's lock was. */
   readonly warn: (message: string) => void;
-  readonly identity?: SelfIdentity;
-  readonly proc?: ProcView;
-  /** A clock that never steps (judges how long a lock stayed the same). @default performance.now */
-  readonly monotonic?: () => number;
 }
 
 /** The lock file's content: who holds it, and a token naming this one acquisition. */
@@ -46,21 +42,18 @@ const JUDGE_EVERY_MS = 100;
 export class StateLock {
   readonly path: string;
   readonly #options: StateLockOptions;
-  readonly #identity: SelfIdentity;
-  readonly #monotonic: () => number;
+  readonly #identity: SelfIdentity = selfIdentity();
   /** The other holder's lock as first seen, and when (monotonic). */
   #seen: { readonly text: string; readonly since: number } | null = null;
 
   constructor(lockPath: string, options: StateLockOptions) {
     this.path = lockPath;
     this.#options = options;
-    this.#identity = options.identity ?? selfIdentity();
-    this.#monotonic = options.monotonic ?? (() => performance.now());
   }
 
   /** Take the lock, waiting while another process has it. @throws StateStoreError (step `lock`) */
   async acquire(): Promise<ReleaseLock> {
-    const started = this.#monotonic();
+    const started = performance.now();
     let heldBy = 'another process';
     let judgedAt = started;
     for (let attempt = 1; ; attempt += 1) {
@@ -69,8 +62,8 @@ export class StateLock {
       try {
         const token = await this.#tryCreate();
         if (token !== null) return () => this.#release(token);
-        if (attempt === 1 || this.#monotonic() - judgedAt >= JUDGE_EVERY_MS) {
-          judgedAt = this.#monotonic();
+        if (attempt === 1 || performance.now() - judgedAt >= JUDGE_EVERY_MS) {
+          judgedAt = performance.now();
           const judged = await this.#judgeHolder();
           if (judged === 'free') retryNow = true;
           else heldBy = judged;
@@ -78,7 +71,7 @@ export class StateLock {
       } catch (error) {
         failure = error as NodeJS.ErrnoException;
       }
-      const elapsedMs = this.#monotonic() - started;
+      const elapsedMs = performance.now() - started;
       const code = failure ? failure.code : CONTENDED;
       const next = nextLockAttempt({ code, attempt, elapsedMs }, this.#options.maxWaitMs, Math.random());
       if (next === 'give_up') {
@@ -119,12 +112,10 @@ export class StateLock {
   async #judgeHolder(): Promise<'free' | string> {
     const text = await readTextIfAny(this.path);
     if (text === null) return 'free'; // released meanwhile
-    const now = this.#monotonic();
+    const now = performance.now();
     if (this.#seen?.text !== text) this.#seen = { text, since: now };
     const holder = parseHolder(text);
-    const liveness: HolderLiveness = holder
-      ? livenessOf(holder, this.#identity.place, this.#options.proc ?? liveProcView)
-      : 'unreadable';
+    const liveness: HolderLiveness = holder ? livenessOf(holder, this.#identity.place, liveProcView) : 'unreadable';
     const who = describeHolder(holder, liveness, this.#identity.place.host);
     if (judgeLock(liveness, now - this.#seen.since, this.#options.staleMs) === 'wait') return who;
     // Removed only if it is still the lock judged: another process may have taken it over meanwhile.

@@ -17,10 +17,8 @@ export interface StateData {
  * A map keyed by user input (task ids, model names) with no prototype: `constructor`, `toString`
  * or `__proto__` are then ordinary keys, not Object.prototype's members.
  */
-export function dict<T>(entries?: Iterable<readonly [string, T]>): Record<string, T> {
-  const map = Object.create(null) as Record<string, T>;
-  if (entries) for (const [key, value] of entries) map[key] = value;
-  return map;
+export function dict<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
 }
 
 const count = z.number().int().nonnegative();
