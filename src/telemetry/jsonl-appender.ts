@@ -13,11 +13,6 @@ export interface JsonlAppenderOptions {
    * @default one line on stderr (never stdout: on a stdio MCP server stdout is the protocol)
    */
   readonly onError?: (error: unknown, filePath: string) => void;
-  /**
-   * Permissions of a file this appender creates (not applied to an existing file).
-   * @default 0o600, since lines may hold prompts and outputs when content logging is on
-   */
-  readonly fileMode?: number;
   /** Move on to a new file when the active one is full. Without it every record goes to `filePath`. */
   readonly rotation?: RotationOptions;
 }
@@ -48,6 +43,8 @@ export interface RotationOptions {
 // O_RDWR, not O_WRONLY: the torn-line guard reads the last byte. O_APPEND makes every write land
 // at the current end of file, whatever other processes wrote meanwhile.
 const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT;
+/** Permissions of a file the appender creates (not of an existing one): lines may hold prompts and outputs. */
+const FILE_MODE = 0o600;
 const NEWLINE = 0x0a;
 /** How long a tail without `\n` must stop growing before it counts as torn. */
 const TORN_SETTLE_MS = 250;
@@ -79,7 +76,6 @@ export class JsonlAppender {
   /** The file records go to; with `rotation`, the log's first file, used until `files.list()` returns one. */
   readonly filePath: string;
   readonly #onError: (error: unknown, filePath: string) => void;
-  readonly #fileMode: number;
   readonly #rotation: Required<RotationOptions> | undefined;
   /** Where the last record went (or `filePath`). */
   #active: string;
@@ -91,7 +87,6 @@ export class JsonlAppender {
     this.filePath = filePath;
     this.#active = filePath;
     this.#onError = options.onError ?? writeErrorToStderr;
-    this.#fileMode = options.fileMode ?? 0o600;
     const rotation = options.rotation;
     if (rotation !== undefined) {
       if (!(rotation.maxBytes >= 1)) {
@@ -161,11 +156,11 @@ export class JsonlAppender {
 
   async #open(file: string): Promise<FileHandle> {
     try {
-      return await open(file, OPEN_FLAGS, this.#fileMode);
+      return await open(file, OPEN_FLAGS, FILE_MODE);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-      return open(file, OPEN_FLAGS, this.#fileMode);
+      return open(file, OPEN_FLAGS, FILE_MODE);
     }
   }
 
