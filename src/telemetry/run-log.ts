@@ -112,14 +112,6 @@ export class RunLog {
     for (const { file, error } of failed) writePruneErrorToStderr(error, file);
   }
 
-  /**
-   * Every file of the log, absolute paths in reading order (`runs.jsonl` first, the active file
-   * last); `[]` before the first record. Read them in this order, e.g. with `forEachJsonLine`.
-   */
-  files(): Promise<string[]> {
-    return listRunLogFiles(this.dir);
-  }
-
   /** Resolves once every record issued so far is written, and retention is done (call before exiting). */
   async idle(): Promise<void> {
     await this.#appender.idle();
