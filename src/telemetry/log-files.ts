@@ -39,22 +39,14 @@ export function parseRunLogName(name: string): RunLogFileName | undefined {
 }
 
 /**
- * Orders two run log file names for reading: `runs.jsonl` first, then by date, then by number as a
- * number (`-999` before `-1000`). Other names sort after every run log file, by string.
+ * Orders two run log file names (as {@link parseRunLogName} accepts) for reading: `runs.jsonl`
+ * first, then by date, then by number as a number (`-999` before `-1000`).
  */
 export function compareRunLogNames(a: string, b: string): number {
-  const pa = parseRunLogName(a);
-  const pb = parseRunLogName(b);
-  if (pa === undefined || pb === undefined) {
-    if (pa !== pb) return pa === undefined ? 1 : -1;
-    return a < b ? -1 : a > b ? 1 : 0;
-  }
-  if (pa.date !== pb.date) {
-    if (pa.date === null) return -1;
-    if (pb.date === null) return 1;
-    return pa.date < pb.date ? -1 : 1;
-  }
-  return pa.seq - pb.seq;
+  const pa = parseRunLogName(a)!;
+  const pb = parseRunLogName(b)!;
+  if (pa.date === pb.date) return pa.seq - pb.seq;
+  return (pa.date ?? '') < (pb.date ?? '') ? -1 : 1; // runs.jsonl has no date: it comes first
 }
 
 /**

@@ -121,15 +121,6 @@ describe('reading order', () => {
       'runs-2025-11-22-002.jsonl',
     ]);
   });
-
-  it('sorts names that are not run log files after the others, by string', () => {
-    expect(['b', 'runs-2025-11-22-001.jsonl', 'a', 'runs.jsonl'].sort(compareRunLogNames)).toEqual([
-      'runs.jsonl',
-      'runs-2025-11-22-001.jsonl',
-      'a',
-      'b',
-    ]);
-  });
 });
 
 describe('listRunLogFiles', () => {
