@@ -73,8 +73,6 @@ const EMPTY = Buffer.alloc(0);
  * largest line). One process alone never passes `maxBytes` except with a single oversized line.
  */
 export class JsonlAppender {
-  /** The file records go to; with `rotation`, the log's first file, used until `files.list()` returns one. */
-  readonly filePath: string;
   readonly #onError: (error: unknown, filePath: string) => void;
   readonly #rotation: Required<RotationOptions> | undefined;
   /** Where the last record went (or `filePath`). */
@@ -82,9 +80,11 @@ export class JsonlAppender {
   /** Tail of the queue of appends; it never rejects. */
   #tail: Promise<void> = Promise.resolve();
 
-  /** @throws RangeError when `rotation.maxBytes` is not a number from 1 and up */
+  /**
+   * @param filePath the file records go to; with `rotation`, the log's first file, used until `files.list()` returns one
+   * @throws RangeError when `rotation.maxBytes` is not a number from 1 and up
+   */
   constructor(filePath: string, options: JsonlAppenderOptions = {}) {
-    this.filePath = filePath;
     this.#active = filePath;
     this.#onError = options.onError ?? writeErrorToStderr;
     const rotation = options.rotation;
