@@ -36,8 +36,8 @@ export interface RotationOptions {
   /** A line goes to the next file when it would take a non-empty active file past this many bytes. */
   readonly maxBytes: number;
   readonly files: LogFileSequence;
-  /** Clock used to name new files. @default () => new Date() */
-  readonly now?: () => Date;
+  /** Clock used to name new files. */
+  readonly now: () => Date;
 }
 
 // O_RDWR, not O_WRONLY: the torn-line guard reads the last byte. O_APPEND makes every write land
@@ -74,7 +74,7 @@ const EMPTY = Buffer.alloc(0);
  */
 export class JsonlAppender {
   readonly #onError: (error: unknown, filePath: string) => void;
-  readonly #rotation: Required<RotationOptions> | undefined;
+  readonly #rotation: RotationOptions | undefined;
   /** Where the last record went (or `filePath`). */
   #active: string;
   /** Tail of the queue of appends; it never rejects. */
@@ -92,7 +92,7 @@ export class JsonlAppender {
       if (!(rotation.maxBytes >= 1)) {
         throw new RangeError(`Expected \`maxBytes\` to be a number from 1 and up, got \`${rotation.maxBytes}\``);
       }
-      this.#rotation = { maxBytes: rotation.maxBytes, files: rotation.files, now: rotation.now ?? (() => new Date()) };
+      this.#rotation = rotation;
     }
   }
 
@@ -174,7 +174,7 @@ export class JsonlAppender {
 }
 
 /** The last file of the log as listed now, or `fallback` when there is none. */
-async function lastFile(rotation: Required<RotationOptions>, fallback: string): Promise<string> {
+async function lastFile(rotation: RotationOptions, fallback: string): Promise<string> {
   return (await rotation.files.list()).at(-1) ?? fallback;
 }
 

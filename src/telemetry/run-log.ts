@@ -64,13 +64,12 @@ export class RunLog {
     this.path = join(this.dir, RUN_LOG_FILE_NAME);
     this.#logContent = options.logContent ?? false;
     this.#retention = options.retention ?? DEFAULT_RETENTION;
-    const now = options.now ?? (() => new Date());
     this.#appender = new JsonlAppender(this.path, {
       onError: options.onError,
       rotation: {
         maxBytes: options.maxBytes ?? DEFAULT_RUN_LOG_MAX_BYTES,
         files: { list: () => listRunLogFiles(this.dir), next: nextLogFileName },
-        now,
+        now: options.now ?? (() => new Date()),
       },
     });
   }
