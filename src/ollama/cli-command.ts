@@ -20,7 +20,6 @@ export interface CliCommandResult {
   /** Set when the CLI could not be started at all (not found, not executable). */
   readonly spawnError: string | null;
   readonly spawnErrorCode: string | null;
-  readonly durationMs: number;
 }
 
 export interface CliCommandRequest {
@@ -39,8 +38,6 @@ const NO_RESULT = { stdout: '', stderr: '', exitCode: null, timedOut: false, spa
  * the timeout, even when a grandchild keeps the output pipes open.
  */
 export async function runCliCommand(request: CliCommandRequest): Promise<CliCommandResult> {
-  const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
   const { execa } = await loadExeca();
   let child;
   try {
@@ -58,7 +55,7 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     });
   } catch (error) {
     // execa validates its options synchronously; treat anything thrown here as "cannot run".
-    return { ...NO_RESULT, spawnError: `cannot run \`${request.bin}\`: ${(error as Error).message}`, durationMs: elapsed() };
+    return { ...NO_RESULT, spawnError: `cannot run \`${request.bin}\`: ${(error as Error).message}` };
   }
   const result = await withDeadline<Awaited<typeof child> | null>(
     child,
@@ -71,7 +68,7 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     child.stdout?.destroy();
     child.stderr?.destroy();
     void Promise.resolve(child).catch(() => {});
-    return { ...NO_RESULT, timedOut: true, durationMs: elapsed() };
+    return { ...NO_RESULT, timedOut: true };
   }
   const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.signal && !result.isMaxBuffer;
   const code = (result as { code?: string }).code ?? null;
@@ -82,7 +79,6 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     timedOut: result.timedOut,
     spawnError: spawnFailed ? spawnErrorMessage(request.bin, code, result.message) : null,
     spawnErrorCode: spawnFailed ? code : null,
-    durationMs: elapsed(),
   };
 }
 

@@ -1,17 +1,17 @@
-import { describeCliFailure, runCliCommand, type CliCommandRequest, type CliCommandResult } from './cli-command.js';
+import { describeCliFailure, runCliCommand } from './cli-command.js';
 import { canonicalModelName, MODEL_NAME_PATTERN } from './model-name.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** An `ollama ps` that takes longer than this is given up: the dispatcher goes on with what it knows. */
-export const PS_TIMEOUT_MS = 3_000;
+const PS_TIMEOUT_MS = 3_000;
 
 /**
  * The models of an `ollama ps` table (`NAME  ID  SIZE  PROCESSOR  CONTEXT  UNTIL`, header first, an
  * empty server prints the header only), canonical names in the table's order; null when the output
  * is not that table.
  */
-export function parseLoadedModels(stdout: string): string[] | null {
+function parseLoadedModels(stdout: string): string[] | null {
   const lines = stdout.split(/\r?\n/);
   if (!/^NAME\s+ID\s/.test(lines[0] ?? '')) return null;
   const models: string[] = [];
@@ -32,19 +32,13 @@ export type LoadedModelsResult =
 export interface LoadedModelsRequest {
   readonly bin: string;
   readonly env: Env;
-  /** @default PS_TIMEOUT_MS */
-  readonly timeoutMs?: number;
 }
 
 /** Ask `ollama ps` which models Ollama has loaded. Never rejects. */
-export async function readLoadedModels(
-  request: LoadedModelsRequest,
-  run: (request: CliCommandRequest) => Promise<CliCommandResult> = runCliCommand,
-): Promise<LoadedModelsResult> {
-  const timeoutMs = request.timeoutMs ?? PS_TIMEOUT_MS;
-  const result = await run({ bin: request.bin, args: ['ps'], env: request.env, timeoutMs });
+export async function readLoadedModels(request: LoadedModelsRequest): Promise<LoadedModelsResult> {
+  const result = await runCliCommand({ bin: request.bin, args: ['ps'], env: request.env, timeoutMs: PS_TIMEOUT_MS });
   if (result.exitCode !== 0 || result.spawnError !== null || result.timedOut) {
-    return { ok: false, reason: describeCliFailure(request.bin, ['ps'], result, timeoutMs).reason };
+    return { ok: false, reason: describeCliFailure(request.bin, ['ps'], result, PS_TIMEOUT_MS).reason };
   }
   const models = parseLoadedModels(result.stdout);
   if (models === null) {

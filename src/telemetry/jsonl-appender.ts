@@ -13,11 +13,6 @@ export interface JsonlAppenderOptions {
    * @default one line on stderr (never stdout: on a stdio MCP server stdout is the protocol)
    */
   readonly onError?: (error: unknown, filePath: string) => void;
-  /**
-   * Permissions of a file this appender creates (not applied to an existing file).
-   * @default 0o600, since lines may hold prompts and outputs when content logging is on
-   */
-  readonly fileMode?: number;
   /** Move on to a new file when the active one is full. Without it every record goes to `filePath`. */
   readonly rotation?: RotationOptions;
 }
@@ -41,13 +36,15 @@ export interface RotationOptions {
   /** A line goes to the next file when it would take a non-empty active file past this many bytes. */
   readonly maxBytes: number;
   readonly files: LogFileSequence;
-  /** Clock used to name new files. @default () => new Date() */
-  readonly now?: () => Date;
+  /** Clock used to name new files. */
+  readonly now: () => Date;
 }
 
 // O_RDWR, not O_WRONLY: the torn-line guard reads the last byte. O_APPEND makes every write land
 // at the current end of file, whatever other processes wrote meanwhile.
 const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT;
+/** Permissions of a file the appender creates (not of an existing one): lines may hold prompts and outputs. */
+const FILE_MODE = 0o600;
 const NEWLINE = 0x0a;
 /** How long a tail without `\n` must stop growing before it counts as torn. */
 const TORN_SETTLE_MS = 250;
@@ -76,28 +73,26 @@ const EMPTY = Buffer.alloc(0);
  * largest line). One process alone never passes `maxBytes` except with a single oversized line.
  */
 export class JsonlAppender {
-  /** The file records go to; with `rotation`, the log's first file, used until `files.list()` returns one. */
-  readonly filePath: string;
   readonly #onError: (error: unknown, filePath: string) => void;
-  readonly #fileMode: number;
-  readonly #rotation: Required<RotationOptions> | undefined;
+  readonly #rotation: RotationOptions | undefined;
   /** Where the last record went (or `filePath`). */
   #active: string;
   /** Tail of the queue of appends; it never rejects. */
   #tail: Promise<void> = Promise.resolve();
 
-  /** @throws RangeError when `rotation.maxBytes` is not a number from 1 and up */
+  /**
+   * @param filePath the file records go to; with `rotation`, the log's first file, used until `files.list()` returns one
+   * @throws RangeError when `rotation.maxBytes` is not a number from 1 and up
+   */
   constructor(filePath: string, options: JsonlAppenderOptions = {}) {
-    this.filePath = filePath;
     this.#active = filePath;
     this.#onError = options.onError ?? writeErrorToStderr;
-    this.#fileMode = options.fileMode ?? 0o600;
     const rotation = options.rotation;
     if (rotation !== undefined) {
       if (!(rotation.maxBytes >= 1)) {
         throw new RangeError(`Expected \`maxBytes\` to be a number from 1 and up, got \`${rotation.maxBytes}\``);
       }
-      this.#rotation = { maxBytes: rotation.maxBytes, files: rotation.files, now: rotation.now ?? (() => new Date()) };
+      this.#rotation = rotation;
     }
   }
 
@@ -161,11 +156,11 @@ export class JsonlAppender {
 
   async #open(file: string): Promise<FileHandle> {
     try {
-      return await open(file, OPEN_FLAGS, this.#fileMode);
+      return await open(file, OPEN_FLAGS, FILE_MODE);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-      return open(file, OPEN_FLAGS, this.#fileMode);
+      return open(file, OPEN_FLAGS, FILE_MODE);
     }
   }
 
@@ -179,7 +174,7 @@ export class JsonlAppender {
 }
 
 /** The last file of the log as listed now, or `fallback` when there is none. */
-async function lastFile(rotation: Required<RotationOptions>, fallback: string): Promise<string> {
+async function lastFile(rotation: RotationOptions, fallback: string): Promise<string> {
   return (await rotation.files.list()).at(-1) ?? fallback;
 }
 

@@ -12,16 +12,6 @@ export type SkipReason =
 /** A parsed line: a JSON object with whatever fields it had (unknown ones are kept). */
 export type JsonObject = Record<string, unknown>;
 
-/** Counts returned by {@link forEachJsonLine}. */
-export interface JsonLineCounts {
-  /** Objects passed to `onRecord`. */
-  readonly records: number;
-  /** Lines skipped as `invalid_json` or `not_object`: torn or foreign lines. */
-  readonly invalid: number;
-  /** Blank lines skipped. */
-  readonly blank: number;
-}
-
 /** Read 1 MiB at a time: a large log costs one event-loop turn per MiB. */
 const CHUNK_BYTES = 1 << 20;
 
@@ -38,17 +28,11 @@ export async function forEachJsonLine(
   filePath: string,
   onRecord: (record: JsonObject) => void,
   onSkip: (reason: SkipReason) => void,
-): Promise<JsonLineCounts> {
-  const counts = { records: 0, invalid: 0, blank: 0 };
+): Promise<void> {
   const take = (text: string): void => {
     const result = parseLine(text);
-    if (typeof result !== 'string') {
-      counts.records += 1;
-      onRecord(result);
-      return;
-    }
-    counts[result === 'blank' ? 'blank' : 'invalid'] += 1;
-    onSkip(result);
+    if (typeof result === 'string') onSkip(result);
+    else onRecord(result);
   };
   const chunks = createReadStream(filePath, { encoding: 'utf8', highWaterMark: CHUNK_BYTES }) as AsyncIterable<string>;
   let rest = ''; // the start of a line that goes on in the next chunk
@@ -61,10 +45,9 @@ export async function forEachJsonLine(
     }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    return counts;
+    return;
   }
   if (rest !== '') take(rest);
-  return counts;
 }
 
 /** One line of a JSON-lines file: the object, or why it is skipped. */

@@ -38,29 +38,15 @@ export function parseRunLogName(name: string): RunLogFileName | undefined {
   return { date, seq };
 }
 
-/** The file name of a position in the reading order (the inverse of {@link parseRunLogName}). */
-export function formatRunLogName(file: RunLogFileName): string {
-  if (file.date === null) return RUN_LOG_FILE_NAME;
-  return `runs-${file.date}-${formatSeq(file.seq)}.jsonl`;
-}
-
 /**
- * Orders two run log file names for reading: `runs.jsonl` first, then by date, then by number as a
- * number (`-999` before `-1000`). Other names sort after every run log file, by string.
+ * Orders two run log file names (as {@link parseRunLogName} accepts) for reading: `runs.jsonl`
+ * first, then by date, then by number as a number (`-999` before `-1000`).
  */
 export function compareRunLogNames(a: string, b: string): number {
-  const pa = parseRunLogName(a);
-  const pb = parseRunLogName(b);
-  if (pa === undefined || pb === undefined) {
-    if (pa !== pb) return pa === undefined ? 1 : -1;
-    return a < b ? -1 : a > b ? 1 : 0;
-  }
-  if (pa.date !== pb.date) {
-    if (pa.date === null) return -1;
-    if (pb.date === null) return 1;
-    return pa.date < pb.date ? -1 : 1;
-  }
-  return pa.seq - pb.seq;
+  const pa = parseRunLogName(a)!;
+  const pb = parseRunLogName(b)!;
+  if (pa.date === pb.date) return pa.seq - pb.seq;
+  return (pa.date ?? '') < (pb.date ?? '') ? -1 : 1; // runs.jsonl has no date: it comes first
 }
 
 /**
@@ -92,7 +78,7 @@ export function nextLogFileName(current: string, now: Date): string {
   }
   const today = utcDate(now);
   const next = parsed.date === null || today > parsed.date ? { date: today, seq: 1 } : { date: parsed.date, seq: parsed.seq + 1 };
-  const nextName = formatRunLogName(next);
+  const nextName = `runs-${next.date}-${formatSeq(next.seq)}.jsonl`;
   return name === current ? nextName : join(dirname(current), nextName);
 }
 

@@ -37,8 +37,6 @@ export interface RunLogOptions {
    * @default 90 days and 1 GiB (`OLLAMA_MCP_LOG_RETENTION_DAYS`, `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`)
    */
   readonly retention?: RetentionPolicy;
-  /** Where a failure to delete an old file goes (it is tried again next time). @default one line on stderr */
-  readonly onPruneError?: (error: unknown, filePath: string) => void;
 }
 
 /**
@@ -53,7 +51,6 @@ export class RunLog {
   readonly #logContent: boolean;
   readonly #appender: JsonlAppender;
   readonly #retention: RetentionPolicy;
-  readonly #onPruneError: (error: unknown, filePath: string) => void;
   /** The active file when retention last ran (`null`: not yet in this process). */
   #prunedAt: string | null = null;
   #pruning: Promise<void> = Promise.resolve();
@@ -67,14 +64,12 @@ export class RunLog {
     this.path = join(this.dir, RUN_LOG_FILE_NAME);
     this.#logContent = options.logContent ?? false;
     this.#retention = options.retention ?? DEFAULT_RETENTION;
-    const now = options.now ?? (() => new Date());
-    this.#onPruneError = options.onPruneError ?? writePruneErrorToStderr;
     this.#appender = new JsonlAppender(this.path, {
       onError: options.onError,
       rotation: {
         maxBytes: options.maxBytes ?? DEFAULT_RUN_LOG_MAX_BYTES,
         files: { list: () => listRunLogFiles(this.dir), next: nextLogFileName },
-        now,
+        now: options.now ?? (() => new Date()),
       },
     });
   }
@@ -105,7 +100,7 @@ export class RunLog {
     this.#pruning = this.#pruning.then(() => this.#prune());
   }
 
-  /** Deletes what retention no longer keeps; never fails a run (a file it cannot delete goes to `onError`). */
+  /** Deletes what retention no longer keeps; never fails a run (a file it cannot delete is named on stderr, and tried again next time). */
   async #prune(): Promise<void> {
     let failed: PruneResult['failed'];
     try {
@@ -113,23 +108,7 @@ export class RunLog {
     } catch {
       return; // the directory cannot be listed: the append said so already
     }
-    for (const { file, error } of failed) this.#reportPruneError(error, file);
-  }
-
-  #reportPruneError(error: unknown, file: string): void {
-    try {
-      this.#onPruneError(error, file);
-    } catch {
-      // A throwing handler must not fail a run.
-    }
-  }
-
-  /**
-   * Every file of the log, absolute paths in reading order (`runs.jsonl` first, the active file
-   * last); `[]` before the first record. Read them in this order, e.g. with `forEachJsonLine`.
-   */
-  files(): Promise<string[]> {
-    return listRunLogFiles(this.dir);
+    for (const { file, error } of failed) writePruneErrorToStderr(error, file);
   }
 
   /** Resolves once every record issued so far is written, and retention is done (call before exiting). */

@@ -9,12 +9,6 @@ import type { RunUsage } from '../ollama/verbose-stats.js';
 export const RUN_RECORD_SCHEMA_VERSION = 2;
 
 /**
- * Token usage the CLI reported (`ollama run --verbose`), as in the result's `metadata.usage`;
- * every field `null` when it reported nothing (timeout, error, an old CLI, a refused call).
- */
-export type RunRecordUsage = RunUsage;
-
-/**
  * One line of runs.jsonl: one `ollama_run` attempt, rejected ones included.
  * Documented field by field in telemetry/README.md.
  */
@@ -57,8 +51,11 @@ export interface RunRecord {
   readonly prompt_chars: number;
   readonly output_chars: number;
   readonly thinking_chars: number;
-  /** Token usage (v2); missing from v1 lines. */
-  readonly usage: RunRecordUsage;
+  /**
+   * Token usage the CLI reported (`ollama run --verbose`), as in the result's `metadata.usage`; every
+   * field `null` when it reported nothing (timeout, error, an old CLI, a refused call). v2; missing from v1 lines.
+   */
+  readonly usage: RunUsage;
   readonly retry_count: number;
   readonly max_retries: number;
   readonly escalate: boolean;

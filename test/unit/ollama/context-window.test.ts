@@ -54,7 +54,7 @@ describe('parseShowContext', () => {
 });
 
 function answer(stdout: string, exitCode = 0): CliCommandResult {
-  return { stdout, stderr: '', exitCode, timedOut: false, spawnError: null, spawnErrorCode: null, durationMs: 1 };
+  return { stdout, stderr: '', exitCode, timedOut: false, spawnError: null, spawnErrorCode: null };
 }
 
 describe('lookupContextWindow', () => {

@@ -58,7 +58,7 @@ describe('RunLog rotation in one process', () => {
       ),
     );
 
-    const files = await log.files();
+    const files = await listRunLogFiles(log.dir);
     expect(files.map((f) => basename(f))).toEqual([
       'runs.jsonl',
       ...Array.from({ length: files.length - 1 }, (_, i) => dated(i + 1)),
@@ -90,7 +90,7 @@ describe('RunLog rotation in one process', () => {
     await log.record(sampleRecord({ run_id: 'small-3' }));
 
     const byFile = await Promise.all(
-      (await log.files()).map(async (f) => [basename(f), (await readAll(f)).records.map((r) => r.run_id)]),
+      (await listRunLogFiles(log.dir)).map(async (f) => [basename(f), (await readAll(f)).records.map((r) => r.run_id)]),
     );
     expect(byFile).toEqual([
       ['runs.jsonl', ['small-1']],
@@ -104,7 +104,7 @@ describe('RunLog rotation in one process', () => {
     const log = new RunLog(dir, { maxBytes: 1024, now: fixedNow, onError: failOnError() });
     await log.record(sampleRecord({ run_id: 'big', error: 'x'.repeat(5000) }));
     await log.record(sampleRecord({ run_id: 'small' }));
-    const files = await log.files();
+    const files = await listRunLogFiles(log.dir);
     expect(files.map((f) => basename(f))).toEqual(['runs.jsonl', dated(1)]);
     expect((await readAll(files[0]!)).records.map((r) => r.run_id)).toEqual(['big']);
   });
@@ -119,7 +119,7 @@ describe('RunLog rotation in one process', () => {
     now = new Date('2025-11-23T00:00:01Z');
     await log.record(big('d')); // 23rd -001
     await log.record(big('e')); // 23rd -002
-    expect((await log.files()).map((f) => basename(f))).toEqual([
+    expect((await listRunLogFiles(log.dir)).map((f) => basename(f))).toEqual([
       'runs.jsonl',
       dated(1, '2025-11-22'),
       dated(2, '2025-11-22'),
@@ -135,7 +135,7 @@ describe('RunLog rotation in one process', () => {
     await appendFile(log.path, `{"v":1,"pad":"${'z'.repeat(600)}`);
     await log.record(sampleRecord({ run_id: 'after' }));
 
-    const files = await log.files();
+    const files = await listRunLogFiles(log.dir);
     expect(files.map((f) => basename(f))).toEqual(['runs.jsonl', dated(1)]);
     expect((await readFile(files[0]!, 'utf8')).endsWith('z\n')).toBe(true);
     const all = (await Promise.all(files.map((f) => readFile(f, 'utf8')))).join('');
@@ -148,7 +148,7 @@ describe('RunLog rotation in one process', () => {
   it('defaults to 50 MiB, and rejects a limit below 1', async () => {
     const log = new RunLog(dir, { onError: failOnError() });
     for (let i = 0; i < 50; i += 1) await log.record(sampleRecord({ error: 'x'.repeat(400) }));
-    expect(await log.files()).toEqual([join(dir, 'runs.jsonl')]);
+    expect(await listRunLogFiles(log.dir)).toEqual([join(dir, 'runs.jsonl')]);
     expect(() => new RunLog(dir, { maxBytes: 0 })).toThrow(RangeError);
     expect(() => new RunLog(dir, { maxBytes: Number.NaN })).toThrow(/maxBytes/);
   });

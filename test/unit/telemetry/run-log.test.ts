@@ -3,6 +3,7 @@ import { join, relative } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
+import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 import { readAll } from '../../helpers/read-all.js';
 import { sampleRecord } from '../../helpers/sample-record.js';
@@ -27,10 +28,10 @@ describe('RunLog', () => {
     const log = new RunLog(relative(process.cwd(), dir), { maxBytes: 1024, onError: (e) => expect.fail(String(e)) });
     expect(log.dir).toBe(dir);
     expect(log.path).toBe(join(dir, 'runs.jsonl'));
-    expect(await log.files()).toEqual([]);
+    expect(await listRunLogFiles(log.dir)).toEqual([]);
     await log.record(sampleRecord({ error: 'x'.repeat(600) }));
     await log.record(sampleRecord({ error: 'x'.repeat(600) }));
-    const files = await log.files();
+    const files = await listRunLogFiles(log.dir);
     expect(files).toHaveLength(2);
     expect(files[0]).toBe(log.path);
     expect(files[1]).toMatch(/^\/.*\/runs-\d{4}-\d{2}-\d{2}-001\.jsonl$/);
