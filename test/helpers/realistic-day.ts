@@ -13,7 +13,7 @@
  * - the first lines written by an older server (schema v1: no usage, no chain fields), and
  *   control records (`reset_task`, `reset_circuit`, `status`).
  *
- * Records are built in the server's key order (telemetry/README.md, /work/contract.md), so the
+ * Records are built in the server's key order (telemetry/README.md), so the
  * report reads them as it reads a real log. Used by the report's tests
  * (test/e2e/report.e2e.test.ts also leaves the text report of this day in test-artifacts/).
  */
