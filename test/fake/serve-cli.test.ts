@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { parsePsContext } from '../../src/ollama/context-window.js';
 import { parseUsage } from '../../src/ollama/verbose-stats.js';
-import { BUSY_LINE, at, cli, errorText, firstStdoutAt, requestOf, run, useServe, waitForEvent } from './shared-mode.js';
+import { BUSY_LINE, at, cli, errorText, firstStdoutAt, run, untilRequest, useServe, waitForEvent } from './shared-mode.js';
 
 const CONNECT_ERROR = "Error: ollama server not responding - could not connect to ollama server, run 'ollama serve' to start it";
 
@@ -64,8 +64,7 @@ describe('what the CLI shows', () => {
     const first = run(serve, 'llama3.2', 'a @fake:hang');
     await waitForEvent(serve, (e) => e.event === 'request_start' && e.id === 'r2', 'the first generation');
     const second = run(serve, 'llama3.2', 'b', ['--verbose']);
-    const secondId = await requestOf(serve, second.pid);
-    await waitForEvent(serve, (e) => e.event === 'attached' && e.id === secondId, 'the second request');
+    await untilRequest(serve, second.pid, 'attached', 'the second request');
     await new Promise((resolve) => setTimeout(resolve, 300));
     first.kill('SIGINT');
     const usage = parseUsage((await second).stderr);
@@ -89,8 +88,7 @@ describe('what the CLI shows', () => {
     const busy = run(serve, 'llama3.2', 'a @fake:hang');
     await waitForEvent(serve, (e) => e.event === 'request_start', 'the first generation');
     const waiting = run(serve, 'llama3.2', 'b');
-    const waitingId = await requestOf(serve, waiting.pid);
-    await waitForEvent(serve, (e) => e.event === 'attached' && e.id === waitingId, 'the second request');
+    const waitingId = (await untilRequest(serve, waiting.pid, 'attached', 'the second request')).id;
     waiting.kill('SIGINT');
     const r = await waiting;
     expect(r).toMatchObject({ exitCode: 0, stdout: '' });

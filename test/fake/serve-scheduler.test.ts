@@ -8,6 +8,7 @@ import {
   errorText,
   firstStdoutAt,
   requestOf,
+  untilRequest,
   run,
   steps,
   useServe,
@@ -39,8 +40,7 @@ describe('parallel slots (OLLAMA_NUM_PARALLEL)', () => {
   it('a request for a busy model is attached at once and waits inside the server for the slot', async () => {
     const serve = await useServe({ FAKE_OLLAMA_LOAD_MS: '100' });
     const first = run(serve, 'llama3.2', 'one @fake:hang');
-    const firstId = await requestOf(serve, first.pid);
-    await waitForEvent(serve, (e) => e.event === 'request_start' && e.id === firstId, 'the first generation');
+    const firstId = (await untilRequest(serve, first.pid, 'request_start', 'the first generation')).id;
     const second = run(serve, 'llama3.2', 'two');
     const secondOut = firstStdoutAt(second);
     const secondId = await requestOf(serve, second.pid);
@@ -59,8 +59,7 @@ describe('parallel slots (OLLAMA_NUM_PARALLEL)', () => {
   it('with OLLAMA_NUM_PARALLEL=2 they run at the same time', async () => {
     const serve = await useServe({ FAKE_OLLAMA_LOAD_MS: '100', OLLAMA_NUM_PARALLEL: '2' });
     const first = run(serve, 'llama3.2', 'one @fake:hang');
-    const firstId = await requestOf(serve, first.pid);
-    await waitForEvent(serve, (e) => e.event === 'request_start' && e.id === firstId, 'the first generation');
+    const firstId = (await untilRequest(serve, first.pid, 'request_start', 'the first generation')).id;
     const second = await run(serve, 'llama3.2', 'two');
     expect(second.stdout).toBe('fake answer from llama3.2: two\n\n');
     expect(at(serve.events(), 'request_done')).toBeGreaterThan(at(serve.events(), 'request_start', { id: firstId }));
@@ -136,8 +135,7 @@ describe('the pending queue', () => {
   it('eviction waits until the victim has no request in flight', async () => {
     const serve = await useServe({ FAKE_OLLAMA_LOAD_MS: '100' });
     const busy = run(serve, 'llama3.2', 'long @fake:hang');
-    const busyId = await requestOf(serve, busy.pid);
-    await waitForEvent(serve, (e) => e.event === 'request_start' && e.id === busyId, 'the long generation');
+    const busyId = (await untilRequest(serve, busy.pid, 'request_start', 'the long generation')).id;
     const other = run(serve, 'qwen2.5-coder:7b', 'next');
     const otherId = await requestOf(serve, other.pid);
     await waitForEvent(serve, (e) => e.event === 'evict', 'the eviction');
@@ -154,11 +152,9 @@ describe('the pending queue', () => {
   it('a busy model keeps taking fast-path requests while a load waits for it (the starvation Ollama allows)', async () => {
     const serve = await useServe({ FAKE_OLLAMA_LOAD_MS: '100' });
     const first = run(serve, 'llama3.2', 'a1 @fake:hang');
-    const firstId = await requestOf(serve, first.pid);
-    await waitForEvent(serve, (e) => e.event === 'request_start' && e.id === firstId, 'the first generation');
+    await untilRequest(serve, first.pid, 'request_start', 'the first generation');
     const waiting = run(serve, 'qwen2.5-coder:7b', 'b');
-    const waitingId = await requestOf(serve, waiting.pid);
-    await waitForEvent(serve, (e) => e.event === 'queued' && e.id === waitingId, 'the queued load');
+    const waitingId = (await untilRequest(serve, waiting.pid, 'queued', 'the queued load')).id;
     const late = run(serve, 'llama3.2', 'a2 @fake:sleep_ms=200');
     const lateId = await requestOf(serve, late.pid);
     expect((await waitForEvent(serve, (e) => e.event === 'attached' && e.id === lateId, 'the late request')).fast_path).toBe(
@@ -178,8 +174,7 @@ describe('the pending queue', () => {
     const loading = run(serve, 'llama3.2', 'a');
     await waitForEvent(serve, (e) => e.event === 'load_start', 'the first load');
     const queued = run(serve, 'qwen2.5-coder:7b', 'b');
-    const queuedId = await requestOf(serve, queued.pid);
-    await waitForEvent(serve, (e) => e.event === 'queued' && e.id === queuedId, 'the queued request');
+    await untilRequest(serve, queued.pid, 'queued', 'the queued request');
     const refused = await run(serve, 'qwen3:8b', 'c');
     expect(refused.exitCode).toBe(1);
     expect(refused.stdout).toBe('');
@@ -235,8 +230,7 @@ describe('which model is evicted (findRunnerToUnload)', () => {
     const waiting = run(serve, 'qwen2.5-coder:7b', 'b');
     await waitForEvent(serve, (e) => e.event === 'evict', 'the eviction');
     const late = run(serve, 'llama3.2', 'a2', ['--keepalive', '600ms']);
-    const lateId = await requestOf(serve, late.pid);
-    await waitForEvent(serve, (e) => e.event === 'attached' && e.id === lateId, 'the late request');
+    const lateId = (await untilRequest(serve, late.pid, 'attached', 'the late request')).id;
     first.kill('SIGINT');
     await Promise.all([first, late, waiting]);
     const events = serve.events();
@@ -329,11 +323,9 @@ describe('a client that goes away', () => {
   it('cancels its generation and frees the slot for the next request', async () => {
     const serve = await useServe({ FAKE_OLLAMA_LOAD_MS: '50' });
     const stuck = run(serve, 'llama3.2', 'x @fake:hang');
-    const stuckId = await requestOf(serve, stuck.pid);
-    await waitForEvent(serve, (e) => e.event === 'request_start' && e.id === stuckId, 'the generation');
+    const stuckId = (await untilRequest(serve, stuck.pid, 'request_start', 'the generation')).id;
     const next = run(serve, 'llama3.2', 'after');
-    const nextId = await requestOf(serve, next.pid);
-    await waitForEvent(serve, (e) => e.event === 'attached' && e.id === nextId, 'the next request');
+    const nextId = (await untilRequest(serve, next.pid, 'attached', 'the next request')).id;
     stuck.kill('SIGKILL');
     expect((await next).stdout).toBe('fake answer from llama3.2: after\n\n');
     const events = serve.events();
@@ -347,8 +339,7 @@ describe('a client that goes away', () => {
     const first = run(serve, 'llama3.2', 'a');
     await waitForEvent(serve, (e) => e.event === 'load_start', 'the first load');
     const gone = run(serve, 'qwen2.5-coder:7b', 'b');
-    const goneId = await requestOf(serve, gone.pid);
-    await waitForEvent(serve, (e) => e.event === 'queued' && e.id === goneId, 'the queued request');
+    const goneId = (await untilRequest(serve, gone.pid, 'queued', 'the queued request')).id;
     gone.kill('SIGTERM');
     await waitForEvent(serve, (e) => e.event === 'request_cancelled' && e.id === goneId, 'the cancel');
     expect(serve.events().find((e) => e.event === 'request_cancelled')?.stage).toBe('queued');

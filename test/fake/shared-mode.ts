@@ -83,6 +83,17 @@ export async function requestOf(serve: FakeServe, pid: number | undefined): Prom
   return received.id!;
 }
 
+/** Wait until the request of the CLI process `pid` reaches `event` (`request_start`, `queued`, `attached`...); returns that event. */
+export async function untilRequest(
+  serve: FakeServe,
+  pid: number | undefined,
+  event: string,
+  what: string,
+): Promise<ServeEvent & { readonly id: string }> {
+  const id = await requestOf(serve, pid);
+  return { ...(await waitForEvent(serve, (e) => e.event === event && e.id === id, what)), id };
+}
+
 /** The position of the first event matching `event` (and `id` or `model` when given) in the trace; -1 if none. */
 export function at(events: ServeEvent[], event: string, where: { id?: string; model?: string } = {}): number {
   return events.findIndex(
