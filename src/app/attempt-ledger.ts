@@ -1,10 +1,20 @@
 import type { Config } from '../config/config.js';
 import { admit, circuitGate, recordVerdict, viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import { CLOSED, type BreakerState } from '../policy/breaker-state.js';
-import { decideEscalation, type EscalationDecision } from '../policy/escalation.js';
+import type { EscalationDecision } from '../policy/escalation.js';
+import { ownEscalation, taskVerdict, type ModelVerdict } from '../policy/task-verdict.js';
 import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
-import type { RunStatus } from '../policy/run-status.js';
-import { pruneClock, pruneDue, pruneTasks, recordAttempt, retryCountFor } from '../policy/task-ledger.js';
+import type { EscalationReason, RunStatus } from '../policy/run-status.js';
+import {
+  pruneClock,
+  pruneDue,
+  pruneTasks,
+  recordAttempt,
+  recordedRun,
+  retryCountFor,
+  type AttemptFacts,
+  type TaskLedgerEntry,
+} from '../policy/task-ledger.js';
 import type { RunWarning } from './run-result.js';
 import { circuitNotUpdated, unsavedVerdict } from './run-warnings.js';
 import type { StateData } from '../store/state-schema.js';
@@ -30,11 +40,11 @@ export interface LedgerAttempt {
   /** Told what the ledger could not do for this attempt. */
   readonly note: (warning: RunWarning) => void;
   /**
-   * The verdict of the chain's model before this one. If this attempt is refused without running and
-   * its call ends with it, that earlier failure stands for the task: a fallback that cannot take runs
-   * must not turn a retryable failure into an escalation, nor leave it uncounted.
+   * The models its call tried before it, in order, with their verdicts: the task's verdict of the call
+   * is judged from all of them (policy/task-verdict.ts), so a fallback never makes a task escalate
+   * sooner nor leaves the call's failure uncounted.
    */
-  readonly standing?: Standing | null;
+  readonly before: readonly PastVerdict[];
 }
 
 /** What the ledger needs of an attempt whose server died (app/interrupted-attempts.ts). */
@@ -47,10 +57,9 @@ export interface InterruptedAttempt {
   readonly callerRetryCount: number | null;
 }
 
-/** An earlier model's verdict in the same call (see LedgerAttempt.standing). */
-export interface Standing {
+/** An earlier model's attempt in the same call. */
+export interface PastVerdict extends ModelVerdict {
   readonly model: string;
-  readonly status: RunStatus;
   readonly runId: string;
 }
 
@@ -122,24 +131,52 @@ export class AttemptLedger {
       return await this.#store.transact(taskScope(request), (state): Admission => {
         const now = this.#clock();
         const entry = request.taskId === undefined ? undefined : state.tasks[request.taskId];
-        if (blocking && entry?.escalated) {
-          const reason = entry.escalationReason ?? 'max_retries_exceeded';
-          const retryCount = recordTask(state, request, runId, 'blocked', reason, now);
-          const circuit = viewCircuit(state.breakers[modelKey] ?? CLOSED, now, a.breaker);
-          return this.#blocked(request, reason, { retryCount, circuit });
-        }
+        if (blocking && entry?.escalated) return this.#recordBlocked(state, a, entry, now);
         const decision = admit(state.breakers[modelKey] ?? CLOSED, now, runId, this.#leaseMs(a));
         state.breakers[modelKey] = decision.next;
         if (decision.admitted) return { admitted: true, transition: decision.transition };
         if (decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
         const circuit = viewCircuit(decision.next, now, a.breaker);
-        if (willRetryIfRefused) return circuitOpen(taskRetryCount(state, request), circuit, CIRCUIT_OPEN);
-        const { retryCount, escalation } = recordRefusal(state, a, CIRCUIT_OPEN, now);
-        return circuitOpen(retryCount, circuit, escalation);
+        if (willRetryIfRefused) return circuitOpen(retryCountFor(entry, request.retryCount), circuit, CIRCUIT_OPEN);
+        const call = judgeCall(entry, a, 'circuit_open', 'circuit_open');
+        recordCall(state, a, call, now);
+        return circuitOpen(call.retryCount, circuit, call.escalation, call.standing.status);
       });
     } catch (error) {
       return this.#admitUnsaved(a, (error as Error).message);
     }
+  }
+
+  /**
+   * Block mode: the refusal of an attempt of a task that escalated (recorded as `blocked`), or null when
+   * the task may run. For an attempt that ends before its admission (its model is not installed): a
+   * blocked task is refused as blocked whatever else is wrong with the call.
+   */
+  async blocked(a: LedgerAttempt): Promise<Extract<Admission, { status: 'blocked' | 'circuit_open' }> | null> {
+    if (this.#config.escalationMode !== 'block' || a.request.taskId === undefined) return null;
+    try {
+      const snapshot = await this.#store.snapshot(taskScope(a.request));
+      if (snapshot.tasks[a.request.taskId]?.escalated !== true) return null;
+      return await this.#store.transact(taskScope(a.request), (state) => {
+        const entry = state.tasks[a.request.taskId!];
+        return entry?.escalated ? this.#recordBlocked(state, a, entry, this.#clock()) : null;
+      });
+    } catch {
+      return null; // judged again at admission, which says what it could not do
+    }
+  }
+
+  #recordBlocked(
+    state: StateData,
+    a: LedgerAttempt,
+    entry: TaskLedgerEntry,
+    now: number,
+  ): Extract<Admission, { status: 'blocked' | 'circuit_open' }> {
+    const reason = entry.escalationReason ?? 'max_retries_exceeded';
+    const retryCount = retryCountFor(entry, a.request.retryCount);
+    recordTask(state, a, { status: 'blocked', counted: false, retryCount, escalationReason: reason }, now);
+    const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
+    return this.#blocked(a.request, reason, { retryCount, circuit });
   }
 
   /**
@@ -152,17 +189,17 @@ export class AttemptLedger {
     /** Reads `state` only; the caller applies `nextBreaker` and the task entry. */
     const decide = (state: StateData, now: number) => {
       const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
-      const retryCount = retryCountFor(entry, a.request.retryCount);
       const step = recordVerdict(state.breakers[a.modelKey] ?? CLOSED, verdict, now, a.runId, a.breaker);
       const openedCircuit = step.transition === 'opened' || step.transition === 'reopened';
-      const escalation = decideEscalation({ status, retryCount, maxRetries: a.maxRetries, openedCircuit });
+      const call = judgeCall(entry, a, status, ownEscalation(status, openedCircuit));
       const settled: Settled = {
-        retryCount,
-        escalation,
+        retryCount: call.retryCount,
+        escalation: call.escalation,
+        standing: call.standing.status,
         circuit: viewCircuit(step.next, now, a.breaker),
         transition: step.transition ?? transition,
       };
-      return { settled, nextBreaker: step.next };
+      return { settled, call, nextBreaker: step.next };
     };
     try {
       if (!forTask) {
@@ -175,9 +212,9 @@ export class AttemptLedger {
       }
       const { settled, prunedAt } = await this.#store.transact(taskScope(a.request), (state) => {
         const now = this.#clock();
-        const { settled, nextBreaker } = decide(state, now);
+        const { settled, call, nextBreaker } = decide(state, now);
         state.breakers[a.modelKey] = nextBreaker;
-        if (forTask) recordTask(state, a.request, a.runId, status, settled.escalation.reason, now);
+        if (forTask) recordCall(state, a, call, now);
         return { settled, prunedAt: state.prunedAt };
       });
       // The attempt is recorded: a failed prune must not be mistaken for a lost update.
@@ -198,10 +235,19 @@ export class AttemptLedger {
       return await this.#store.transact(taskScope(a.request), (state): Settled => {
         const now = this.#clock();
         const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
+        const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
         if (willRetry)
-          return { retryCount: taskRetryCount(state, a.request), escalation: noEscalation, circuit, transition: null };
-        const { retryCount, escalation } = recordRefusal(state, a, noEscalation, now);
-        return { retryCount, escalation, circuit, transition: null };
+          return { retryCount: retryCountFor(entry, a.request.retryCount), escalation: noEscalation, circuit, transition: null };
+        // The model has not failed again yet: its refusal is no escalation of its own.
+        const call = judgeCall(entry, a, 'circuit_open', null);
+        recordCall(state, a, call, now);
+        return {
+          retryCount: call.retryCount,
+          escalation: call.escalation,
+          standing: call.standing.status,
+          circuit,
+          transition: null,
+        };
       });
     } catch (error) {
       this.#warn(`ledger not updated for run ${a.runId}: ${(error as Error).message}`);
@@ -224,21 +270,17 @@ export class AttemptLedger {
         const now = this.#clock();
         const entry = state.tasks[a.taskId!];
         const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, settings);
-        if (entry?.lastRunId === a.runId) {
-          const counted = OUTCOME_POLICY[entry.lastStatus].countsAsTaskFailure;
-          const retryCount = counted ? Math.max(0, entry.failures - 1) : entry.failures;
-          const escalation = { escalate: entry.escalated, reason: entry.escalationReason };
-          return { settled: { retryCount, escalation, circuit, transition: null }, status: entry.lastStatus };
+        // Already recorded (by its id: other attempts of the task may have been recorded since).
+        const recorded = recordedRun(entry, a.runId);
+        if (recorded !== undefined) {
+          const escalation = { escalate: entry!.escalated, reason: entry!.escalationReason };
+          return { settled: { retryCount: recorded.retryCount, escalation, circuit, transition: null }, status: recorded.status };
         }
-        const retryCount = retryCountFor(entry, a.callerRetryCount ?? undefined);
-        const escalation = decideEscalation({
-          status: 'interrupted',
-          retryCount,
-          maxRetries: a.maxRetries,
-          openedCircuit: false,
-        });
-        recordTask(state, request, a.runId, 'interrupted', escalation.reason, now);
-        return { settled: { retryCount, escalation, circuit, transition: null }, status: 'interrupted' as RunStatus };
+        const attempt = { runId: a.runId, request, maxRetries: a.maxRetries, before: [] };
+        const call = judgeCall(entry, attempt, 'interrupted', null);
+        recordCall(state, attempt, call, now);
+        const settled = { retryCount: call.retryCount, escalation: call.escalation, circuit, transition: null };
+        return { settled, status: 'interrupted' as RunStatus };
       });
     } catch (error) {
       this.#warn(`ledger not updated for interrupted run ${a.runId}: ${(error as Error).message}`);
@@ -260,7 +302,7 @@ export class AttemptLedger {
     request: RunRequest,
     reason: NonNullable<EscalationDecision['reason']>,
     s: Pick<Settled, 'retryCount' | 'circuit'>,
-  ): Admission {
+  ): Extract<Admission, { status: 'blocked' | 'circuit_open' }> {
     return {
       admitted: false,
       status: 'blocked',
@@ -308,12 +350,13 @@ export class AttemptLedger {
     } catch (readError) {
       this.#warn(`ledger not readable either: ${(readError as Error).message}`);
     }
+    const entry = snapshot && a.request.taskId !== undefined ? snapshot.tasks[a.request.taskId] : undefined;
+    const call = judgeCall(entry, a, status, ownEscalation(status, false));
     const verdict = unsavedVerdict({
-      ledger: snapshot ? { entry: a.request.taskId === undefined ? undefined : snapshot.tasks[a.request.taskId] } : 'unreadable',
+      ledger: snapshot ? { entry } : 'unreadable',
       taskId: a.request.taskId,
-      status,
+      escalation: call.escalation,
       callerRetryCount: a.request.retryCount,
-      maxRetries: a.maxRetries,
       error,
     });
     a.note(verdict.warning);
@@ -345,54 +388,65 @@ export class AttemptLedger {
 const CIRCUIT_OPEN: EscalationDecision = { escalate: true, reason: 'circuit_open' };
 const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
 
-function circuitOpen(retryCount: number, circuit: Settled['circuit'], escalation: EscalationDecision): Admission {
+function circuitOpen(
+  retryCount: number,
+  circuit: Settled['circuit'],
+  escalation: EscalationDecision,
+  standing?: RunStatus,
+): Admission {
   return {
     admitted: false,
     status: 'circuit_open',
     error: circuitOpenError(circuit),
-    settled: { retryCount, escalation, circuit, transition: null },
+    settled: { retryCount, escalation, circuit, transition: null, ...(standing !== undefined ? { standing } : {}) },
   };
 }
 
-/**
- * Record, for the task, a refusal that ends its call: the verdict of the chain's model before it when
- * there is one (it ran, and its failure is what the call comes to), else the refusal itself with
- * `refused`, its own escalation.
- */
-function recordRefusal(
-  state: StateData,
-  a: LedgerAttempt,
-  refused: EscalationDecision,
-  now: number,
-): { retryCount: number; escalation: EscalationDecision } {
-  const standing = a.standing;
-  if (!standing)
-    return { retryCount: recordTask(state, a.request, a.runId, 'circuit_open', refused.reason, now), escalation: refused };
-  const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
+/** The task's verdict of the call an attempt ends, and the retry_count it was judged at. */
+interface JudgedCall {
+  readonly retryCount: number;
+  readonly status: RunStatus;
+  /** The attempt of the call whose verdict stands for the task: this one, or an earlier model's. */
+  readonly standing: { readonly status: RunStatus; readonly runId: string; readonly model: string };
+  readonly counted: boolean;
+  readonly escalation: EscalationDecision;
+}
+
+type CallAttempt = Pick<LedgerAttempt, 'runId' | 'request' | 'maxRetries' | 'before'>;
+
+/** Judge the call that `a` ends with `status` (and `own`, its own escalation) from the task's entry as it stands. */
+function judgeCall(
+  entry: TaskLedgerEntry | undefined,
+  a: CallAttempt,
+  status: RunStatus,
+  own: EscalationReason | null,
+): JudgedCall {
   const retryCount = retryCountFor(entry, a.request.retryCount);
-  const escalation = decideEscalation({ status: standing.status, retryCount, maxRetries: a.maxRetries, openedCircuit: false });
-  const request = { ...a.request, model: standing.model };
-  recordTask(state, request, standing.runId, standing.status, escalation.reason, now);
-  return { retryCount, escalation };
+  const verdicts = [...a.before, { status, own, runId: a.runId, model: a.request.model }];
+  const { standing, counted, escalation } = taskVerdict({
+    verdicts,
+    retryCount,
+    maxRetries: a.maxRetries,
+    escalatedBefore: entry?.escalationReason ?? null,
+  });
+  const { runId, model } = verdicts[standing]!;
+  return { retryCount, status, standing: { status: verdicts[standing]!.status, runId, model }, counted, escalation };
 }
 
-/** The task's retry_count as recorded, without adding an attempt. */
-function taskRetryCount(state: StateData, request: RunRequest): number {
-  return retryCountFor(request.taskId === undefined ? undefined : state.tasks[request.taskId], request.retryCount);
+/** Record a judged call for its task (the attempt that ended it names it). */
+function recordCall(state: StateData, a: CallAttempt, call: JudgedCall, now: number): void {
+  const { status, counted, retryCount, escalation, standing } = call;
+  recordTask(state, a, { status, counted, retryCount, escalationReason: escalation.reason, standing }, now);
 }
 
-/** Add one attempt to the task's ledger; returns its retry_count. */
+/** Add one attempt to the task's ledger. */
 function recordTask(
   state: StateData,
-  request: RunRequest,
-  runId: string,
-  status: RunStatus,
-  escalationReason: EscalationDecision['reason'],
+  a: Pick<LedgerAttempt, 'runId' | 'request'>,
+  facts: Pick<AttemptFacts, 'status' | 'counted' | 'retryCount' | 'escalationReason' | 'standing'>,
   now: number,
-): number {
-  if (request.taskId === undefined) return request.retryCount ?? 0;
-  const entry = state.tasks[request.taskId];
-  const retryCount = retryCountFor(entry, request.retryCount);
-  state.tasks[request.taskId] = recordAttempt(entry, { status, retryCount, runId, model: request.model, escalationReason, now });
-  return retryCount;
+): void {
+  const { request, runId } = a;
+  if (request.taskId === undefined) return;
+  state.tasks[request.taskId] = recordAttempt(state.tasks[request.taskId], { ...facts, runId, model: request.model, now });
 }

@@ -8,6 +8,7 @@ import { canonicalModelName, isCloudModel } from '../ollama/model-name.js';
 import { parseGoDuration, parseUsage } from '../ollama/verbose-stats.js';
 import type { CircuitTransition } from '../policy/breaker-state.js';
 import type { RunStatus } from '../policy/run-status.js';
+import { ownEscalation } from '../policy/task-verdict.js';
 import { notInstalledError } from './attempt-errors.js';
 import type { AttemptLedger } from './attempt-ledger.js';
 import type { AttemptRecorder } from './attempt-record.js';
@@ -76,6 +77,15 @@ export class AttemptRunner {
     const preflight = request.allowPull || isCloudModel(request.model) ? undefined : this.#deps.preflight;
     const check = preflight ? await preflight(request.model) : null;
     if (check?.kind === 'missing') {
+      const blocked = await this.#deps.ledger.blocked(attempt);
+      if (blocked !== null) {
+        const ending = {
+          status: blocked.status,
+          classification: failure(blocked.status, blocked.error),
+          settled: blocked.settled,
+        };
+        return this.#end(attempt, ending, STOP, context);
+      }
       const next = await nextAfter(attempt, 'model_not_found');
       const settled = await this.settle(attempt, 'model_not_found', null, next.kind !== 'stop');
       const classification = failure('model_not_found', notInstalledError(request.model, check.installed));
@@ -211,7 +221,8 @@ export class AttemptRunner {
       { warnings, ...(step ? { step } : {}), willRetry: next.kind !== 'stop' },
       context,
     );
-    return { result, next };
+    const { transition } = ending.settled;
+    return { result, next, own: ownEscalation(ending.status, transition === 'opened' || transition === 'reopened') };
   }
 
   #newAttempt(request: RunRequest, context: RunContext, step?: CallStep): LiveAttempt {
@@ -219,7 +230,6 @@ export class AttemptRunner {
     const warnings: RunWarning[] = [];
     const modelKey = canonicalModelName(request.model);
     const keepAliveMs = keepAliveMsOf(request.keepalive);
-    const before = step?.tried.at(-1);
     return {
       runId: randomUUID(),
       modelKey,
@@ -238,7 +248,7 @@ export class AttemptRunner {
       maxRetries: step?.maxRetries ?? request.maxRetries ?? settings.maxRetries,
       warnings,
       ...(step ? { step } : {}),
-      standing: before ? { model: before.model, status: before.status, runId: before.run_id } : null,
+      before: (step?.tried ?? []).map(({ model, run_id, status, own }) => ({ model, runId: run_id, status, own })),
       // The circuit is checked twice (admission, leaving the queue): say each thing once.
       note: (warning) => void (warnings.some((w) => w.kind === warning.kind) || warnings.push(warning)),
     };

@@ -2,7 +2,7 @@ import type { ModelSettings } from '../config/model-tiers.js';
 import { canonicalModelName } from '../ollama/model-name.js';
 import { decideBusyRetry } from '../policy/busy-backoff.js';
 import { fallsThrough } from '../policy/fallback.js';
-import type { RunStatus } from '../policy/run-status.js';
+import type { EscalationReason, RunStatus } from '../policy/run-status.js';
 import type { RunContext, RunRequest } from './run-request.js';
 import type { FallbackEntry, RunResult } from './run-result.js';
 
@@ -12,6 +12,8 @@ export const BUSY_WAIT_CANCELLED = 'cancelled while waiting to retry after Ollam
 export interface TriedModel extends FallbackEntry {
   /** Its error text, null when it had none. */
   readonly error: string | null;
+  /** Its own escalation (policy/task-verdict.ts), which the call's verdict weighs with the models after it. */
+  readonly own: EscalationReason | null;
 }
 
 /** What a call does after an attempt: end with it, retry the model after a busy wait, or try the next model. */
@@ -23,6 +25,8 @@ export const STOP: Next = { kind: 'stop' };
 export interface AttemptResult {
   readonly result: RunResult;
   readonly next: Next;
+  /** Its own escalation: its status needs a human, it opened its model's circuit, or its circuit refused it. */
+  readonly own: EscalationReason | null;
 }
 
 /** Where one attempt stands in its call: what its runs.jsonl line and its result's metadata say of the call. */
@@ -167,11 +171,11 @@ async function tryModel(
       busyRetries: soFar.busyRetries,
       after,
     };
-    const { result, next } = await deps.attempt(stepRequest, plan.context, step);
+    const { result, next, own } = await deps.attempt(stepRequest, plan.context, step);
     if (next.kind === 'stop') return result;
     if (next.kind === 'fallback') {
       const { status, run_id: runId, error } = result.metadata;
-      soFar.tried.push({ model, status, run_id: runId, error: error?.message ?? null });
+      soFar.tried.push({ model, status, run_id: runId, error: error?.message ?? null, own });
       return null;
     }
     soFar.busyRetries += 1;

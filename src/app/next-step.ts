@@ -1,4 +1,5 @@
 import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
+import type { EscalationReason } from '../policy/run-status.js';
 import type { RunMetadata } from './run-result.js';
 
 /**
@@ -36,16 +37,44 @@ function escalationStep(m: RunMetadata): string {
   if (m.status === 'blocked') {
     return `${STOP} to a human or a stronger model: it escalated before (${m.escalation_reason}) and is blocked until a human clears it with ollama_reset.`;
   }
+  const reason = m.escalation_reason;
+  if (reason === 'max_retries_exceeded') {
+    return `${STOP} to a human or a stronger model (max_retries_exceeded: it failed ${failuresOf(m)} times, max_retries ${m.max_retries}).`;
+  }
+  if (reason === 'circuit_open') return circuitStep(m);
+  const model = reason === null ? null : modelThatNeedsHuman(m, reason);
+  if (reason === null || model === null) {
+    return `${STOP} to a human or a stronger model: it escalated before (${reason}) and stays escalated until a human clears it with ollama_reset.`;
+  }
+  return needsHumanStep(reason, model);
+}
+
+/** The task's failures so far, this call's included when it counted (its own status, or a model of its chain before it). */
+function failuresOf(m: RunMetadata): number {
+  const counted = [m.status, ...m.fallback.map((f) => f.status)].some((status) => OUTCOME_POLICY[status].countsAsTaskFailure);
+  return m.retry_count + (counted ? 1 : 0);
+}
+
+function circuitStep(m: RunMetadata): string {
   const seconds = m.circuit.retry_after_seconds;
-  switch (m.escalation_reason) {
-    case 'max_retries_exceeded':
-      return `${STOP} to a human or a stronger model (max_retries_exceeded: it failed ${m.retry_count + 1} times, max_retries ${m.max_retries}).`;
-    case 'circuit_open':
-      return `Stop: do not retry this task on ${m.model}; escalate it, or run it on another model (circuit_open: ${m.model} failed too often in a row${
-        seconds === null ? '' : ` and takes no runs for ${seconds} s`
-      }).`;
+  if (m.circuit.state === 'closed') {
+    return `Stop: do not retry this task; escalate it, or run it on another model (circuit_open: a model it ran on failed too often in a row; only a success or ollama_reset ends the escalation).`;
+  }
+  return `Stop: do not retry this task on ${m.model}; escalate it, or run it on another model (circuit_open: ${m.model} failed too often in a row${
+    seconds === null ? '' : ` and takes no runs for ${seconds} s`
+  }).`;
+}
+
+/** The model of the call whose outcome needs a human for `reason`, the last one first; null when none did (it escalated before). */
+function modelThatNeedsHuman(m: RunMetadata, reason: EscalationReason): string | null {
+  const tried = [...m.fallback, { model: m.model, status: m.status }];
+  return tried.findLast((t) => OUTCOME_POLICY[t.status].escalateAtOnce === reason)?.model ?? null;
+}
+
+function needsHumanStep(reason: Exclude<EscalationReason, 'max_retries_exceeded' | 'circuit_open'>, model: string): string {
+  switch (reason) {
     case 'model_not_found':
-      return `${STOP} (model_not_found: ${m.model} is not installed; someone must ollama pull it), or run it on an installed model.`;
+      return `${STOP} (model_not_found: ${model} is not installed; someone must ollama pull it), or run it on an installed model.`;
     case 'ollama_unreachable':
       return `${STOP} to a human (ollama_unreachable: the Ollama server is down or unreachable; someone must start ollama serve).`;
     case 'signin_required':
@@ -54,8 +83,6 @@ function escalationStep(m: RunMetadata): string {
       return `${STOP} to a human, or run it on a local model (cloud_access_denied: the account may not run this cloud model here).`;
     case 'cli_not_found':
       return `${STOP} to a human (cli_not_found: the ollama CLI cannot be run on the server's machine).`;
-    default:
-      return `${STOP} to a human or a stronger model.`;
   }
 }
 

@@ -20,6 +20,11 @@ export const COLD_LOAD_MS = 100;
 export interface Settled {
   readonly retryCount: number;
   readonly escalation: EscalationDecision;
+  /**
+   * The status the task records for the call when it is an earlier model's (a fallback after it could
+   * not serve, or the call stopped before it ran): what decides whether the result is retryable.
+   */
+  readonly standing?: RunStatus;
   readonly circuit: CircuitView;
   readonly transition: CircuitTransition;
 }
@@ -67,19 +72,20 @@ const NO_FILES: SavedTexts = { output: null, thinking: null };
 export function toRunMetadata(attempt: Attempt, warnings: RunWarning[], files: SavedTexts = NO_FILES): RunMetadata {
   const { request, settled, outcome, status, classification, maxRetries } = attempt;
   const policy = OUTCOME_POLICY[status];
+  const standing = settled.standing ?? status;
   const errorText = classification.error?.slice(0, ERROR_TEXT_MAX) ?? null;
   return {
     status,
     ok: policy.ok,
     escalate: settled.escalation.escalate,
     escalation_reason: settled.escalation.reason,
-    retryable: policy.retryable && !settled.escalation.escalate,
+    retryable: OUTCOME_POLICY[standing].retryable && !settled.escalation.escalate,
     model: request.model,
     task_id: request.taskId ?? null,
     run_id: attempt.runId,
     retry_count: settled.retryCount,
     max_retries: maxRetries,
-    retries_left: settled.escalation.escalate && maxRetries > 0 ? 0 : retriesLeft(maxRetries, settled.retryCount, status),
+    retries_left: settled.escalation.escalate && maxRetries > 0 ? 0 : retriesLeft(maxRetries, settled.retryCount, standing),
     exit_code: outcome?.exitCode ?? null,
     signal: outcome?.signal ?? null,
     timed_out: outcome?.timedOut ?? false,

@@ -1,6 +1,5 @@
-import { decideEscalation, type EscalationDecision } from '../policy/escalation.js';
+import type { EscalationDecision } from '../policy/escalation.js';
 import type { PromptFit } from '../policy/prompt-fit.js';
-import type { RunStatus } from '../policy/run-status.js';
 import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
 import type { RunWarning } from './run-result.js';
 
@@ -20,15 +19,15 @@ export interface UnsavedVerdict {
 export function unsavedVerdict(input: {
   readonly ledger: { readonly entry: TaskLedgerEntry | undefined } | 'unreadable';
   readonly taskId: string | undefined;
-  readonly status: RunStatus;
+  /** The attempt's escalation, judged from what could still be read. */
+  readonly escalation: EscalationDecision;
   readonly callerRetryCount: number | undefined;
-  readonly maxRetries: number;
   readonly error: string;
 }): UnsavedVerdict {
   const readable = input.ledger !== 'unreadable';
   const entry = readable ? (input.ledger as { entry: TaskLedgerEntry | undefined }).entry : undefined;
   const retryCount = retryCountFor(entry, input.callerRetryCount);
-  const escalation = decideEscalation({ status: input.status, retryCount, maxRetries: input.maxRetries, openedCircuit: false });
+  const escalation = input.escalation;
   const task = input.taskId === undefined ? 'this attempt' : `task "${input.taskId}"`;
   const warning: RunWarning = readable
     ? {

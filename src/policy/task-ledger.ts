@@ -17,6 +17,26 @@ export interface TaskLedgerEntry {
   readonly escalationReason: EscalationReason | null;
   readonly firstSeenAt: number;
   readonly updatedAt: number;
+  /**
+   * The last attempts whose verdict the entry holds, oldest first (at most {@link RECENT_RUNS}): a
+   * server that settles an attempt of a dead one knows by its id whether it was already counted.
+   */
+  readonly recent: readonly RecordedRun[];
+}
+
+/** An attempt whose verdict a task's entry holds. */
+export interface RecordedRun {
+  readonly runId: string;
+  readonly status: RunStatus;
+  readonly retryCount: number;
+}
+
+/** Attempts remembered per task by id: more than one task runs at once in any real workflow. */
+export const RECENT_RUNS = 8;
+
+/** The verdict the entry holds for an attempt, by its id; undefined when it holds none. */
+export function recordedRun(entry: TaskLedgerEntry | undefined, runId: string): RecordedRun | undefined {
+  return entry?.recent.find((run) => run.runId === runId);
 }
 
 /** `retry_count` of an attempt: the task's recorded failure streak, or the caller's figure if larger. */
@@ -26,28 +46,43 @@ export function retryCountFor(entry: TaskLedgerEntry | undefined, callerRetryCou
 
 export interface AttemptFacts {
   readonly status: RunStatus;
+  /** Is it a failed attempt of the task? @default what the status's policy says */
+  readonly counted?: boolean;
   readonly retryCount: number;
   readonly runId: string;
   readonly model: string;
   readonly escalationReason: EscalationReason | null;
   readonly now: number;
+  /**
+   * The attempt whose verdict the task's record names when not this one: an earlier model of the same
+   * call (the call could not go on after it). @default this attempt
+   */
+  readonly standing?: { readonly status: RunStatus; readonly runId: string; readonly model: string };
 }
 
-/** The task's entry after one more attempt. A success clears the failure streak. */
+/**
+ * The task's entry after one more attempt. A success clears the failure streak and the escalation;
+ * nothing else ends an escalation but a reset (the entry's removal): a later attempt that does not
+ * escalate by itself keeps the earlier reason.
+ */
 export function recordAttempt(entry: TaskLedgerEntry | undefined, facts: AttemptFacts): TaskLedgerEntry {
   const policy = OUTCOME_POLICY[facts.status];
-  const failed = policy.countsAsTaskFailure;
+  const failed = facts.counted ?? policy.countsAsTaskFailure;
+  const last = facts.standing ?? facts;
+  const escalationReason = facts.escalationReason ?? (policy.ok ? null : (entry?.escalationReason ?? null));
+  const recorded: RecordedRun = { runId: facts.runId, status: facts.status, retryCount: facts.retryCount };
   return {
     attempts: (entry?.attempts ?? 0) + 1,
     failures: policy.ok ? 0 : failed ? facts.retryCount + 1 : (entry?.failures ?? 0),
     totalFailures: (entry?.totalFailures ?? 0) + (failed ? 1 : 0),
-    lastStatus: facts.status,
-    lastRunId: facts.runId,
-    lastModel: facts.model,
-    escalated: facts.escalationReason !== null,
-    escalationReason: facts.escalationReason,
+    lastStatus: last.status,
+    lastRunId: last.runId,
+    lastModel: last.model,
+    escalated: escalationReason !== null,
+    escalationReason,
     firstSeenAt: entry?.firstSeenAt ?? facts.now,
     updatedAt: facts.now,
+    recent: [...(entry?.recent ?? []), recorded].slice(-RECENT_RUNS),
   };
 }
 

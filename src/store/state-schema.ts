@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import type { BreakerState } from '../policy/breaker-state.js';
-import type { TaskLedgerEntry } from '../policy/task-ledger.js';
+import { RECENT_RUNS, type TaskLedgerEntry } from '../policy/task-ledger.js';
 import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
 
 /** The state the policies work on: task ledgers and model circuits (a view over several files). */
@@ -35,6 +35,11 @@ const taskEntrySchema = z.object({
   escalationReason: z.enum(ESCALATION_REASONS).nullable(),
   firstSeenAt: time,
   updatedAt: time,
+  // Entries written before attempts were remembered by id hold none.
+  recent: z
+    .array(z.object({ runId: z.string(), status: z.enum(RUN_STATUSES), retryCount: count }))
+    .max(RECENT_RUNS)
+    .default([]),
 });
 
 const breakerSchema = z.discriminatedUnion('state', [

@@ -30,6 +30,7 @@ function ledger(env: Record<string, string> = {}) {
       startTimeoutMs: 2_000,
       breaker: { threshold: 10, cooldownMs: 60_000 },
       note: (w) => notes.push(w),
+      before: [],
       ...extra,
     };
     return { a, notes };

@@ -59,7 +59,7 @@ function harness(
       now += options.tryMs ?? 10;
       const next = await step.after(status);
       seen.push({ model: request.model, context, step, willRetry: next.kind !== 'stop' });
-      return { result: result(request.model, status, step), next };
+      return { result: result(request.model, status, step), next, own: null };
     },
     cancelledWaiting: async (request, context, step) => {
       seen.push({ model: request.model, context, step, willRetry: (await step.after('cancelled')).kind !== 'stop' });
@@ -94,8 +94,8 @@ describe('runCall: fallback chains', () => {
       ['c:1b', 'chain-1', 2, false],
     ]);
     expect(h.seen[2]!.step.tried).toEqual([
-      { model: 'a:1b', status: 'crashed', run_id: 'run-1', error: 'crashed!' },
-      { model: 'b:1b', status: 'circuit_open', run_id: 'run-2', error: 'circuit_open!' },
+      { model: 'a:1b', status: 'crashed', run_id: 'run-1', error: 'crashed!', own: null },
+      { model: 'b:1b', status: 'circuit_open', run_id: 'run-2', error: 'circuit_open!', own: null },
     ]);
     expect(h.phases).toContainEqual({ phase: 'next_model', model: 'b:1b' });
   });

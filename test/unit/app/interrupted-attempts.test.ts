@@ -114,6 +114,7 @@ describe('InterruptedAttempts', () => {
         escalationReason: null,
         firstSeenAt: Date.now(),
         updatedAt: Date.now(),
+        recent: [{ runId: attempt.runId, status: 'crashed', retryCount: 0 }],
       };
     });
     await w.journal.open(attempt);

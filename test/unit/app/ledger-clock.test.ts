@@ -34,6 +34,7 @@ function ledger(env: Record<string, string> = {}) {
       startTimeoutMs: 0, // where the ledger counts a wait for the first byte in a probe's lease: none here
       breaker: { threshold: 2, cooldownMs: MINUTE },
       note: () => {},
+      before: [],
       ...extra,
     }) as LedgerAttempt;
   const tasks = async () => Object.keys((await store.snapshot('all')).tasks).sort();

@@ -49,6 +49,7 @@ const failedTwice = {
   escalationReason: null,
   firstSeenAt: 1,
   updatedAt: 2,
+  recent: [],
 };
 
 describe('RunService when the ledger cannot be written', () => {

@@ -13,16 +13,16 @@ const twoFailures: TaskLedgerEntry = {
   escalationReason: null,
   firstSeenAt: 1,
   updatedAt: 2,
+  recent: [],
 };
 
 describe('unsavedVerdict', () => {
-  it('counts from the readable ledger, so a task at max_retries still escalates', () => {
+  it('counts from the readable ledger and says the count is frozen', () => {
     const verdict = unsavedVerdict({
       ledger: { entry: twoFailures },
       taskId: 't',
-      status: 'crashed',
+      escalation: { escalate: true, reason: 'max_retries_exceeded' },
       callerRetryCount: undefined,
-      maxRetries: 2,
       error: 'EROFS',
     });
     expect(verdict.retryCount).toBe(2);
@@ -35,9 +35,8 @@ describe('unsavedVerdict', () => {
     const verdict = unsavedVerdict({
       ledger: 'unreadable',
       taskId: 't',
-      status: 'crashed',
+      escalation: { escalate: false, reason: null },
       callerRetryCount: 1,
-      maxRetries: 3,
       error: 'EACCES',
     });
     expect(verdict.retryCount).toBe(1);

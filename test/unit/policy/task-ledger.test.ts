@@ -4,7 +4,9 @@ import {
   pruneClock,
   pruneDue,
   pruneTasks,
+  RECENT_RUNS,
   recordAttempt,
+  recordedRun,
   retryCountFor,
   type TaskLedgerEntry,
 } from '../../../src/policy/task-ledger.js';
@@ -20,6 +22,45 @@ const attempt = (entry: TaskLedgerEntry | undefined, status: Parameters<typeof r
   });
 
 describe('task ledger', () => {
+  it('an escalation is kept by every later attempt but a success (a reset removes the entry)', () => {
+    const escalated = recordAttempt(undefined, {
+      status: 'model_not_found',
+      retryCount: 0,
+      runId: 'r0',
+      model: 'm',
+      escalationReason: 'model_not_found',
+      now: 1,
+    });
+    for (const status of ['cancelled', 'not_started', 'unsupported_option', 'crashed', 'blocked'] as const) {
+      expect(attempt(escalated, status), status).toMatchObject({ escalated: true, escalationReason: 'model_not_found' });
+    }
+    expect(attempt(escalated, 'ok')).toMatchObject({ escalated: false, escalationReason: null, failures: 0 });
+  });
+
+  it('remembers the last attempts by id with the verdict each was recorded with', () => {
+    let entry: TaskLedgerEntry | undefined;
+    for (let now = 1; now <= RECENT_RUNS + 2; now += 1) entry = attempt(entry, now % 2 === 0 ? 'ok' : 'crashed', now);
+    expect(entry!.recent).toHaveLength(RECENT_RUNS);
+    expect(recordedRun(entry, 'r1')).toBeUndefined();
+    expect(recordedRun(entry, `r${RECENT_RUNS + 1}`)).toEqual({ runId: `r${RECENT_RUNS + 1}`, status: 'crashed', retryCount: 0 });
+    expect(recordedRun(entry, `r${RECENT_RUNS + 2}`)?.status).toBe('ok');
+  });
+
+  it('a call whose earlier model stands for it is recorded under that model, and remembered by the id that ended it', () => {
+    const entry = recordAttempt(undefined, {
+      status: 'not_started',
+      counted: true,
+      retryCount: 0,
+      runId: 'fallback-run',
+      model: 'fallback',
+      escalationReason: null,
+      now: 1,
+      standing: { status: 'crashed', runId: 'primary-run', model: 'primary' },
+    });
+    expect(entry).toMatchObject({ failures: 1, lastStatus: 'crashed', lastModel: 'primary', lastRunId: 'primary-run' });
+    expect(recordedRun(entry, 'fallback-run')).toEqual({ runId: 'fallback-run', status: 'not_started', retryCount: 0 });
+  });
+
   it('the first attempt has retry_count 0 and each failure adds one', () => {
     expect(retryCountFor(undefined, undefined)).toBe(0);
     let entry = attempt(undefined, 'timeout');

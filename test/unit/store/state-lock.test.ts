@@ -60,6 +60,7 @@ describe('the state lock, judged by who holds it', () => {
         escalationReason: null,
         firstSeenAt: 1,
         updatedAt: 1,
+        recent: [],
       };
     });
     expect(performance.now() - started).toBeLessThan(2_000);

@@ -20,6 +20,7 @@ function entry(failures: number): TaskLedgerEntry {
     escalationReason: null,
     firstSeenAt: 1,
     updatedAt: 1,
+    recent: [],
   };
 }
 
