@@ -19,7 +19,7 @@ import { TurnScheduler } from './turn-scheduler.js';
 import { InterruptedAttempts } from './interrupted-attempts.js';
 import { AttemptJournal } from '../store/attempt-journal.js';
 import { liveProcView, selfIdentity, type SelfIdentity } from '../store/proc-reader.js';
-import type { ProcView } from '../policy/process-identity.js';
+import { livenessOf, type ProcView } from '../policy/process-identity.js';
 import type { Config } from '../config/config.js';
 import { configSettings, type ModelSettings } from '../config/model-tiers.js';
 import { cliEnvironment } from '../ollama/child-env.js';
@@ -95,6 +95,11 @@ export class RunService {
   /** The attempts dead servers left under way: settled at start-up and every minute once started. */
   readonly interrupted: InterruptedAttempts;
   readonly #inFlight = new Set<Promise<RunResult>>();
+  /** Calls in flight per task id: a status read sees them before their verdicts are recorded. */
+  readonly #inFlightByTask = new Map<string, number>();
+  readonly #journal: AttemptJournal | null;
+  readonly #identity: SelfIdentity;
+  readonly #proc: ProcView;
   readonly #shutdown = new AbortController();
   readonly #calls: CallRunnerDeps;
 
@@ -114,6 +119,9 @@ export class RunService {
     const env = cliEnvironment(config, deps.env);
     const journal = deps.journal === undefined ? new AttemptJournal(config.telemetryDir) : deps.journal;
     const identity = deps.identity ?? selfIdentity();
+    this.#journal = journal;
+    this.#identity = identity;
+    this.#proc = deps.proc ?? liveProcView;
     const probes = new ProbeWaiters((modelKey) => this.#ledger.circuitOf(modelKey), this.#clock);
     const attempts = new AttemptRunner({
       config,
@@ -133,7 +141,7 @@ export class RunService {
     this.interrupted = new InterruptedAttempts({
       journal: journal ?? new AttemptJournal(config.telemetryDir),
       identity,
-      proc: deps.proc ?? liveProcView,
+      proc: this.#proc,
       ledger: this.#ledger,
       recorder: this.#recorder,
       warn,
@@ -191,9 +199,44 @@ export class RunService {
   }
 
   run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
-    if (!context.signal) return this.#track(runCall(this.#calls, request, { ...context, signal: this.#shutdown.signal }));
+    const untrack = this.#trackTask(request.taskId);
+    if (!context.signal) {
+      return this.#track(runCall(this.#calls, request, { ...context, signal: this.#shutdown.signal }).finally(untrack));
+    }
     const { signal, unlink } = eitherAborts(context.signal, this.#shutdown.signal);
-    return this.#track(runCall(this.#calls, request, { ...context, signal }).finally(unlink));
+    return this.#track(
+      runCall(this.#calls, request, { ...context, signal }).finally(() => {
+        unlink();
+        untrack();
+      }),
+    );
+  }
+
+  /**
+   * Attempts of a task under way now, whose verdicts are not recorded yet: this server's calls, and
+   * the attempts other live servers on the same data dir are running.
+   */
+  async inFlightFor(taskId: string): Promise<number> {
+    const here = this.#inFlightByTask.get(taskId) ?? 0;
+    if (this.#journal === null) return here;
+    const open = await this.#journal.list().catch(() => []);
+    const elsewhere = open.filter(
+      (attempt) =>
+        attempt.taskId === taskId &&
+        attempt.server.pid !== this.#identity.self.pid &&
+        livenessOf(attempt.server, this.#identity.place, this.#proc) !== 'dead',
+    );
+    return here + elsewhere.length;
+  }
+
+  #trackTask(taskId: string | undefined): () => void {
+    if (taskId === undefined) return noop;
+    this.#inFlightByTask.set(taskId, (this.#inFlightByTask.get(taskId) ?? 0) + 1);
+    return () => {
+      const left = (this.#inFlightByTask.get(taskId) ?? 1) - 1;
+      if (left === 0) this.#inFlightByTask.delete(taskId);
+      else this.#inFlightByTask.set(taskId, left);
+    };
   }
 
   /** A call refused before anything ran because its arguments were invalid: logged, never spawned. */

@@ -149,7 +149,12 @@ export function createMcpServer(app: App): Server {
       const { store, runs, installedModels, hygiene } = await app.services();
       return { config: app.config, store, runs, installedModels, processes: () => hygiene.status() };
     }),
-    ollamaTaskStatusTool({ store, blockMode, logControl: app.logControl }),
+    ollamaTaskStatusTool({
+      store,
+      inFlight: async (taskId) => (await runs()).inFlightFor(taskId),
+      blockMode,
+      logControl: app.logControl,
+    }),
     ollamaResetTool({
       store,
       blockMode,

@@ -8,7 +8,11 @@ import type { ResponseFormat } from '../app/run-reply.js';
 
 export const taskStatusSchema = z.object({
   task_id: z.string(),
-  known: z.boolean().describe('false: the server has no record of this task (never run, reset, or pruned)'),
+  known: z.boolean().describe('false: the server has no record of this task and runs none of it (never run, reset, or pruned)'),
+  in_flight: z
+    .number()
+    .int()
+    .describe('attempts of the task under way now (any server on this data dir): their verdicts are not counted yet'),
   attempts: z.number().int().describe('attempts recorded, rejected ones included'),
   failures: z.number().int().describe('failed attempts since the last success: the retry_count of the next attempt'),
   total_failures: z.number().int(),
@@ -38,11 +42,14 @@ type TaskStatusReply = z.infer<typeof taskStatusReplySchema>;
 export function toTaskStatusReply(status: TaskStatus, format: ResponseFormat): TaskStatusReply {
   const next = status.escalated
     ? `Stop: do not run this task again; escalate it to a human or a stronger model (${status.escalation_reason}). After a human fixed the cause, ollama_reset clears it.`
-    : null;
+    : status.in_flight > 0
+      ? `${status.in_flight} attempt(s) of this task are under way: their verdicts are not counted yet; read the status again when they end.`
+      : null;
   if (format === 'detailed') return { ...status, ...(next !== null ? { next } : {}) };
   return {
     task_id: status.task_id,
     known: status.known,
+    ...(status.in_flight > 0 ? { in_flight: status.in_flight } : {}),
     ...(status.failures > 0 ? { failures: status.failures } : {}),
     ...(status.last_status !== null ? { last_status: status.last_status } : {}),
     ...(status.last_model !== null ? { last_model: status.last_model } : {}),
@@ -53,10 +60,11 @@ export function toTaskStatusReply(status: TaskStatus, format: ResponseFormat): T
   };
 }
 
-export function describeTask(taskId: string, entry: TaskLedgerEntry | undefined, blockMode: boolean): TaskStatus {
+export function describeTask(taskId: string, entry: TaskLedgerEntry | undefined, blockMode: boolean, inFlight = 0): TaskStatus {
   return {
     task_id: taskId,
-    known: entry !== undefined,
+    known: entry !== undefined || inFlight > 0,
+    in_flight: inFlight,
     attempts: entry?.attempts ?? 0,
     failures: retryCountFor(entry, undefined),
     total_failures: entry?.totalFailures ?? 0,
@@ -74,18 +82,26 @@ export function describeTask(taskId: string, entry: TaskLedgerEntry | undefined,
 function render(status: TaskStatus): string {
   if (!status.known)
     return `Task "${status.task_id}": no record (never run, reset, or pruned). Its next attempt has retry_count 0.`;
+  const underWay =
+    status.in_flight > 0
+      ? [`${status.in_flight} attempt(s) under way now: not counted yet; read the status again when they end.`]
+      : [];
+  if (status.attempts === 0) return [`Task "${status.task_id}": no attempt recorded yet.`, ...underWay].join('\n');
   return [
     `Task "${status.task_id}": ${status.attempts} attempt(s), ${status.failures} failure(s) in a row (${status.total_failures} in all).`,
     `Last: ${status.last_status} on ${status.last_model} at ${status.updated_at}.`,
     status.escalated
       ? `ESCALATED (${status.escalation_reason})${status.blocked ? '; further runs are BLOCKED until ollama_reset' : ''}.`
       : 'Not escalated.',
+    ...underWay,
   ].join('\n');
 }
 
 export function ollamaTaskStatusTool(deps: {
   /** Opened on the first call (see App.services). */
   store: () => Promise<StateBackend>;
+  /** Attempts of a task under way now (app/run-service.ts). */
+  inFlight: (taskId: string) => Promise<number>;
   blockMode: boolean;
   logControl: ControlLogger;
 }): AnyToolDefinition {
@@ -104,14 +120,17 @@ export function ollamaTaskStatusTool(deps: {
     async handle({ task_id, response_format }: { task_id: string; response_format?: ResponseFormat }) {
       const format = response_format ?? 'concise';
       let state: Awaited<ReturnType<StateBackend['snapshot']>>;
+      let inFlight: number;
       try {
+        // In flight first: an attempt that ends meanwhile is then in the snapshot.
+        inFlight = await deps.inFlight(task_id);
         state = await (await deps.store()).snapshot([task_id]);
       } catch (error) {
         const outcome = unknown(task_id, format);
         const why = `the retry ledger cannot be read (${(error as Error).message}); the task's record is unknown, not absent. Fix the telemetry dir (see ollama_health).`;
         return { ...outcome, text: `FAILED: ${why}` };
       }
-      const status = describeTask(task_id, state.tasks[task_id], deps.blockMode);
+      const status = describeTask(task_id, state.tasks[task_id], deps.blockMode, inFlight);
       await deps.logControl({
         tool: 'ollama_task_status',
         task_id,
