@@ -8,6 +8,7 @@ import type { DispatchRequest, Grant } from './dispatcher.js';
 import type { ProbeWaiters } from './probe-waiters.js';
 import type { Settled } from './run-report.js';
 import type { RunContext } from './run-request.js';
+import { deadlineSignal } from './deadline-signal.js';
 
 /** An attempt waiting for its turn: what the ledger needs, what the dispatcher needs, its place in its call. */
 export interface ScheduledAttempt extends LedgerAttempt {
@@ -60,6 +61,14 @@ export class TurnScheduler {
 
   async takeTurn(attempt: ScheduledAttempt, context: RunContext): Promise<Turn> {
     const wait = new TurnWait(this.#deps, attempt, context);
+    try {
+      return await this.#take(wait, attempt);
+    } finally {
+      wait.dispose();
+    }
+  }
+
+  async #take(wait: TurnWait, attempt: ScheduledAttempt): Promise<Turn> {
     for (;;) {
       // What the call does if the circuit refuses: the ledger records the refusal for the task only if
       // the call ends with it, so the same answer goes back to the call.
@@ -100,6 +109,8 @@ export class TurnScheduler {
 class TurnWait {
   /** Cancel, shutdown and (for a batch job) the batch deadline end every kind of waiting. */
   readonly signal: AbortSignal | undefined;
+  /** Stops the deadline's timer once the wait is over. */
+  readonly dispose: () => void;
   readonly #deps: TurnSchedulerDeps;
   readonly #attempt: ScheduledAttempt;
   readonly #context: RunContext;
@@ -112,7 +123,10 @@ class TurnWait {
     this.#deps = deps;
     this.#attempt = attempt;
     this.#context = context;
-    this.signal = queueSignal(context, deps.clock());
+    // Waiting ends on cancel, and at the call's (or its batch's) deadline; a running attempt ends by its own cut timeout.
+    const { signal, dispose } = deadlineSignal(context.signal, context.deadlineAt, deps.clock());
+    this.signal = signal;
+    this.dispose = dispose;
   }
 
   async inQueue(admission: {
@@ -178,10 +192,3 @@ export function nextAfter(attempt: { readonly step?: CallStep }, status: RunStat
 }
 
 function noop(): void {}
-
-/** Waiting for a slot ends on cancel, and also at a batch deadline (a running job ends by its cut timeout instead). */
-function queueSignal(context: RunContext, now: number): AbortSignal | undefined {
-  if (context.deadlineAt === undefined) return context.signal;
-  const untilDeadline = AbortSignal.timeout(Math.max(0, context.deadlineAt - now));
-  return context.signal ? AbortSignal.any([context.signal, untilDeadline]) : untilDeadline;
-}

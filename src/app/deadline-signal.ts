@@ -1,0 +1,28 @@
+/**
+ * A signal that aborts when `caller` does or when `deadlineAt` (epoch ms) passes, and `dispose` to
+ * stop its timer once the wait is over. The deadline is a timer held here: an `AbortSignal.timeout`
+ * inside `AbortSignal.any` can be collected before it fires (nodejs/node#57736), which left calls
+ * waiting past their deadline.
+ */
+export function deadlineSignal(
+  caller: AbortSignal | undefined,
+  deadlineAt: number | undefined,
+  now: number,
+): { signal: AbortSignal | undefined; dispose: () => void } {
+  if (deadlineAt === undefined) return { signal: caller, dispose: noop };
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error('deadline passed')), Math.max(0, deadlineAt - now));
+  timer.unref();
+  const onAbort = () => controller.abort(caller?.reason);
+  if (caller?.aborted) onAbort();
+  else caller?.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+function noop(): void {}
