@@ -30,6 +30,7 @@ import { circuitGate, rebase } from '../policy/breaker.js';
 import type { SharedSlots } from '../store/shared-slots.js';
 import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
+import { RETENTION_CLOCK_FILE_NAME, RetentionClockFile } from '../telemetry/retention-clock.js';
 
 export type { ModelSettings, PreflightResult, RunContext, RunRequest };
 
@@ -92,6 +93,7 @@ export class RunService {
   readonly #ledger: AttemptLedger;
   readonly #dispatcher: Dispatcher;
   readonly #recorder: AttemptRecorder;
+  readonly #answers: AnswerFiles | null;
   /** The attempts dead servers left under way: settled at start-up and every minute once started. */
   readonly interrupted: InterruptedAttempts;
   readonly #inFlight = new Set<Promise<RunResult>>();
@@ -106,8 +108,8 @@ export class RunService {
     const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
-    const answers =
-      deps.answers === undefined ? new AnswerFiles({ dir: path.join(config.telemetryDir, 'answers') }) : deps.answers;
+    const answers = deps.answers === undefined ? defaultAnswerFiles(config, this.#clock) : deps.answers;
+    this.#answers = answers;
     this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
     this.#dispatcher = dispatcherFor(config, deps, warn);
     this.#recorder = new AttemptRecorder({ log: deps.log, clock: this.#clock, answers });
@@ -190,10 +192,22 @@ export class RunService {
     return this.#settingsFor(model);
   }
 
+  /** One call. Unless it is a job of a batch, its reply is built next: the answer files it names are dated then. */
   run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
-    if (!context.signal) return this.#track(runCall(this.#calls, request, { ...context, signal: this.#shutdown.signal }));
+    const replied = (result: RunResult) => (context.batchId === undefined ? this.replied([result]) : Promise.resolve());
+    if (!context.signal) {
+      const call = runCall(this.#calls, request, { ...context, signal: this.#shutdown.signal });
+      return this.#track(call.then(async (result) => (await replied(result), result)));
+    }
     const { signal, unlink } = eitherAborts(context.signal, this.#shutdown.signal);
-    return this.#track(runCall(this.#calls, request, { ...context, signal }).finally(unlink));
+    const call = runCall(this.#calls, request, { ...context, signal }).finally(unlink);
+    return this.#track(call.then(async (result) => (await replied(result), result)));
+  }
+
+  /** The reply naming these results is built: the grace of the answer files they name starts now. */
+  async replied(results: readonly RunResult[]): Promise<void> {
+    const files = results.flatMap(({ metadata }) => [metadata.output_file, metadata.thinking_file]);
+    await this.#answers?.replied(files.flatMap((file) => (file ? [file.path] : [])));
   }
 
   /** A call refused before anything ran because its arguments were invalid: logged, never spawned. */
@@ -245,6 +259,15 @@ export class RunService {
     void call.finally(() => this.#inFlight.delete(call)).catch(noop);
     return call;
   }
+}
+
+/** `answers/` in the telemetry dir, aged by the retention clock the run log shares. */
+function defaultAnswerFiles(config: Config, clock: () => number): AnswerFiles {
+  return new AnswerFiles({
+    dir: path.join(config.telemetryDir, 'answers'),
+    clock,
+    retentionClock: new RetentionClockFile(path.join(config.telemetryDir, RETENTION_CLOCK_FILE_NAME)),
+  });
 }
 
 /** The one queue of this server, and its view of what Ollama has loaded. */

@@ -37,7 +37,7 @@ export interface RunLogOptions {
   /**
    * Which rotated files are deleted, checked when this process writes its first record and each
    * time it moves on to a new file (see `log-retention.ts`); ages are judged by the retention clock
-   * in `retention-clock.json` (see `retention-clock.ts`).
+   * in `retention-clock.json`, which `answers/` shares (see `retention-clock.ts`).
    * @default 90 days and 1 GiB (`OLLAMA_MCP_LOG_RETENTION_DAYS`, `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`)
    */
   readonly retention?: RetentionPolicy;

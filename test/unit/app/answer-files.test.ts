@@ -1,12 +1,15 @@
-import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AnswerFiles } from '../../../src/app/answer-files.js';
 import { fitReply } from '../../../src/app/reply-fit.js';
 import { replyBudget, REPLY_ANSWER_BYTES } from '../../../src/app/reply-budget.js';
+import { RetentionClockFile } from '../../../src/telemetry/retention-clock.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
-const DAY = 86_400_000;
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const DAY = 24 * HOUR;
 
 describe('AnswerFiles: answers kept whole for the caller', () => {
   it('writes the text whole, readable by its owner only, and says where and how big', async () => {
@@ -27,28 +30,102 @@ describe('AnswerFiles: answers kept whole for the caller', () => {
     await expect(files.save('same.txt', 'second')).rejects.toThrow(/EEXIST/);
   });
 
-  it('keeps at most maxFiles, newest first, and nothing older than maxAgeMs', async () => {
+  it('never deletes a file within an hour of its reply, however many; past it, keeps the newest 100', async () => {
     const dir = tempDir('answer-files-');
-    const now = Date.UTC(2026, 10, 20);
-    for (let i = 0; i < 5; i += 1) {
-      writeFileSync(path.join(dir, `old-${i}.txt`), 'x');
-      const mtime = (now - (i + 1) * 60_000) / 1000;
-      utimesSync(path.join(dir, `old-${i}.txt`), mtime, mtime);
-    }
-    writeFileSync(path.join(dir, 'stale.txt'), 'x');
-    utimesSync(path.join(dir, 'stale.txt'), (now - 8 * DAY) / 1000, (now - 8 * DAY) / 1000);
-    writeFileSync(path.join(dir, 'other.log'), 'not ours');
-    const files = new AnswerFiles({ dir, maxFiles: 3, clock: () => now });
-    await files.save('new.txt', 'y');
-    expect(readdirSync(dir).sort()).toEqual(['new.txt', 'old-0.txt', 'old-1.txt', 'other.log']);
+    let now = Date.UTC(2026, 10, 20);
+    const files = new AnswerFiles({ dir, clock: () => now });
+    const saved = [];
+    for (let i = 0; i < 130; i += 1) saved.push((await files.save(`job-${i}.txt`, `answer ${i}`)).path);
+    await files.replied(saved);
+    expect(readdirSync(dir)).toHaveLength(130);
+    now += HOUR - 1000;
+    await files.save('later.txt', 'x');
+    expect(readdirSync(dir)).toHaveLength(131);
+    now += 2000; // the 130 are past their grace now; the later one is not
+    await files.save('last.txt', 'y');
+    expect(readdirSync(dir)).toHaveLength(102);
+    expect(readdirSync(dir)).toEqual(expect.arrayContaining(['later.txt', 'last.txt']));
   });
 
-  it('keeps at most maxBytes, the file just written always', async () => {
+  it('holds a file until the reply naming it is built, then dates it: its grace counts from the reply, in every process', async () => {
     const dir = tempDir('answer-files-');
-    writeFileSync(path.join(dir, 'a.txt'), 'x'.repeat(60));
-    const files = new AnswerFiles({ dir, maxBytes: 50 });
-    await files.save('b.txt', 'y'.repeat(80));
-    expect(readdirSync(dir)).toEqual(['b.txt']);
+    let now = Date.UTC(2026, 10, 20);
+    const clock = () => now;
+    const batch = new AnswerFiles({ dir, clock, maxFiles: 0 });
+    const other = new AnswerFiles({ dir, clock, maxFiles: 0 }); // another server on the same data dir
+    const first = await batch.save('first-job.txt', 'a');
+    now += 50 * MIN;
+    await batch.refreshHeld(); // what its timer does while the batch runs
+    now += 50 * MIN;
+    await other.save('o1.txt', 'o'); // 100 minutes after the save, 50 after the refresh
+    expect(existsSync(first.path)).toBe(true);
+    await batch.refreshHeld();
+    now += 3 * HOUR;
+    await batch.save('own-prune.txt', 'b'); // held: its own process never prunes it either
+    expect(existsSync(first.path)).toBe(true);
+    await batch.replied([first.path]); // the batch's reply is built
+    expect(statSync(first.path).mtimeMs).toBe(now);
+    now += HOUR - 1;
+    await other.save('o2.txt', 'o');
+    expect(existsSync(first.path)).toBe(true);
+    now += 2;
+    await other.save('o3.txt', 'o');
+    expect(existsSync(first.path)).toBe(false);
+  });
+
+  it('past the grace: nothing older than maxAgeMs, at most maxBytes', async () => {
+    const dir = tempDir('answer-files-');
+    const now = Date.UTC(2026, 10, 20);
+    const aged = (name: string, ageMs: number, size: number) => {
+      writeFileSync(path.join(dir, name), 'x'.repeat(size));
+      utimesSync(path.join(dir, name), (now - ageMs) / 1000, (now - ageMs) / 1000);
+    };
+    aged('recent.txt', 2 * HOUR, 40);
+    aged('older.txt', 3 * HOUR, 40);
+    aged('stale.txt', 8 * DAY, 1);
+    aged('young.txt', 10 * MIN, 500); // within its grace: neither deleted nor counted
+    writeFileSync(path.join(dir, 'other.log'), 'not ours');
+    await new AnswerFiles({ dir, maxBytes: 50, clock: () => now }).save('new.txt', 'y');
+    expect(readdirSync(dir).sort()).toEqual(['new.txt', 'other.log', 'recent.txt', 'young.txt']);
+  });
+
+  it('a forward step of 100 days deletes nothing at the first save, and one day of age an hour from then', async () => {
+    const dir = tempDir('answer-files-');
+    const retentionClock = new RetentionClockFile(path.join(dir, 'clock.json'));
+    const answers = path.join(dir, 'answers');
+    let now = Date.UTC(2026, 10, 20);
+    const files = new AnswerFiles({ dir: answers, clock: () => now, retentionClock });
+    for (let day = 1; day <= 5; day += 1) {
+      await files.replied([(await files.save(`day-${day}.txt`, 'a')).path]);
+      now += DAY;
+    }
+    now += 100 * DAY;
+    await files.save('after-step.txt', 'b');
+    expect(readdirSync(answers)).toHaveLength(6);
+    for (let hour = 1; hour <= 3; hour += 1) {
+      now += HOUR;
+      await files.save(`hour-${hour}.txt`, 'c');
+    }
+    // Three hours on, ages are judged three days further: only day-1 (judged 8 days old) is past 7 days.
+    expect(readdirSync(answers).filter((name) => name.startsWith('day-'))).toEqual([
+      'day-2.txt',
+      'day-3.txt',
+      'day-4.txt',
+      'day-5.txt',
+    ]);
+  });
+
+  it('a file dated ahead of the clock (it stepped back) gets its grace and age from now, not from its date', async () => {
+    const dir = tempDir('answer-files-');
+    let now = Date.UTC(2026, 10, 20);
+    writeFileSync(path.join(dir, 'ahead.txt'), 'x');
+    utimesSync(path.join(dir, 'ahead.txt'), (now + 30 * DAY) / 1000, (now + 30 * DAY) / 1000);
+    const files = new AnswerFiles({ dir, maxFiles: 0, clock: () => now });
+    await files.save('a.txt', 'y');
+    expect(statSync(path.join(dir, 'ahead.txt')).mtimeMs).toBe(now);
+    now += HOUR + 1;
+    await files.save('b.txt', 'y');
+    expect(existsSync(path.join(dir, 'ahead.txt'))).toBe(false);
   });
 });
 
