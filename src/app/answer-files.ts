@@ -1,7 +1,8 @@
-import { mkdir, readdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, stat, unlink, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import type { RetentionClockFile } from '../telemetry/retention-clock.js';
 import { planAnswerRetention, type AnswerFileFacts, type AnswerRetentionLimits } from './answer-retention.js';
+import { freeBytes, MIN_RESERVE_BYTES } from './disk-room.js';
 
 /** A text kept whole in a file because the reply could not carry all of it. */
 export interface SavedText {
@@ -25,6 +26,10 @@ export interface AnswerFilesOptions {
   readonly clock?: () => number;
   /** The retention clock shared with the run log, which ages are judged by. @default none: `clock` */
   readonly retentionClock?: Pick<RetentionClockFile, 'tick'> | null;
+  /** Bytes a save must leave free on the disk, for the ledger and runs.jsonl. @default 64 MiB */
+  readonly reserve?: () => Promise<number>;
+  /** Bytes free on the disk holding a dir, null when unknown. @default statfs */
+  readonly freeBytes?: (dir: string) => Promise<number | null>;
 }
 
 const HOUR_MS = 3_600_000;
@@ -39,13 +44,15 @@ const MAX_HOLD_MS = DAY_MS;
  * A file is never deleted within `graceMs` of the reply that names it: it is held while the reply
  * is built (a batch's reply waits for its last job) and dated again when it is built (`replied`).
  * Every save first prunes the files past their grace (at most `maxFiles` files, `maxBytes` bytes,
- * none older than `maxAgeMs`, newest kept first).
+ * none older than `maxAgeMs`, newest kept first) and refuses to take the room the ledger needs.
  */
 export class AnswerFiles {
   readonly #dir: string;
   readonly #limits: AnswerRetentionLimits;
   readonly #clock: () => number;
   readonly #retentionClock: Pick<RetentionClockFile, 'tick'> | null;
+  readonly #reserve: () => Promise<number>;
+  readonly #freeBytes: (dir: string) => Promise<number | null>;
   /** Files saved by this process whose reply is not built yet, and when each was saved. */
   readonly #held = new Map<string, number>();
   #refresher: NodeJS.Timeout | null = null;
@@ -60,6 +67,8 @@ export class AnswerFiles {
     };
     this.#clock = options.clock ?? Date.now;
     this.#retentionClock = options.retentionClock ?? null;
+    this.#reserve = options.reserve ?? (() => Promise.resolve(MIN_RESERVE_BYTES));
+    this.#freeBytes = options.freeBytes ?? freeBytes;
   }
 
   get dir(): string {
@@ -68,7 +77,8 @@ export class AnswerFiles {
 
   /**
    * Write `text` to `<dir>/<name>` (a new file), held until `replied` names it. Throws when it cannot:
-   * a name that is not a plain `.txt` name, a file that exists, a failed write.
+   * a name that is not a plain `.txt` name, a file that exists, a disk without room for it and the
+   * reserve, or a failed write (whose partial file is removed at once).
    */
   async save(name: string, text: string): Promise<SavedText> {
     if (path.basename(name) !== name || !name.endsWith('.txt')) throw new Error(`not a plain .txt file name: ${name}`);
@@ -77,8 +87,9 @@ export class AnswerFiles {
       // Retention is best effort: another process may be pruning the same files.
     });
     const data = Buffer.from(text, 'utf8');
+    await this.#checkRoom(data.length);
     const file = path.join(this.#dir, name);
-    await writeFile(file, data, { mode: 0o600, flag: 'wx' });
+    await writeNew(file, data);
     const now = this.#clock();
     await utimes(file, now / 1000, now / 1000).catch(() => {});
     this.#hold(name, now);
@@ -117,6 +128,17 @@ export class AnswerFiles {
     this.#refresher = null;
   }
 
+  /** Refuse a file that would leave the disk less than the reserve (the ledger must stay writable). */
+  async #checkRoom(bytes: number): Promise<void> {
+    const free = await this.#freeBytes(this.#dir);
+    if (free === null) return;
+    const reserve = await this.#reserve();
+    if (free - bytes >= reserve) return;
+    throw new Error(
+      `only ${mebibytes(free)} free on the disk, and ${mebibytes(reserve)} are kept for the retry ledger and runs.jsonl`,
+    );
+  }
+
   async #prune(): Promise<void> {
     const names = (await readdir(this.#dir)).filter((name) => name.endsWith('.txt'));
     const facts = await Promise.all(names.map((name) => this.#factsOf(name)));
@@ -133,4 +155,21 @@ export class AnswerFiles {
     const info = await stat(path.join(this.#dir, name)).catch(() => null);
     return info?.isFile() ? { name, mtimeMs: info.mtimeMs, size: info.size } : null;
   }
+}
+
+/** Write a new file whole, or leave nothing: a write that fails (a full disk) removes its partial file at once. */
+async function writeNew(file: string, data: Buffer): Promise<void> {
+  const handle = await open(file, 'wx', 0o600);
+  try {
+    await handle.writeFile(data);
+    await handle.close();
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await unlink(file).catch(() => {});
+    throw error;
+  }
+}
+
+function mebibytes(bytes: number): string {
+  return `${(Math.max(0, bytes) / 1024 / 1024).toFixed(1)} MiB`;
 }

@@ -10,6 +10,7 @@ import { runCall, type CallRunnerDeps } from './call-runner.js';
 import { CallSlots } from './call-slots.js';
 import { cliContextCheck } from './context-check.js';
 import { Dispatcher } from './dispatcher.js';
+import { ledgerReserve } from './disk-room.js';
 import { ProbeWaiters } from './probe-waiters.js';
 import { Residency } from './residency.js';
 import type { Attempt } from './run-report.js';
@@ -261,12 +262,13 @@ export class RunService {
   }
 }
 
-/** `answers/` in the telemetry dir, aged by the retention clock the run log shares. */
+/** `answers/` in the telemetry dir, aged by the retention clock the run log shares, leaving room for the ledger. */
 function defaultAnswerFiles(config: Config, clock: () => number): AnswerFiles {
   return new AnswerFiles({
     dir: path.join(config.telemetryDir, 'answers'),
     clock,
     retentionClock: new RetentionClockFile(path.join(config.telemetryDir, RETENTION_CLOCK_FILE_NAME)),
+    reserve: () => ledgerReserve(config.telemetryDir),
   });
 }
 

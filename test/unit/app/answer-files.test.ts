@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AnswerFiles } from '../../../src/app/answer-files.js';
+import { ledgerReserve } from '../../../src/app/disk-room.js';
 import { fitReply } from '../../../src/app/reply-fit.js';
 import { replyBudget, REPLY_ANSWER_BYTES } from '../../../src/app/reply-budget.js';
 import { RetentionClockFile } from '../../../src/telemetry/retention-clock.js';
@@ -10,6 +11,7 @@ import { tempDir } from '../../helpers/temp-dir.js';
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
+const MiB = 1024 * 1024;
 
 describe('AnswerFiles: answers kept whole for the caller', () => {
   it('writes the text whole, readable by its owner only, and says where and how big', async () => {
@@ -127,6 +129,29 @@ describe('AnswerFiles: answers kept whole for the caller', () => {
     await files.save('b.txt', 'y');
     expect(existsSync(path.join(dir, 'ahead.txt'))).toBe(false);
   });
+
+  it('refuses a file that would leave the disk less than the reserve, and writes nothing', async () => {
+    const dir = tempDir('answer-files-');
+    const free = 70 * MiB;
+    const files = new AnswerFiles({ dir, freeBytes: () => Promise.resolve(free), reserve: () => Promise.resolve(64 * MiB) });
+    await expect(files.save('big.txt', 'z'.repeat(7 * MiB))).rejects.toThrow(
+      'only 70.0 MiB free on the disk, and 64.0 MiB are kept for the retry ledger and runs.jsonl',
+    );
+    expect(readdirSync(dir)).toEqual([]);
+    await files.save('fits.txt', 'z'.repeat(5 * MiB));
+    expect(readdirSync(dir)).toEqual(['fits.txt']);
+  });
+});
+
+describe('ledgerReserve: the room answer files leave', () => {
+  it('is 64 MiB, or 4 times the ledger files when they are larger', async () => {
+    const dir = tempDir('answer-files-');
+    expect(await ledgerReserve(dir)).toBe(64 * MiB);
+    mkdirSync(path.join(dir, 'state.tasks'));
+    writeFileSync(path.join(dir, 'state.json'), Buffer.alloc(MiB));
+    writeFileSync(path.join(dir, 'state.tasks', '00.json'), Buffer.alloc(16 * MiB));
+    expect(await ledgerReserve(dir)).toBe(4 * 17 * MiB);
+  });
 });
 
 describe('fitReply: what the reply carries, and the file that keeps the rest', () => {
@@ -173,6 +198,22 @@ describe('fitReply: what the reply carries, and the file that keeps the rest', (
     expect(reply.output).toHaveLength(1000);
     expect(reply.thinking).toHaveLength(REPLY_ANSWER_BYTES - 1000);
     expect(readFileSync(reply.thinkingFile!.path, 'utf8')).toBe(thinking);
+  });
+
+  it('a disk without room for the answer and the reserve: the reply still fits, the warning says why, no file is left', async () => {
+    const dir = tempDir('answer-files-');
+    const files = new AnswerFiles({ dir, freeBytes: () => Promise.resolve(3 * MiB) });
+    const reply = await fitReply(input('d'.repeat(REPLY_ANSWER_BYTES + 10)), files);
+    expect(reply.outputFile).toBeNull();
+    expect(reply.warnings).toEqual([
+      {
+        kind: 'answer_not_saved',
+        message: expect.stringContaining(
+          '(only 3.0 MiB free on the disk, and 64.0 MiB are kept for the retry ledger and runs.jsonl)',
+        ),
+      },
+    ]);
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('a file that cannot be written: the reply still fits, and a warning says what the caller lacks', async () => {
