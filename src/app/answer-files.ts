@@ -58,7 +58,7 @@ export class AnswerFiles {
   #refresher: NodeJS.Timeout | null = null;
 
   constructor(options: AnswerFilesOptions) {
-    this.#dir = options.dir;
+    this.#dir = path.resolve(options.dir);
     this.#limits = {
       graceMs: options.graceMs ?? HOUR_MS,
       maxFiles: options.maxFiles ?? 100,

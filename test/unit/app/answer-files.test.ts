@@ -75,6 +75,21 @@ describe('AnswerFiles: answers kept whole for the caller', () => {
     expect(existsSync(first.path)).toBe(false);
   });
 
+  it('a file whose reply is never built is held a day at most, then ages as any other', async () => {
+    const dir = tempDir('answer-files-');
+    let now = Date.UTC(2026, 10, 20);
+    const files = new AnswerFiles({ dir, clock: () => now, maxFiles: 0 });
+    const orphan = await files.save('orphan.txt', 'a');
+    now += DAY - MIN;
+    await files.refreshHeld();
+    expect(statSync(orphan.path).mtimeMs).toBe(now);
+    now += 2 * MIN;
+    await files.refreshHeld(); // held over a day: let go, not dated again
+    now += HOUR + 1;
+    await files.save('next.txt', 'b');
+    expect(existsSync(orphan.path)).toBe(false);
+  });
+
   it('past the grace: nothing older than maxAgeMs, at most maxBytes', async () => {
     const dir = tempDir('answer-files-');
     const now = Date.UTC(2026, 10, 20);
