@@ -93,6 +93,8 @@ export async function runBatch(
     return result;
   };
   const results = await Promise.all(jobs.map(job));
+  // The one reply of every job is built next: the grace of the answer files it names starts now.
+  await service.replied(results);
   return { batch_id: batchId, results, summary: summarize(results) };
 }
 

@@ -10,6 +10,7 @@ import { runCall, type CallRunnerDeps } from './call-runner.js';
 import { CallSlots } from './call-slots.js';
 import { cliContextCheck } from './context-check.js';
 import { Dispatcher } from './dispatcher.js';
+import { ledgerReserve } from './disk-room.js';
 import { ProbeWaiters } from './probe-waiters.js';
 import { Residency } from './residency.js';
 import type { Attempt } from './run-report.js';
@@ -30,6 +31,7 @@ import { circuitGate, rebase } from '../policy/breaker.js';
 import type { SharedSlots } from '../store/shared-slots.js';
 import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
+import { RETENTION_CLOCK_FILE_NAME, RetentionClockFile } from '../telemetry/retention-clock.js';
 
 export type { ModelSettings, PreflightResult, RunContext, RunRequest };
 
@@ -92,6 +94,7 @@ export class RunService {
   readonly #ledger: AttemptLedger;
   readonly #dispatcher: Dispatcher;
   readonly #recorder: AttemptRecorder;
+  readonly #answers: AnswerFiles | null;
   /** The attempts dead servers left under way: settled at start-up and every minute once started. */
   readonly interrupted: InterruptedAttempts;
   readonly #inFlight = new Set<Promise<RunResult>>();
@@ -111,8 +114,8 @@ export class RunService {
     const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
-    const answers =
-      deps.answers === undefined ? new AnswerFiles({ dir: path.join(config.telemetryDir, 'answers') }) : deps.answers;
+    const answers = deps.answers === undefined ? defaultAnswerFiles(config, this.#clock) : deps.answers;
+    this.#answers = answers;
     this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
     this.#dispatcher = dispatcherFor(config, deps, warn);
     this.#recorder = new AttemptRecorder({ log: deps.log, clock: this.#clock, answers });
@@ -198,18 +201,26 @@ export class RunService {
     return this.#settingsFor(model);
   }
 
+  /** One call. Unless it is a job of a batch, its reply is built next: the answer files it names are dated then. */
   run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
     const untrack = this.#trackTask(request.taskId);
-    if (!context.signal) {
-      return this.#track(runCall(this.#calls, request, { ...context, signal: this.#shutdown.signal }).finally(untrack));
-    }
+    const replied = (result: RunResult) => (context.batchId === undefined ? this.replied([result]) : Promise.resolve());
+    const run = (signal: AbortSignal) =>
+      runCall(this.#calls, request, { ...context, signal }).then(async (result) => (await replied(result), result));
+    if (!context.signal) return this.#track(run(this.#shutdown.signal).finally(untrack));
     const { signal, unlink } = eitherAborts(context.signal, this.#shutdown.signal);
     return this.#track(
-      runCall(this.#calls, request, { ...context, signal }).finally(() => {
+      run(signal).finally(() => {
         unlink();
         untrack();
       }),
     );
+  }
+
+  /** The reply naming these results is built: the grace of the answer files they name starts now. */
+  async replied(results: readonly RunResult[]): Promise<void> {
+    const files = results.flatMap(({ metadata }) => [metadata.output_file, metadata.thinking_file]);
+    await this.#answers?.replied(files.flatMap((file) => (file ? [file.path] : [])));
   }
 
   /**
@@ -288,6 +299,16 @@ export class RunService {
     void call.finally(() => this.#inFlight.delete(call)).catch(noop);
     return call;
   }
+}
+
+/** `answers/` in the telemetry dir, aged by the retention clock the run log shares, leaving room for the ledger. */
+function defaultAnswerFiles(config: Config, clock: () => number): AnswerFiles {
+  return new AnswerFiles({
+    dir: path.join(config.telemetryDir, 'answers'),
+    clock,
+    retentionClock: new RetentionClockFile(path.join(config.telemetryDir, RETENTION_CLOCK_FILE_NAME)),
+    reserve: () => ledgerReserve(config.telemetryDir),
+  });
 }
 
 /** The one queue of this server, and its view of what Ollama has loaded. */

@@ -1,6 +1,7 @@
 import { open, stat, unlink } from 'node:fs/promises';
 
 import { listRunLogFiles } from './log-files.js';
+import type { RetentionClockFile } from './retention-clock.js';
 
 // Imports only node: builtins and src/telemetry/: the multi-process rotation test runs this folder alone in plain `node`.
 
@@ -90,8 +91,17 @@ export interface PruneResult {
  * records are all older than `maxAgeMs`, and the oldest files while all of them together pass
  * `maxTotalBytes`. The two newest files and any file written within the last minute are never
  * deleted, so no file a process appends to is. Several processes may prune at once.
+ *
+ * Ages are judged as of the time `clock` gives for `now` (see `retention-clock.ts`), so a forward
+ * step of the wall clock does not age every file at once; without a clock, as of `now`.
  */
-export async function pruneRunLog(dir: string, policy: RetentionPolicy, now: Date): Promise<PruneResult> {
+export async function pruneRunLog(
+  dir: string,
+  policy: RetentionPolicy,
+  now: Date,
+  clock: Pick<RetentionClockFile, 'tick'> | null = null,
+): Promise<PruneResult> {
+  const asOf = clock === null ? now.getTime() : await clock.tick(now.getTime());
   const files = await listRunLogFiles(dir);
   const candidates = files.slice(0, Math.max(0, files.length - KEEP_NEWEST));
   const deleted: string[] = [];
@@ -100,7 +110,7 @@ export async function pruneRunLog(dir: string, policy: RetentionPolicy, now: Dat
   const sizes = await Promise.all(files.map(sizeOf));
   let total = sizes.reduce((sum, size) => sum + size, 0);
   for (const [i, file] of candidates.entries()) {
-    if (!(await pastRetention(file, total, policy, now))) continue;
+    if (!(await pastRetention(file, total, policy, { now: now.getTime(), asOf }))) continue;
     try {
       await unlink(file);
       deleted.push(file);
@@ -115,11 +125,19 @@ export async function pruneRunLog(dir: string, policy: RetentionPolicy, now: Dat
   return { deleted, failed };
 }
 
-/** Whether a rotated file goes: quiet for a minute, and the log too big or the file too old. */
-async function pastRetention(file: string, totalBytes: number, policy: RetentionPolicy, now: Date): Promise<boolean> {
-  if (!(await isOlderThan(file, now.getTime() - QUIET_MS))) return false;
+/**
+ * Whether a rotated file goes: quiet for a minute of the wall clock, and the log too big or the
+ * file too old as of the retention clock.
+ */
+async function pastRetention(
+  file: string,
+  totalBytes: number,
+  policy: RetentionPolicy,
+  time: { readonly now: number; readonly asOf: number },
+): Promise<boolean> {
+  if (!(await isOlderThan(file, time.now - QUIET_MS))) return false;
   if (policy.maxTotalBytes > 0 && totalBytes > policy.maxTotalBytes) return true;
-  return policy.maxAgeMs > 0 && (await isOlderThan(file, now.getTime() - policy.maxAgeMs));
+  return policy.maxAgeMs > 0 && (await isOlderThan(file, time.asOf - policy.maxAgeMs));
 }
 
 async function sizeOf(file: string): Promise<number> {

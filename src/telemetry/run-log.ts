@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { JsonlAppender } from './jsonl-appender.js';
 import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME } from './log-files.js';
 import { DEFAULT_RETENTION, pruneRunLog, type PruneResult, type RetentionPolicy } from './log-retention.js';
+import { RETENTION_CLOCK_FILE_NAME, RetentionClockFile } from './retention-clock.js';
 import { RUN_RECORD_SCHEMA_VERSION, type ControlEvent, type ControlRecord, type RunRecord } from './run-record.js';
 
 /** File name of the first file of the run log inside the telemetry directory. */
@@ -31,9 +32,12 @@ export interface RunLogOptions {
   readonly maxBytes?: number;
   /** Clock that dates new files (UTC). For tests. @default () => new Date() */
   readonly now?: () => Date;
+  /** The wall clock retention reads (see `retention-clock.ts`). For tests. @default () => new Date() */
+  readonly retentionNow?: () => Date;
   /**
    * Which rotated files are deleted, checked when this process writes its first record and each
-   * time it moves on to a new file (see `log-retention.ts`).
+   * time it moves on to a new file (see `log-retention.ts`); ages are judged by the retention clock
+   * in `retention-clock.json`, which `answers/` shares (see `retention-clock.ts`).
    * @default 90 days and 1 GiB (`OLLAMA_MCP_LOG_RETENTION_DAYS`, `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`)
    */
   readonly retention?: RetentionPolicy;
@@ -51,6 +55,9 @@ export class RunLog {
   readonly #logContent: boolean;
   readonly #appender: JsonlAppender;
   readonly #retention: RetentionPolicy;
+  readonly #retentionNow: () => Date;
+  /** The time retention judges ages by, shared with every process and with `answers/`. */
+  readonly #retentionClock: RetentionClockFile;
   /** The active file when retention last ran (`null`: not yet in this process). */
   #prunedAt: string | null = null;
   #pruning: Promise<void> = Promise.resolve();
@@ -64,6 +71,8 @@ export class RunLog {
     this.path = join(this.dir, RUN_LOG_FILE_NAME);
     this.#logContent = options.logContent ?? false;
     this.#retention = options.retention ?? DEFAULT_RETENTION;
+    this.#retentionNow = options.retentionNow ?? (() => new Date());
+    this.#retentionClock = new RetentionClockFile(join(this.dir, RETENTION_CLOCK_FILE_NAME));
     this.#appender = new JsonlAppender(this.path, {
       onError: options.onError,
       rotation: {
@@ -104,7 +113,7 @@ export class RunLog {
   async #prune(): Promise<void> {
     let failed: PruneResult['failed'];
     try {
-      ({ failed } = await pruneRunLog(this.dir, this.#retention, new Date()));
+      ({ failed } = await pruneRunLog(this.dir, this.#retention, this.#retentionNow(), this.#retentionClock));
     } catch {
       return; // the directory cannot be listed: the append said so already
     }

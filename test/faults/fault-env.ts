@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import type { Sandbox } from '../e2e/harness.js';
 import { removeTempDir, tempDir } from '../helpers/temp-dir.js';
@@ -72,4 +72,12 @@ export function fillDisk(dir: string): void {
   } catch {
     // dd exits 1 at "No space left on device": that is the point.
   }
+}
+
+/** Fill the filesystem holding `dir` until about `leaveBytes` are free (in 64 KiB steps), in a file named `name`. */
+export function fillDiskLeaving(dir: string, leaveBytes: number, name = 'filler'): void {
+  const { bavail, bsize } = statfsSync(dir);
+  const chunks = Math.floor((bavail * bsize - leaveBytes) / 65_536);
+  if (chunks <= 0) return;
+  execFileSync('dd', ['if=/dev/zero', `of=${path.join(dir, name)}`, 'bs=64k', `count=${chunks}`], { stdio: 'pipe' });
 }

@@ -1,12 +1,17 @@
-import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AnswerFiles } from '../../../src/app/answer-files.js';
+import { ledgerReserve } from '../../../src/app/disk-room.js';
 import { fitReply } from '../../../src/app/reply-fit.js';
 import { replyBudget, REPLY_ANSWER_BYTES } from '../../../src/app/reply-budget.js';
+import { RetentionClockFile } from '../../../src/telemetry/retention-clock.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
-const DAY = 86_400_000;
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const DAY = 24 * HOUR;
+const MiB = 1024 * 1024;
 
 describe('AnswerFiles: answers kept whole for the caller', () => {
   it('writes the text whole, readable by its owner only, and says where and how big', async () => {
@@ -27,28 +32,140 @@ describe('AnswerFiles: answers kept whole for the caller', () => {
     await expect(files.save('same.txt', 'second')).rejects.toThrow(/EEXIST/);
   });
 
-  it('keeps at most maxFiles, newest first, and nothing older than maxAgeMs', async () => {
+  it('never deletes a file within an hour of its reply, however many; past it, keeps the newest 100', async () => {
     const dir = tempDir('answer-files-');
-    const now = Date.UTC(2026, 10, 20);
-    for (let i = 0; i < 5; i += 1) {
-      writeFileSync(path.join(dir, `old-${i}.txt`), 'x');
-      const mtime = (now - (i + 1) * 60_000) / 1000;
-      utimesSync(path.join(dir, `old-${i}.txt`), mtime, mtime);
-    }
-    writeFileSync(path.join(dir, 'stale.txt'), 'x');
-    utimesSync(path.join(dir, 'stale.txt'), (now - 8 * DAY) / 1000, (now - 8 * DAY) / 1000);
-    writeFileSync(path.join(dir, 'other.log'), 'not ours');
-    const files = new AnswerFiles({ dir, maxFiles: 3, clock: () => now });
-    await files.save('new.txt', 'y');
-    expect(readdirSync(dir).sort()).toEqual(['new.txt', 'old-0.txt', 'old-1.txt', 'other.log']);
+    let now = Date.UTC(2026, 10, 20);
+    const files = new AnswerFiles({ dir, clock: () => now });
+    const saved = [];
+    for (let i = 0; i < 130; i += 1) saved.push((await files.save(`job-${i}.txt`, `answer ${i}`)).path);
+    await files.replied(saved);
+    expect(readdirSync(dir)).toHaveLength(130);
+    now += HOUR - 1000;
+    await files.save('later.txt', 'x');
+    expect(readdirSync(dir)).toHaveLength(131);
+    now += 2000; // the 130 are past their grace now; the later one is not
+    await files.save('last.txt', 'y');
+    expect(readdirSync(dir)).toHaveLength(102);
+    expect(readdirSync(dir)).toEqual(expect.arrayContaining(['later.txt', 'last.txt']));
   });
 
-  it('keeps at most maxBytes, the file just written always', async () => {
+  it('holds a file until the reply naming it is built, then dates it: its grace counts from the reply, in every process', async () => {
     const dir = tempDir('answer-files-');
-    writeFileSync(path.join(dir, 'a.txt'), 'x'.repeat(60));
-    const files = new AnswerFiles({ dir, maxBytes: 50 });
-    await files.save('b.txt', 'y'.repeat(80));
-    expect(readdirSync(dir)).toEqual(['b.txt']);
+    let now = Date.UTC(2026, 10, 20);
+    const clock = () => now;
+    const batch = new AnswerFiles({ dir, clock, maxFiles: 0 });
+    const other = new AnswerFiles({ dir, clock, maxFiles: 0 }); // another server on the same data dir
+    const first = await batch.save('first-job.txt', 'a');
+    now += 50 * MIN;
+    await batch.refreshHeld(); // what its timer does while the batch runs
+    now += 50 * MIN;
+    await other.save('o1.txt', 'o'); // 100 minutes after the save, 50 after the refresh
+    expect(existsSync(first.path)).toBe(true);
+    await batch.refreshHeld();
+    now += 3 * HOUR;
+    await batch.save('own-prune.txt', 'b'); // held: its own process never prunes it either
+    expect(existsSync(first.path)).toBe(true);
+    await batch.replied([first.path]); // the batch's reply is built
+    expect(statSync(first.path).mtimeMs).toBe(now);
+    now += HOUR - 1;
+    await other.save('o2.txt', 'o');
+    expect(existsSync(first.path)).toBe(true);
+    now += 2;
+    await other.save('o3.txt', 'o');
+    expect(existsSync(first.path)).toBe(false);
+  });
+
+  it('a file whose reply is never built is held a day at most, then ages as any other', async () => {
+    const dir = tempDir('answer-files-');
+    let now = Date.UTC(2026, 10, 20);
+    const files = new AnswerFiles({ dir, clock: () => now, maxFiles: 0 });
+    const orphan = await files.save('orphan.txt', 'a');
+    now += DAY - MIN;
+    await files.refreshHeld();
+    expect(statSync(orphan.path).mtimeMs).toBe(now);
+    now += 2 * MIN;
+    await files.refreshHeld(); // held over a day: let go, not dated again
+    now += HOUR + 1;
+    await files.save('next.txt', 'b');
+    expect(existsSync(orphan.path)).toBe(false);
+  });
+
+  it('past the grace: nothing older than maxAgeMs, at most maxBytes', async () => {
+    const dir = tempDir('answer-files-');
+    const now = Date.UTC(2026, 10, 20);
+    const aged = (name: string, ageMs: number, size: number) => {
+      writeFileSync(path.join(dir, name), 'x'.repeat(size));
+      utimesSync(path.join(dir, name), (now - ageMs) / 1000, (now - ageMs) / 1000);
+    };
+    aged('recent.txt', 2 * HOUR, 40);
+    aged('older.txt', 3 * HOUR, 40);
+    aged('stale.txt', 8 * DAY, 1);
+    aged('young.txt', 10 * MIN, 500); // within its grace: neither deleted nor counted
+    writeFileSync(path.join(dir, 'other.log'), 'not ours');
+    await new AnswerFiles({ dir, maxBytes: 50, clock: () => now }).save('new.txt', 'y');
+    expect(readdirSync(dir).sort()).toEqual(['new.txt', 'other.log', 'recent.txt', 'young.txt']);
+  });
+
+  it('a forward step of 100 days deletes nothing at the first save, and one day of age an hour from then', async () => {
+    const dir = tempDir('answer-files-');
+    const retentionClock = new RetentionClockFile(path.join(dir, 'clock.json'));
+    const answers = path.join(dir, 'answers');
+    let now = Date.UTC(2026, 10, 20);
+    const files = new AnswerFiles({ dir: answers, clock: () => now, retentionClock });
+    for (let day = 1; day <= 5; day += 1) {
+      await files.replied([(await files.save(`day-${day}.txt`, 'a')).path]);
+      now += DAY;
+    }
+    now += 100 * DAY;
+    await files.save('after-step.txt', 'b');
+    expect(readdirSync(answers)).toHaveLength(6);
+    for (let hour = 1; hour <= 3; hour += 1) {
+      now += HOUR;
+      await files.save(`hour-${hour}.txt`, 'c');
+    }
+    // Three hours on, ages are judged three days further: only day-1 (judged 8 days old) is past 7 days.
+    expect(readdirSync(answers).filter((name) => name.startsWith('day-'))).toEqual([
+      'day-2.txt',
+      'day-3.txt',
+      'day-4.txt',
+      'day-5.txt',
+    ]);
+  });
+
+  it('a file dated ahead of the clock (it stepped back) gets its grace and age from now, not from its date', async () => {
+    const dir = tempDir('answer-files-');
+    let now = Date.UTC(2026, 10, 20);
+    writeFileSync(path.join(dir, 'ahead.txt'), 'x');
+    utimesSync(path.join(dir, 'ahead.txt'), (now + 30 * DAY) / 1000, (now + 30 * DAY) / 1000);
+    const files = new AnswerFiles({ dir, maxFiles: 0, clock: () => now });
+    await files.save('a.txt', 'y');
+    expect(statSync(path.join(dir, 'ahead.txt')).mtimeMs).toBe(now);
+    now += HOUR + 1;
+    await files.save('b.txt', 'y');
+    expect(existsSync(path.join(dir, 'ahead.txt'))).toBe(false);
+  });
+
+  it('refuses a file that would leave the disk less than the reserve, and writes nothing', async () => {
+    const dir = tempDir('answer-files-');
+    const free = 70 * MiB;
+    const files = new AnswerFiles({ dir, freeBytes: () => Promise.resolve(free), reserve: () => Promise.resolve(64 * MiB) });
+    await expect(files.save('big.txt', 'z'.repeat(7 * MiB))).rejects.toThrow(
+      'only 70.0 MiB free on the disk, and 64.0 MiB are kept for the retry ledger and runs.jsonl',
+    );
+    expect(readdirSync(dir)).toEqual([]);
+    await files.save('fits.txt', 'z'.repeat(5 * MiB));
+    expect(readdirSync(dir)).toEqual(['fits.txt']);
+  });
+});
+
+describe('ledgerReserve: the room answer files leave', () => {
+  it('is 64 MiB, or 4 times the ledger files when they are larger', async () => {
+    const dir = tempDir('answer-files-');
+    expect(await ledgerReserve(dir)).toBe(64 * MiB);
+    mkdirSync(path.join(dir, 'state.tasks'));
+    writeFileSync(path.join(dir, 'state.json'), Buffer.alloc(MiB));
+    writeFileSync(path.join(dir, 'state.tasks', '00.json'), Buffer.alloc(16 * MiB));
+    expect(await ledgerReserve(dir)).toBe(4 * 17 * MiB);
   });
 });
 
@@ -96,6 +213,22 @@ describe('fitReply: what the reply carries, and the file that keeps the rest', (
     expect(reply.output).toHaveLength(1000);
     expect(reply.thinking).toHaveLength(REPLY_ANSWER_BYTES - 1000);
     expect(readFileSync(reply.thinkingFile!.path, 'utf8')).toBe(thinking);
+  });
+
+  it('a disk without room for the answer and the reserve: the reply still fits, the warning says why, no file is left', async () => {
+    const dir = tempDir('answer-files-');
+    const files = new AnswerFiles({ dir, freeBytes: () => Promise.resolve(3 * MiB) });
+    const reply = await fitReply(input('d'.repeat(REPLY_ANSWER_BYTES + 10)), files);
+    expect(reply.outputFile).toBeNull();
+    expect(reply.warnings).toEqual([
+      {
+        kind: 'answer_not_saved',
+        message: expect.stringContaining(
+          '(only 3.0 MiB free on the disk, and 64.0 MiB are kept for the retry ledger and runs.jsonl)',
+        ),
+      },
+    ]);
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('a file that cannot be written: the reply still fits, and a warning says what the caller lacks', async () => {

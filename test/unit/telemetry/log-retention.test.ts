@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { forEachJsonLine } from '../../../src/telemetry/jsonl-reader.js';
 import { isOlderThan, pruneRunLog } from '../../../src/telemetry/log-retention.js';
+import { RETENTION_CLOCK_FILE_NAME, RetentionClockFile } from '../../../src/telemetry/retention-clock.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 import { sampleRecord } from '../../helpers/sample-record.js';
 import { tempDir } from '../../helpers/temp-dir.js';
@@ -39,7 +40,8 @@ async function logFile(name: string, endMs: number, lines = 3, pad = 0): Promise
 }
 
 const daysAgo = (days: number): number => NOW.getTime() - days * DAY;
-const names = async (): Promise<string[]> => (await readdir(dir)).sort();
+/** The log's files (retention's clock file beside them left out). */
+const names = async (): Promise<string[]> => (await readdir(dir)).filter((name) => name.startsWith('runs')).sort();
 
 describe('isOlderThan', () => {
   it('is true only when the last write and the last record both come before the time', async () => {
@@ -150,6 +152,8 @@ describe('RunLog retention', () => {
     await log.idle();
     // The 90-day default: the two oldest go; the one before the active file stays, whatever its age.
     expect(await names()).toEqual(['runs-2025-02-01-001.jsonl', 'runs-2025-03-01-001.jsonl']);
+    // The clock ages were judged by is kept for the next process.
+    expect((await new RetentionClockFile(join(dir, RETENTION_CLOCK_FILE_NAME)).read())?.asOf).toBeCloseTo(Date.now(), -4);
   });
 
   it('prunes again each time it moves on to a new file, by the size bound it was given', async () => {
@@ -169,5 +173,50 @@ describe('RunLog retention', () => {
     const left = await names();
     expect(left.filter((name) => name.startsWith('runs-2025-'))).toEqual([]);
     expect(left.length).toBeGreaterThanOrEqual(3); // the new files, written within the minute, all stay
+  });
+});
+
+describe('RunLog retention across a step of the wall clock', () => {
+  const HOUR = 3_600_000;
+  /** A process's log whose wall clock reads `atMs`: it prunes when it writes its first record. */
+  async function firstWrite(atMs: number): Promise<void> {
+    const log = new RunLog(dir, { retentionNow: () => new Date(atMs), onError: (e) => expect.fail(String(e)) });
+    await log.record(sampleRecord({ run_id: `at-${atMs}` }));
+    await log.idle();
+  }
+  const rotated = ['runs.jsonl', 'runs-2026-05-20-001.jsonl', 'runs-2026-05-25-001.jsonl'];
+
+  beforeEach(async () => {
+    await logFile(rotated[0]!, daysAgo(12));
+    await logFile(rotated[1]!, daysAgo(10));
+    await logFile(rotated[2]!, daysAgo(5));
+    await logFile('runs-2026-05-31-001.jsonl', daysAgo(1)); // the active file
+  });
+
+  it('a forward step of 100 days deletes nothing at the first write, and ages the log one day an hour from then', async () => {
+    await firstWrite(NOW.getTime()); // a server yesterday: the clock is kept
+    const stepped = NOW.getTime() + 100 * DAY;
+    await firstWrite(stepped);
+    expect(await names()).toEqual([...rotated, 'runs-2026-05-31-001.jsonl'].sort());
+    // Another process an hour later judges one more day: 12-day-old records are still far from 90.
+    await firstWrite(stepped + HOUR);
+    expect(await names()).toHaveLength(4);
+    // Delayed, not stopped: once the clock has caught up 78 days (78 hours on), the 12-day-old file goes.
+    for (let hour = 2; hour <= 76; hour += 1) await firstWrite(stepped + hour * HOUR);
+    expect(await names()).toContain('runs.jsonl');
+    for (let hour = 77; hour <= 79; hour += 1) await firstWrite(stepped + hour * HOUR);
+    expect(await names()).not.toContain('runs.jsonl');
+  });
+
+  it('a backward step does not stall retention: ages are judged by the stepped-back clock at once', async () => {
+    // The clock ran 100 days ahead long enough for retention's clock to catch up; it is now set right.
+    const ahead = NOW.getTime() + 100 * DAY;
+    await writeFile(join(dir, RETENTION_CLOCK_FILE_NAME), JSON.stringify({ as_of: ahead, moved_at: ahead }));
+    await firstWrite(NOW.getTime());
+    expect(await names()).toHaveLength(4); // 12 days old by the right clock: kept
+    const retention = { maxAgeMs: 11 * DAY, maxTotalBytes: 0 };
+    const clock = new RetentionClockFile(join(dir, RETENTION_CLOCK_FILE_NAME));
+    const { deleted } = await pruneRunLog(dir, retention, NOW, clock);
+    expect(deleted.map((f) => basename(f))).toEqual(['runs.jsonl']);
   });
 });

@@ -7,6 +7,7 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { listRunLogFiles } from '../../../src/telemetry/log-files.js';
+import { RETENTION_CLOCK_FILE_NAME } from '../../../src/telemetry/retention-clock.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 // Same approach as jsonl-appender.multiprocess.test.ts: the children are plain `node` processes,
@@ -66,10 +67,10 @@ describe('RunLog rotation across processes', () => {
     for (const result of results)
       expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: '' });
 
-    // Nothing but run log files was created, and they form one gapless sequence: every process
-    // that crossed the limit of a file computed the same next name.
+    // Nothing but run log files (and retention's clock) was created, and they form one gapless
+    // sequence: every process that crossed the limit of a file computed the same next name.
     const files = await listRunLogFiles(dir);
-    expect((await readdir(dir)).sort()).toEqual(files.map((f) => basename(f)).sort());
+    expect((await readdir(dir)).sort()).toEqual([...files.map((f) => basename(f)), RETENTION_CLOCK_FILE_NAME].sort());
     expect(files.map((f) => basename(f))).toEqual([
       'runs.jsonl',
       ...Array.from({ length: files.length - 1 }, (_, i) => `runs-${DATE}-${String(i + 1).padStart(3, '0')}.jsonl`),

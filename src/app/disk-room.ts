@@ -1,0 +1,38 @@
+import { readdir, stat, statfs } from 'node:fs/promises';
+import path from 'node:path';
+
+/** The least room answer files leave on the disk for the retry ledger and runs.jsonl. */
+export const MIN_RESERVE_BYTES = 64 * 1024 * 1024;
+/** Or this many times the ledger's files, when that is more: a ledger write needs room for a copy beside each file. */
+export const LEDGER_RESERVE_FACTOR = 4;
+
+/** Bytes this user may still write on the filesystem holding `dir`, or null when it cannot be told. */
+export async function freeBytes(dir: string): Promise<number | null> {
+  try {
+    const info = await statfs(dir);
+    return info.bavail * info.bsize;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The room answer files must leave for the state in `telemetryDir` and its run log: 64 MiB, or 4
+ * times the ledger's files (`state.json` and the shards in `state.tasks/`, as the store names
+ * them), whichever is larger.
+ */
+export async function ledgerReserve(telemetryDir: string): Promise<number> {
+  const shardDir = path.join(telemetryDir, 'state.tasks');
+  const shards = (await readdir(shardDir).catch(() => [] as string[])).map((name) => path.join(shardDir, name));
+  const sizes = await Promise.all([path.join(telemetryDir, 'state.json'), ...shards].map(sizeOf));
+  const ledgerBytes = sizes.reduce((sum, size) => sum + size, 0);
+  return Math.max(MIN_RESERVE_BYTES, LEDGER_RESERVE_FACTOR * ledgerBytes);
+}
+
+async function sizeOf(file: string): Promise<number> {
+  try {
+    return (await stat(file)).size;
+  } catch {
+    return 0;
+  }
+}
