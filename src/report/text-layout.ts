@@ -1,9 +1,9 @@
-import { neutralizeControls } from '../ollama/clean-output.js';
+import { terminalText } from '../ollama/terminal-text.js';
 import { cutLine } from './format.js';
 
 // The text report's page: sentences wrapped to the width, headings, and tables that fit it. Every
-// text goes through `neutralizeControls` here, so nothing from the log moves the cursor or
-// recolours the terminal, whichever section it comes from.
+// text goes through `terminalText` here, so nothing from the log moves the cursor, recolours the
+// terminal or reorders the line (bidi controls), whichever section it comes from.
 
 export type Style = 'bold' | 'red' | 'yellow' | 'green' | 'dim';
 
@@ -39,17 +39,17 @@ export class TextPage {
 
   /** A sentence: wrapped at the width, continuation lines indented two more spaces. */
   say(text: string, style?: Style): void {
-    for (const line of wrap(neutralizeControls(text), this.width)) this.#lines.push(this.#paint({ text: line, style }));
+    for (const line of wrap(terminalText(text), this.width)) this.#lines.push(this.#paint({ text: line, style }));
   }
 
   /** A blank line, then a bold heading. */
   heading(text: string): void {
-    this.#lines.push('', this.#paint({ text: cutLine(neutralizeControls(text), this.width), style: 'bold' }));
+    this.#lines.push('', this.#paint({ text: cutLine(terminalText(text), this.width), style: 'bold' }));
   }
 
   /** A blank line, then `text` as it is. */
   paragraph(text: string): void {
-    this.#lines.push('', neutralizeControls(text));
+    this.#lines.push('', terminalText(text));
   }
 
   /** A table that fits the width (see {@link fitTable}). */
@@ -78,11 +78,11 @@ export class TextPage {
    */
   fitTable(rawColumns: readonly Column[], rawRows: readonly (readonly Cell[])[]): string[] {
     const keyMax = Math.max(12, Math.floor(this.width * KEY_SHARE));
-    const columns = rawColumns.map((column) => ({ ...column, header: neutralizeControls(column.header) }));
+    const columns = rawColumns.map((column) => ({ ...column, header: terminalText(column.header) }));
     const rows = rawRows.map((row) =>
       row.map((cell, c) => ({
         ...cell,
-        text: c === 0 ? cutLine(neutralizeControls(cell.text), keyMax) : neutralizeControls(cell.text),
+        text: c === 0 ? cutLine(terminalText(cell.text), keyMax) : terminalText(cell.text),
       })),
     );
     const natural = columns.map((column, c) => Math.max(column.header.length, ...rows.map((row) => row[c]?.text.length ?? 0)));

@@ -70,7 +70,7 @@ describe('renderReportText', () => {
     };
     const plain = renderReportText(tampered);
     expect(plain).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
-    expect(plain).toContain('bad?[2J? text next line');
+    expect(plain).toContain('bad\\x1b[2J\\x07 text next line');
     const coloured = renderReportText(summary, { color: true });
     expect(coloured).toContain('\u001b[31m'); // failures in red
     expect(coloured.replace(/\u001b\[\d+m/g, '')).toBe(renderReportText(summary));
@@ -117,7 +117,7 @@ describe('a foreign log with escapes in its fields', () => {
       const file = await writeLog(dir, 'runs.jsonl', [
         record({
           status: `crashed${osc52}\u001b[2J`,
-          model: `evil\u001b]0;owned\u0007:1b`,
+          model: `evil\u001b]0;owned\u0007:1b\u202e`,
           task_id: `t\u009b2J`,
           error: `e\u001b\u001b[0m[2J`,
         }),
@@ -128,11 +128,12 @@ describe('a foreign log with escapes in its fields', () => {
       expect(summary.models.flatMap((m) => Object.keys(m.failures)).some((kind) => kind.includes('\u001b'))).toBe(true);
       for (const width of [200, 60]) {
         const text = renderReportText(summary, { width });
-        expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
-        expect(text).toContain('crashed?]52;c;ZXZpbA==??[2J'); // shown, not obeyed
+        expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+        expect(text).toContain('crashed\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J'); // shown, not obeyed
         const coloured = renderReportText(summary, { width, color: true });
         expect(coloured.replace(/\u001b\[\d+m/g, '')).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
       }
+      expect(renderReportText(summary, { width: 200 })).toContain('evil\\x1b]0;owned\\x07:1b\\u202e');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
