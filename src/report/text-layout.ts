@@ -7,6 +7,9 @@ import { cutLine } from './format.js';
 
 export type Style = 'bold' | 'red' | 'yellow' | 'green' | 'dim';
 
+/** A word longer than a line: cut short with `...`, or broken over lines, whole (a path). */
+export type LongWords = 'cut' | 'break';
+
 export interface Cell {
   readonly text: string;
   readonly style?: Style | undefined;
@@ -38,8 +41,8 @@ export class TextPage {
   ) {}
 
   /** A sentence: wrapped at the width, continuation lines indented two more spaces. */
-  say(text: string, style?: Style): void {
-    for (const line of wrap(terminalText(text), this.width)) this.#lines.push(this.#paint({ text: line, style }));
+  say(text: string, style?: Style, longWords: LongWords = 'cut'): void {
+    for (const line of wrap(terminalText(text), this.width, longWords)) this.#lines.push(this.#paint({ text: line, style }));
   }
 
   /** A blank line, then a bold heading. */
@@ -136,8 +139,11 @@ function columnGroups(columns: readonly Column[], natural: readonly number[], wi
   return groups;
 }
 
-/** Words of `text` in lines of at most `width` (a longer word is cut); continuation lines indented two more spaces. */
-function wrap(text: string, width: number): string[] {
+/**
+ * Words of `text` in lines of at most `width` (a longer word is cut, or broken over lines);
+ * continuation lines indented two more spaces.
+ */
+function wrap(text: string, width: number, longWords: LongWords): string[] {
   const indent = /^ */.exec(text)![0];
   const words = text.trim().split(/\s+/);
   const out: string[] = [];
@@ -149,7 +155,19 @@ function wrap(text: string, width: number): string[] {
       line = `${indent}  `;
     }
     const sep = line.trim() === '' ? '' : ' ';
-    line += sep + cutLine(word, width - line.length - sep.length);
+    const fits = width - line.length - sep.length;
+    if (longWords === 'cut' || word.length <= fits) {
+      line += sep + cutLine(word, fits);
+      continue;
+    }
+    // Broken: as much as fits here, the rest on continuation lines of their own.
+    line += sep + word.slice(0, fits);
+    for (let at = fits; at < word.length;) {
+      out.push(line);
+      line = `${indent}  `;
+      line += word.slice(at, at + width - line.length);
+      at += width - `${indent}  `.length;
+    }
   }
   out.push(line);
   return out;

@@ -109,6 +109,46 @@ describe('renderReportText', () => {
   });
 });
 
+describe('long paths of several dirs', () => {
+  /** The header sentence that starts with `start`, its continuation lines joined. */
+  const sentenceLines = (text: string, start: string) => {
+    const lines = text.split('\n');
+    const at = lines.findIndex((line) => line.startsWith(start));
+    const end = lines.findIndex((line, i) => i > at && !line.startsWith('  '));
+    return lines.slice(at, end);
+  };
+
+  it('two dirs that differ only at the end print apart, within the width, with their ends', async () => {
+    const root = `/tmp/${'t'.repeat(94)}/ollama-runner-e2e-AbC123/day`;
+    const dirs = [`${root}/alice`, `${root}/bob`];
+    const summary = { ...(await basic()), dirs, files: dirs.map((dir) => `${dir}/runs.jsonl`) };
+    for (const width of [100, 80, 60]) {
+      const text = renderReportText(summary, { width });
+      const dirLines = sentenceLines(text, 'Dirs:');
+      expect(dirLines.every((line) => line.length <= width)).toBe(true);
+      const shown = dirLines
+        .map((line) => line.trim())
+        .join(' ')
+        .replace(/^Dirs: /, '')
+        .split(/,\s+/);
+      expect(shown).toHaveLength(2);
+      expect(shown[0]).not.toBe(shown[1]);
+      expect(shown[0]).toMatch(/^\/tmp\/….*\/day\/alice$/);
+      expect(shown[1]).toMatch(/^\/tmp\/….*\/day\/bob$/);
+      const files = sentenceLines(text, 'Files:').join(' ');
+      expect(files).toMatch(/\/alice\/runs\.jsonl, +\/tmp\/….*\/bob\/runs\.jsonl$/);
+    }
+  });
+
+  it('paths no cut can tell apart are broken over lines, whole', async () => {
+    const dirs = [`/${'p'.repeat(100)}A${'s'.repeat(100)}`, `/${'p'.repeat(100)}B${'s'.repeat(100)}`];
+    const text = renderReportText({ ...(await basic()), dirs }, { width: 60 });
+    const lines = sentenceLines(text, 'Dirs:');
+    expect(lines.every((line) => line.length <= 60)).toBe(true);
+    expect(lines.map((line) => line.trim()).join('')).toBe(`Dirs:${dirs.join(',')}`);
+  });
+});
+
 describe('a foreign log with escapes in its fields', () => {
   it('prints no control character, not even in a column header made of an unknown status', async () => {
     const dir = tempDir('report-hostile-');
