@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
+import { watchCheckout } from './helpers/checkout-watch.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -45,10 +46,17 @@ function build(): void {
   });
 }
 
-/** Builds dist/ if needed and gives the run its own dir in the temp dir (no fixed name other users could hold). */
+/**
+ * Builds dist/ if needed, gives the run its own dir in the temp dir (no fixed name other users could
+ * hold), and fails the run if it leaves a file in the checkout.
+ */
 export default function setup(project: TestProject): () => void {
   build();
   const runDir = mkdtempSync(path.join(tmpdir(), 'ollama-runner-test-run-'));
   project.provide('runDir', runDir);
-  return () => rmSync(runDir, { recursive: true, force: true });
+  const checkLeftovers = watchCheckout(ROOT);
+  return () => {
+    rmSync(runDir, { recursive: true, force: true });
+    checkLeftovers();
+  };
 }

@@ -1,7 +1,7 @@
 import { livenessOf, type ProcView } from '../policy/process-identity.js';
 import type { AttemptJournal, OpenAttempt } from '../store/attempt-journal.js';
 import type { SelfIdentity } from '../store/proc-reader.js';
-import { neutralizeControls } from '../ollama/clean-output.js';
+import { terminalText } from '../ollama/terminal-text.js';
 import { canonicalModelName } from '../ollama/model-name.js';
 import { failure } from './attempt.js';
 import type { AttemptLedger } from './attempt-ledger.js';
@@ -99,7 +99,7 @@ export class InterruptedAttempts {
       { warnings: [], tool: open.tool, ...(open.chainId !== null ? { step: stepOf(open) } : {}), willRetry: false },
       open.batchId !== null ? { batchId: open.batchId } : {},
     );
-    const what = neutralizeControls(`${open.model}${open.taskId !== null ? `, task ${open.taskId}` : ''}`);
+    const what = terminalText(`${open.model}${open.taskId !== null ? `, task ${open.taskId}` : ''}`);
     warn(`attempt ${open.runId} (${what}) settled as ${status}: ${died}`);
   }
 }

@@ -140,14 +140,33 @@ function batchNextStep(results: readonly RunResult[]): string | null {
   const failed = jobs((r) => !r.metadata.ok && !r.metadata.escalate);
   const sentences: string[] = [];
   if (escalated.length > 0) {
-    const which = escalated.length === 1 ? `job ${escalated[0]}` : `jobs ${escalated.join(', ')}`;
     sentences.push(
-      `Stop: do not retry ${which}; escalate ${escalated.length === 1 ? 'it' : 'them'} to a human or a stronger model (each job's next says why).`,
+      `Stop: do not retry ${namedJobs(results, escalated)}; escalate ${escalated.length === 1 ? 'it' : 'them'} to a human or a stronger model (each job's next says why).`,
     );
   }
   if (failed.length > 0) {
-    const which = failed.length === 1 ? `Job ${failed[0]}` : `Jobs ${failed.join(', ')}`;
-    sentences.push(`${which} failed: do what each one's next says.`);
+    const which = namedJobs(results, failed);
+    sentences.push(
+      `${which[0]!.toUpperCase()}${which.slice(1)} failed: do what ${failed.length === 1 ? 'its' : "each one's"} next says.`,
+    );
   }
   return sentences.length === 0 ? null : sentences.join(' ');
+}
+
+/**
+ * How a batch's prose names a job: by its task id when it has one (`task "fm-7a"`), else by its place
+ * in the call, counted from 1 (`job 2`). The text and the structured content use the same names.
+ */
+export function jobName(result: RunResult, index: number): string {
+  return result.metadata.task_id ? `task "${result.metadata.task_id}"` : `job ${index + 1}`;
+}
+
+/** Jobs named in one phrase: `task "a"`, `tasks "a", "b"`, `jobs 2, 5`, `tasks "a", "b" and job 3`. */
+function namedJobs(results: readonly RunResult[], indexes: readonly number[]): string {
+  const tasks = [...new Set(indexes.flatMap((i) => results[i]!.metadata.task_id || []))].map((task) => `"${task}"`);
+  const places = indexes.filter((i) => !results[i]!.metadata.task_id).map((i) => String(i + 1));
+  const phrase = (noun: string, names: string[]) => `${noun}${names.length > 1 ? 's' : ''} ${names.join(', ')}`;
+  return [tasks.length > 0 ? phrase('task', tasks) : null, places.length > 0 ? phrase('job', places) : null]
+    .filter((part) => part !== null)
+    .join(' and ');
 }

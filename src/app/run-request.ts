@@ -1,5 +1,5 @@
 import type { CliRunOptions } from '../ollama/cli-args.js';
-import { neutralizeControls } from '../ollama/clean-output.js';
+import { terminalText } from '../ollama/terminal-text.js';
 import type { RunPhase } from './run-progress.js';
 
 /** A validated `ollama_run` call. */
@@ -52,12 +52,13 @@ export function taskScope(request: RunRequest): string[] {
 
 /**
  * What can be logged of invalid arguments: the usable strings (cut short) and numbers, nothing else.
- * The model and task id, which readers print (`jq -r`, the report), carry no control character:
- * each becomes `?`, so an escape planted by a caller is shown, never obeyed by a terminal.
+ * The model and task id, which readers print (`jq -r`, the report), carry no control or bidi
+ * character: each is written as its escape (`\x1b`, `\u202e`; see `terminalText`), so an escape
+ * planted by a caller is shown, never obeyed by a terminal.
  */
 export function salvageRequest(rawArgs: unknown): { request: RunRequest; maxRetries: number | undefined; retryCount: number } {
   const args = (typeof rawArgs === 'object' && rawArgs !== null ? rawArgs : {}) as Record<string, unknown>;
-  const text = (value: unknown, max: number) => (typeof value === 'string' ? neutralizeControls(value.slice(0, max)) : '');
+  const text = (value: unknown, max: number) => (typeof value === 'string' ? terminalText(value.slice(0, max)) : '');
   const taskId = text(args.task_id, 200);
   return {
     request: {

@@ -4,6 +4,7 @@ import { collectHealth, type HealthStateSource } from '../health/collect-health.
 import { renderHealth } from '../health/render-health.js';
 import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
+import { terminalText } from '../ollama/terminal-text.js';
 import { prepareTelemetryDir } from '../config/telemetry-dir.js';
 import { NO_PROC_REASON, teamConnectionOf, type ProcessesStatus } from '../app/process-hygiene.js';
 import { SWEEP_INTERVAL_MS } from '../app/orphan-sweep.js';
@@ -47,7 +48,7 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
     text = withTelemetryReason(renderHealth(withStore), config.telemetryDirReason);
     code = withStore.ok ? 0 : 1;
   } catch (error) {
-    text = `doctor: the check itself failed: ${(error as Error).message}`;
+    text = terminalText(`doctor: the check itself failed: ${(error as Error).message}`);
     code = 1;
   }
   // Team mode: stop the Redis client, or its reconnection timer keeps the process alive.
@@ -93,6 +94,6 @@ async function processesNow(config: Config, store: HealthStateSource): Promise<P
 function withTelemetryReason(text: string, reason: string): string {
   const lines = text.split('\n');
   const at = lines.findIndex((line) => /^\S+ telemetry: /.test(line));
-  lines.splice(at === -1 ? lines.length : at + 1, 0, `  telemetry dir chosen because: ${reason}`);
+  lines.splice(at === -1 ? lines.length : at + 1, 0, terminalText(`  telemetry dir chosen because: ${reason}`));
   return lines.join('\n');
 }

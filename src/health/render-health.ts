@@ -1,3 +1,4 @@
+import { terminalText } from '../ollama/terminal-text.js';
 import type { HealthReport } from './health-report-schema.js';
 
 const PASS = '✓';
@@ -8,7 +9,9 @@ const MAX_LISTED_MODELS = 12;
 
 /**
  * The report as compact text, one line per check (✓ works, ✗ broken, ! worth a look), then the
- * problems with their fixes. Used as the `ollama_health` text content and by `doctor`.
+ * problems with their fixes. Used as the `ollama_health` text content and by `doctor`. Each line
+ * goes through `terminalText`: a version, an error or a path may hold characters a terminal would
+ * act on, and a newline inside one could forge a line of the report.
  */
 export function renderHealth(report: HealthReport): string {
   const count = report.problems.length;
@@ -28,7 +31,7 @@ export function renderHealth(report: HealthReport): string {
   if (report.problems.length > 0) lines.push('', 'Problems:', ...report.problems.map((problem) => `${FAIL} ${problem}`));
   if (report.warnings.length > 0) lines.push('', 'Warnings:', ...report.warnings.map((warning) => `${NOTE} ${warning}`));
   lines.push('', `checked at ${report.checked_at}`);
-  return lines.join('\n');
+  return lines.map(terminalText).join('\n');
 }
 
 /** The CLI, the server and the installed models. */

@@ -114,7 +114,23 @@ function strip(node: unknown, describe: boolean, describeProperties = false): un
     // `properties` maps field names (not keywords) to schemas.
     lean[key] = key === 'properties' ? mapValues(value, (v) => strip(v, describeProperties)) : strip(value, false);
   }
-  return lean;
+  return singleTypes(lean);
+}
+
+/**
+ * `type: [X, "null"]` (zod's form for a nullable field) as `anyOf: [{type: X}, {type: "null"}]`. Both
+ * are legal JSON Schema, but a client that reads `type` as one string (a translation into Gemini's
+ * OpenAPI subset, say) rejects the tool or drops the constraint; the Inspector's schema-portability
+ * check (`type-union`) warns of the array form and suggests this one. The other keywords stay beside
+ * `anyOf`: each applies to its own type only, as before.
+ */
+function singleTypes(node: Record<string, unknown>): Record<string, unknown> {
+  const { type, ...rest } = node;
+  if (!Array.isArray(type)) return node;
+  if (type.length === 1) return { type: type[0], ...rest };
+  const branches = type.map((one) => ({ type: one }));
+  if (!('anyOf' in rest)) return { anyOf: branches, ...rest };
+  return { ...rest, allOf: [...(Array.isArray(rest.allOf) ? rest.allOf : []), { anyOf: branches }] };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -3,9 +3,7 @@ import { stripVTControlCharacters } from 'node:util';
 const THINKING_START = 'Thinking...\n';
 const THINKING_END = '\n...done thinking.\n\n';
 
-/** Control characters: C0, DEL and C1 (U+009B is a one-character CSI, U+009D an OSC). */
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
-/** The same, but tab and newline, which a multi-line text keeps. */
+/** Control characters (C0, DEL, C1) but tab and newline, which a multi-line text keeps. */
 const CONTROLS_BUT_TAB_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 /** Passes that remove whole escape sequences; whatever control character is left after them is removed alone. */
 const STRIP_PASSES = 4;
@@ -19,15 +17,6 @@ export function stripTerminalControls(text: string): string {
   let out = text;
   for (let pass = 0; pass < STRIP_PASSES && out.includes('\u001b'); pass++) out = stripVTControlCharacters(out);
   return out.replace(/\r\n/g, '\n').replace(CONTROLS_BUT_TAB_NEWLINE, '');
-}
-
-/**
- * A one-line text safe to print on a terminal, the same length: every control character (newlines
- * included) becomes `?`. For names and ids read from input or a log, which a terminal must show,
- * never obey.
- */
-export function neutralizeControls(text: string): string {
-  return text.replace(CONTROLS, '?');
 }
 
 export interface CleanedOutput {

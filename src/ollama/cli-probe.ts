@@ -1,6 +1,7 @@
 import { describeCliFailure, runCliCommand, withDeadline, type CliCommandResult, type CliFailureCause } from './cli-command.js';
 import { isUnreachableMessage } from './cli-errors.js';
 import { InstalledModels, type ModelListResult } from './installed-models.js';
+import { terminalText } from './terminal-text.js';
 
 export { withDeadline } from './cli-command.js';
 
@@ -22,7 +23,10 @@ export interface CliProbeOptions {
 export interface CliProbe {
   /** The CLI could be started (a CLI that hangs was found too). */
   readonly found: boolean;
-  /** The CLI's own version (`Warning: client version is Y`, or the server's when no such line: they match). */
+  /**
+   * The CLI's own version (`Warning: client version is Y`, or the server's when no such line: they
+   * match). This and every text below that the CLI printed are shown through `terminalText`.
+   */
   readonly version: string | null;
   /** The server's version, from `ollama version is X`; `null` when the server did not answer. */
   readonly serverVersion: string | null;
@@ -121,13 +125,15 @@ function readProbe(
       ? versionFailure
       : (listFailure ?? { cause: 'cli_not_found' as const, reason: `cannot run \`${bin}\`` });
   const versions = parseVersions(`${version.stdout}\n${version.stderr}`);
+  // What the CLI printed (and a remote server told it) reaches doctor's terminal: shown, never obeyed.
+  const shown = (text: string | null) => (text === null ? null : terminalText(text));
   return {
     found,
-    version: versions.client,
-    serverVersion: versions.server,
+    version: shown(versions.client),
+    serverVersion: shown(versions.server),
     serverReachable,
-    warnings,
-    error: failure?.reason ?? null,
+    warnings: warnings.map(terminalText),
+    error: shown(failure?.reason ?? null),
     errorCause: found ? (failure?.cause ?? null) : 'cli_not_found',
     installed: list.ok ? [...list.models] : null,
   };

@@ -1,6 +1,8 @@
 import { count, cutLine, duration, failureStatuses, filterPhrases, ownCount, pct, span, time } from './format.js';
 import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
 import { right, TextPage, type Cell } from './text-layout.js';
+import { shortenPaths } from './short-paths.js';
+import { terminalText } from '../ollama/terminal-text.js';
 
 /** What the text report needs: a full summary or the tool's compact one. */
 export type SummaryView = Omit<RunsSummary, 'timeline' | 'duration_buckets_ms'> &
@@ -69,10 +71,10 @@ function headerSection({ page }: Context, s: SummaryView): void {
     );
   const { first_ts: first, last_ts: last } = s.range;
   page.say(`Range: ${first === null ? '-' : `${time(first)} to ${time(last)} UTC`}`);
-  if (s.dirs.length > 1) page.say(`Dirs: ${s.dirs.join(', ')}`);
+  if (s.dirs.length > 1) page.say(`Dirs: ${paths(page, s.dirs)}`, undefined, 'break');
   const unread =
     s.files_skipped > 0 ? `; ${count(s.files_skipped)} older file(s) not read (every record in them is before since)` : '';
-  page.say(`Files: ${s.files.length === 0 ? '(no run log found)' : s.files.join(', ')}${unread}`);
+  page.say(`Files: ${s.files.length === 0 ? '(no run log found)' : paths(page, s.files)}${unread}`, undefined, 'break');
   const filters = filterPhrases(s.filters, ',');
   if (filters.length > 0) page.say(`Filters: ${filters.join(', ')}`);
   const skipped = [
@@ -81,6 +83,14 @@ function headerSection({ page }: Context, s: SummaryView): void {
     s.unrecognized_records > 0 ? `${count(s.unrecognized_records)} JSON object(s) that are not runs` : null,
   ].filter((part) => part !== null);
   page.say(skipped.join(', '), s.skipped_lines > 0 ? 'yellow' : undefined);
+}
+
+/**
+ * A list of paths, each on one line of a sentence (a continuation line holds two spaces of indent and
+ * a comma): shortened in the middle, as shown (escapes included), so two never print alike.
+ */
+function paths(page: TextPage, list: readonly string[]): string {
+  return shortenPaths(list.map(terminalText), page.width - 3).join(', ');
 }
 
 function attentionSection(context: Context, s: SummaryView): void {

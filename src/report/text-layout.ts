@@ -1,11 +1,14 @@
-import { neutralizeControls } from '../ollama/clean-output.js';
+import { terminalText } from '../ollama/terminal-text.js';
 import { cutLine } from './format.js';
 
 // The text report's page: sentences wrapped to the width, headings, and tables that fit it. Every
-// text goes through `neutralizeControls` here, so nothing from the log moves the cursor or
-// recolours the terminal, whichever section it comes from.
+// text goes through `terminalText` here, so nothing from the log moves the cursor, recolours the
+// terminal or reorders the line (bidi controls), whichever section it comes from.
 
 export type Style = 'bold' | 'red' | 'yellow' | 'green' | 'dim';
+
+/** A word longer than a line: cut short with `...`, or broken over lines, whole (a path). */
+export type LongWords = 'cut' | 'break';
 
 export interface Cell {
   readonly text: string;
@@ -38,18 +41,18 @@ export class TextPage {
   ) {}
 
   /** A sentence: wrapped at the width, continuation lines indented two more spaces. */
-  say(text: string, style?: Style): void {
-    for (const line of wrap(neutralizeControls(text), this.width)) this.#lines.push(this.#paint({ text: line, style }));
+  say(text: string, style?: Style, longWords: LongWords = 'cut'): void {
+    for (const line of wrap(terminalText(text), this.width, longWords)) this.#lines.push(this.#paint({ text: line, style }));
   }
 
   /** A blank line, then a bold heading. */
   heading(text: string): void {
-    this.#lines.push('', this.#paint({ text: cutLine(neutralizeControls(text), this.width), style: 'bold' }));
+    this.#lines.push('', this.#paint({ text: cutLine(terminalText(text), this.width), style: 'bold' }));
   }
 
   /** A blank line, then `text` as it is. */
   paragraph(text: string): void {
-    this.#lines.push('', neutralizeControls(text));
+    this.#lines.push('', terminalText(text));
   }
 
   /** A table that fits the width (see {@link fitTable}). */
@@ -78,11 +81,11 @@ export class TextPage {
    */
   fitTable(rawColumns: readonly Column[], rawRows: readonly (readonly Cell[])[]): string[] {
     const keyMax = Math.max(12, Math.floor(this.width * KEY_SHARE));
-    const columns = rawColumns.map((column) => ({ ...column, header: neutralizeControls(column.header) }));
+    const columns = rawColumns.map((column) => ({ ...column, header: terminalText(column.header) }));
     const rows = rawRows.map((row) =>
       row.map((cell, c) => ({
         ...cell,
-        text: c === 0 ? cutLine(neutralizeControls(cell.text), keyMax) : neutralizeControls(cell.text),
+        text: c === 0 ? cutLine(terminalText(cell.text), keyMax) : terminalText(cell.text),
       })),
     );
     const natural = columns.map((column, c) => Math.max(column.header.length, ...rows.map((row) => row[c]?.text.length ?? 0)));
@@ -136,8 +139,11 @@ function columnGroups(columns: readonly Column[], natural: readonly number[], wi
   return groups;
 }
 
-/** Words of `text` in lines of at most `width` (a longer word is cut); continuation lines indented two more spaces. */
-function wrap(text: string, width: number): string[] {
+/**
+ * Words of `text` in lines of at most `width` (a longer word is cut, or broken over lines);
+ * continuation lines indented two more spaces.
+ */
+function wrap(text: string, width: number, longWords: LongWords): string[] {
   const indent = /^ */.exec(text)![0];
   const words = text.trim().split(/\s+/);
   const out: string[] = [];
@@ -149,7 +155,19 @@ function wrap(text: string, width: number): string[] {
       line = `${indent}  `;
     }
     const sep = line.trim() === '' ? '' : ' ';
-    line += sep + cutLine(word, width - line.length - sep.length);
+    const fits = width - line.length - sep.length;
+    if (longWords === 'cut' || word.length <= fits) {
+      line += sep + cutLine(word, fits);
+      continue;
+    }
+    // Broken: as much as fits here, the rest on continuation lines of their own.
+    line += sep + word.slice(0, fits);
+    for (let at = fits; at < word.length;) {
+      out.push(line);
+      line = `${indent}  `;
+      line += word.slice(at, at + width - line.length);
+      at += width - `${indent}  `.length;
+    }
   }
   out.push(line);
   return out;

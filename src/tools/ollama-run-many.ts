@@ -4,6 +4,7 @@ import { formatElapsed, startHeartbeat } from './progress.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import {
   batchReplySchema,
+  jobName,
   runBatch,
   summarize,
   toBatchReply,
@@ -122,14 +123,16 @@ function present(result: BatchResult, format: ResponseFormat): ToolOutcome<Batch
   ];
   if (s.escalate) {
     const tasks = result.results.flatMap((r, i) =>
-      r.metadata.escalate
-        ? [`job ${i}${r.metadata.task_id ? ` (task "${r.metadata.task_id}")` : ''}: ${r.metadata.escalation_reason}`]
-        : [],
+      r.metadata.escalate ? [`${jobName(r, i)}: ${r.metadata.escalation_reason}`] : [],
     );
     lines.push(`ESCALATE: STOP RETRYING these and hand them upwards: ${tasks.join('; ')}.`);
   }
   if (structured.next !== undefined) lines.push(`NEXT: ${structured.next}`);
   const total = result.results.length;
-  result.results.forEach((r, i) => lines.push(`--- job ${i} ---\n${renderRunText(r, format, total)}`));
+  // Each job's place, counted from 1 as the prose counts them, and its task.
+  result.results.forEach((r, i) => {
+    const task = r.metadata.task_id ? ` (task "${r.metadata.task_id}")` : '';
+    lines.push(`--- job ${i + 1} of ${total}${task} ---\n${renderRunText(r, format, total)}`);
+  });
   return { structured, text: lines.join('\n\n'), isError: s.failed > 0 };
 }

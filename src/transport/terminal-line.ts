@@ -1,23 +1,20 @@
+import { hasUnsafeChars, visibleChar } from '../ollama/terminal-text.js';
+
 /**
  * One diagnostic line for stderr, safe to show on a terminal: the transports log what clients
- * sent (a line that is not JSON, a header), and a control character in it would be acted on by
- * the terminal (OSC 52 sets the clipboard, `ESC [2J` clears the screen, a bidi override reorders
- * the text). Such characters are shown escaped (`\x1b`, `\u202e`) and a long text is cut. Pure.
+ * sent (a line that is not JSON, a header). Every character a terminal would act on is shown
+ * escaped (see `terminalText`), newlines included, and a long text is cut. Pure.
  */
-
-/** Characters a terminal may act on: C0 (newline and tab included: one log is one line), DEL, C1, line and bidi controls. */
-const UNSAFE = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 /** The longest line written, in characters, before ` ... (N more characters)`. */
 export const MAX_LINE_CHARS = 2000;
 
 export function terminalLine(text: string, maxChars: number = MAX_LINE_CHARS): string {
-  if (text.length <= maxChars && !UNSAFE.test(text)) return text;
+  if (text.length <= maxChars && !hasUnsafeChars(text)) return text;
   let out = '';
   let i = 0;
   for (; i < text.length; i += 1) {
-    const char = text[i]!;
-    const shown = UNSAFE.test(char) ? escape(char) : char;
+    const shown = visibleChar(text[i]!);
     if (out.length + shown.length > maxChars) break;
     out += shown;
   }
@@ -28,9 +25,4 @@ export function terminalLine(text: string, maxChars: number = MAX_LINE_CHARS): s
     i -= 1;
   }
   return `${out} ... (${text.length - i} more characters)`;
-}
-
-function escape(char: string): string {
-  const code = char.charCodeAt(0);
-  return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
 }

@@ -95,7 +95,7 @@ describe('what a client that reads structuredContent hands the model', () => {
     expect(isError).toBe(true);
     const batch = reply as unknown as { summary: Record<string, unknown>; next: string; results: RunReply[] };
     expect(batch.summary).toEqual({ total: 2, ok: 1, failed: 1, escalated: 1, escalate: true });
-    expect(batch.next).toMatch(/^Stop: do not retry job 1; escalate it/);
+    expect(batch.next).toMatch(/^Stop: do not retry task "b-2"; escalate it/);
     expect(batch.results.map((r) => [r.status, r.escalate])).toEqual([
       ['ok', false],
       ['model_not_found', true],

@@ -59,6 +59,40 @@ describe('ollama_run_many', () => {
     expect(new Set(lines.map((r) => r.tool))).toEqual(new Set(['ollama_run_many']));
   });
 
+  it('names each job by its task id, else counts from 1, the same in the text and the structured content', async () => {
+    const result = await server.client.callTool({
+      name: 'ollama_run_many',
+      arguments: {
+        jobs: [
+          { model: 'llama3.2', prompt: 'fine' },
+          { model: 'no-such-model:1b', prompt: 'missing, no task' },
+          { model: 'llama3.2', prompt: 'broken @fake:exit=1', task_id: 'names-b' },
+          { model: 'no-such-model:1b', prompt: 'missing', task_id: 'names-a' },
+          { model: 'llama3.2', prompt: 'broken, no task @fake:exit=1' },
+        ],
+      },
+    });
+    const structured = result.structuredContent as { next: string; results: { escalate: boolean }[] };
+    const text = (result.content as { type: string; text: string }[])[0]!.text;
+    expect(structured.results.map((r) => r.escalate)).toEqual([false, true, false, true, false]);
+    const next =
+      'Stop: do not retry task "names-a" and job 2; escalate them to a human or a stronger model (each job\'s next says why). ' +
+      'Task "names-b" and job 5 failed: do what each one\'s next says.';
+    expect(structured.next).toBe(next);
+    expect(text).toContain(`NEXT: ${next}`);
+    expect(text).toContain(
+      'ESCALATE: STOP RETRYING these and hand them upwards: job 2: model_not_found; task "names-a": model_not_found.',
+    );
+    expect(text.match(/^--- job .* ---$/gm)).toEqual([
+      '--- job 1 of 5 ---',
+      '--- job 2 of 5 ---',
+      '--- job 3 of 5 (task "names-b") ---',
+      '--- job 4 of 5 (task "names-a") ---',
+      '--- job 5 of 5 ---',
+    ]);
+    expect(text).not.toMatch(/\bjobs? 0\b/);
+  });
+
   it('at the deadline, running jobs end as timeouts and jobs not started are reported as not started', async () => {
     const started = Date.now();
     const batch = await runMany(server, {

@@ -54,7 +54,12 @@ describe.skipIf(process.platform === 'win32')('attempts cut off by a crash of th
     expect(openAttempts(sandbox)).toHaveLength(1);
 
     const next = await startTestServer({}, sandbox);
+    // Settling ends with the runs.jsonl line, then the stderr line, then the journal entry's removal:
+    // wait for the last two as well, each is written after the line that ends the wait above it.
+    const logged = /attempt [0-9a-f-]+ \(llama3\.2, task crashy\) settled as interrupted/;
     await waitFor(() => readRuns(sandbox).length === 1, 10_000, 'the interrupted attempt to be settled');
+    await waitFor(() => logged.test(next.stderr()), 10_000, 'the settling to be said on stderr');
+    await waitFor(() => openAttempts(sandbox).length === 0, 10_000, 'the journal entry to be removed');
     expect(readRuns(sandbox)[0]).toMatchObject({
       status: 'interrupted',
       task_id: 'crashy',
@@ -64,8 +69,7 @@ describe.skipIf(process.platform === 'win32')('attempts cut off by a crash of th
       circuit: { consecutive_failures: 0 },
     });
     expect(readRuns(sandbox)[0]!.error).toContain('stopped before the attempt ended');
-    expect(openAttempts(sandbox)).toEqual([]);
-    expect(next.stderr()).toMatch(/attempt [0-9a-f-]+ \(llama3\.2, task crashy\) settled as interrupted/);
+    expect(readRuns(sandbox)).toHaveLength(1); // logged once
     // The task counted it: its next attempt is its second.
     const retry = await next.run({ model: 'llama3.2', prompt: 'fine now', task_id: 'crashy' });
     expect(retry.metadata).toMatchObject({ status: 'ok', retry_count: 1 });

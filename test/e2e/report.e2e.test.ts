@@ -24,6 +24,25 @@ function sentence(report: string, start: string): string | undefined {
   return [lines[at], ...continued].join(' ');
 }
 
+/**
+ * The report's `Dirs:` sentence names `dirs`, in order, each whole or shortened in the middle (its
+ * real start, `…`, its real end), no two alike, no line over `width`.
+ */
+function expectDirsNamed(report: string, dirs: readonly string[], width: number): string[] {
+  expect(report.split('\n').filter((line) => line.length > width)).toEqual([]);
+  const shown = sentence(report, 'Dirs:')!
+    .replace(/^Dirs: /, '')
+    .split(', ');
+  expect(shown).toHaveLength(dirs.length);
+  expect(new Set(shown).size).toBe(dirs.length);
+  for (const [i, text] of shown.entries()) {
+    const [head, tail] = text.split('…');
+    if (tail === undefined) expect(text).toBe(dirs[i]);
+    else expect(dirs[i]!.startsWith(head!) && dirs[i]!.endsWith(tail), `${text} for ${dirs[i]}`).toBe(true);
+  }
+  return shown;
+}
+
 describe('reviewing runs: report command and ollama_runs_summary', () => {
   it('summarises what the server logged, for the developer and for the agent', async () => {
     const server = await startTestServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '100', OLLAMA_MCP_RUNS_SUMMARY_TOOL: '1' });
@@ -164,11 +183,25 @@ describe('report on a realistic day (test/helpers/realistic-day.ts), through the
     const bob = JSON.parse((await cli(['--json', '--dir', dirs[1]!])).stdout);
     expect(two.total_runs).toBe(one.total_runs + bob.total_runs);
     const text = await cli(['--dir', dirs[0]!, '--dir', dirs[1]!]);
-    // The line wraps where the temp dir's path is long (macOS's): the sentence, not the line, names them.
-    expect(sentence(text.stdout, 'Dirs: ')).toBe(`Dirs: ${dirs.join(', ')}`);
+    // Whole under a short TMPDIR, shortened under a long one (macOS's): apart either way.
+    expectDirsNamed(text.stdout, dirs, 100);
     const missing = await cli(['--dir', dirs[0]!, '--dir', path.join(dayDir, 'alice', 'runs.jsonl')]);
     expect(missing.exitCode).toBe(1);
     expect(missing.stderr).toContain(`could not read the run logs in ${path.join(dayDir, 'alice', 'runs.jsonl')}`);
+  });
+
+  it('two long dirs that differ only at their end are shortened in the middle and printed apart', async () => {
+    // As deep as under a 100-character TMPDIR, whatever this machine's is.
+    const deep = path.join(dayDir, 'long-'.repeat(20));
+    const dirs = ['alice', 'bob'].map((name) => path.join(deep, name));
+    for (const dir of dirs) writeRealisticDay(dir, 3);
+    for (const columns of ['100', '60']) {
+      const text = await cli(['--dir', dirs[0]!, '--dir', dirs[1]!], { COLUMNS: columns });
+      expect(text.exitCode).toBe(0);
+      const shown = expectDirsNamed(text.stdout, dirs, Number(columns));
+      expect(shown[0]).toMatch(/^\/\S*…\S*\/alice$/);
+      expect(shown[1]).toMatch(/^\/\S*…\S*\/bob$/);
+    }
   });
 
   it('ollama_runs_summary gives the agent the same causes, attention items and tokens, in a few KB', async () => {

@@ -190,6 +190,26 @@ describe('next: one sentence that cannot be misread', () => {
 });
 
 describe('a batch reply', () => {
+  it('names each job by its task id, else by its place counted from 1', () => {
+    const noTask = (r: RunResult): RunResult => ({ ...r, metadata: { ...r.metadata, task_id: null } });
+    const escalated = (taskId?: string) => result('model_not_found', { escalate: true, reason: 'model_not_found' }, { taskId });
+    const failed = (taskId?: string) => result('timeout', { escalate: false, reason: null }, { taskId });
+    const results = [
+      result('ok', { escalate: false, reason: null }),
+      noTask(escalated()),
+      escalated('fm-a'),
+      noTask(failed()),
+      escalated('fm-b'),
+      noTask(escalated()),
+      failed('fm-c'),
+    ];
+    const reply = toBatchReply({ batch_id: 'b', results, summary: summarize(results) }, 'concise');
+    expect(reply.next).toBe(
+      'Stop: do not retry tasks "fm-a", "fm-b" and jobs 2, 6; escalate them to a human or a stronger model (each job\'s next says why). ' +
+        'Task "fm-c" and job 4 failed: do what each one\'s next says.',
+    );
+  });
+
   it('says first which jobs must stop and escalate, and leaves out the counts that are 0', () => {
     const results = [
       result('ok', { escalate: false, reason: null }),
@@ -199,7 +219,7 @@ describe('a batch reply', () => {
     const reply = toBatchReply({ batch_id: 'b', results, summary: summarize(results) }, 'concise');
     expect(reply.summary).toEqual({ total: 3, ok: 1, failed: 2, timed_out: 1, escalated: 1, escalate: true });
     expect(reply.next).toBe(
-      "Stop: do not retry job 1; escalate it to a human or a stronger model (each job's next says why). Job 2 failed: do what each one's next says.",
+      'Stop: do not retry task "fm-42"; escalate it to a human or a stronger model (each job\'s next says why). Task "fm-42" failed: do what its next says.',
     );
     expect(reply.results.map((r) => r.escalate)).toEqual([false, true, false]);
     expect(reply).not.toHaveProperty('batch_id');

@@ -145,4 +145,16 @@ describe('renderHealth', () => {
     expect(text).toContain('✓ ollama CLI: /usr/local/bin/ollama (version 0.13.1)');
     expect(text).toContain('✓ Ollama server: reachable at http://127.0.0.1:11434 (version 0.33.0)');
   });
+
+  it('shows every control or bidi character of a field escaped, and a field never forges a line', () => {
+    const text = renderHealth({
+      ...healthy,
+      ok: false,
+      problems: ['the CLI said: boom\n✓ all fine\u001b[2J'],
+      telemetry: { ...healthy.telemetry, dir: '/var/\u202et' },
+    });
+    expect(text).toContain('✗ the CLI said: boom\\x0a✓ all fine\\x1b[2J');
+    expect(text).toContain('telemetry: /var/\\u202et is writable');
+    expect(text.split('\n').filter((line) => line.includes('all fine'))).toHaveLength(1);
+  });
 });

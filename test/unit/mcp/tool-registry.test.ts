@@ -129,6 +129,34 @@ describe('tools/list: what every session pays for', () => {
     });
   });
 
+  it('spells nullable fields as anyOf with a null branch, never as a type array (portable to every client)', async () => {
+    const { tool } = probeTool();
+    const client = await connected({
+      ...tool,
+      outputSchema: z.object({
+        ok: z.boolean(),
+        task_id: z.string().nullable(),
+        config: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+      }),
+    });
+    const [listed] = (await client.listTools()).tools;
+    expect(listed!.outputSchema).toEqual({
+      type: 'object',
+      properties: {
+        ok: { type: 'boolean' },
+        task_id: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+        config: {
+          type: 'object',
+          additionalProperties: {
+            anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }],
+          },
+        },
+      },
+      required: ['ok', 'task_id', 'config'],
+      additionalProperties: false,
+    });
+  });
+
   it('lists listedInputSchema when a tool has one, and still checks calls against inputSchema', async () => {
     const { tool, calls } = probeTool();
     const client = await connected({

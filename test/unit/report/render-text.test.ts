@@ -70,7 +70,7 @@ describe('renderReportText', () => {
     };
     const plain = renderReportText(tampered);
     expect(plain).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
-    expect(plain).toContain('bad?[2J? text next line');
+    expect(plain).toContain('bad\\x1b[2J\\x07 text next line');
     const coloured = renderReportText(summary, { color: true });
     expect(coloured).toContain('\u001b[31m'); // failures in red
     expect(coloured.replace(/\u001b\[\d+m/g, '')).toBe(renderReportText(summary));
@@ -109,6 +109,46 @@ describe('renderReportText', () => {
   });
 });
 
+describe('long paths of several dirs', () => {
+  /** The header sentence that starts with `start`, its continuation lines joined. */
+  const sentenceLines = (text: string, start: string) => {
+    const lines = text.split('\n');
+    const at = lines.findIndex((line) => line.startsWith(start));
+    const end = lines.findIndex((line, i) => i > at && !line.startsWith('  '));
+    return lines.slice(at, end);
+  };
+
+  it('two dirs that differ only at the end print apart, within the width, with their ends', async () => {
+    const root = `/tmp/${'t'.repeat(94)}/ollama-runner-e2e-AbC123/day`;
+    const dirs = [`${root}/alice`, `${root}/bob`];
+    const summary = { ...(await basic()), dirs, files: dirs.map((dir) => `${dir}/runs.jsonl`) };
+    for (const width of [100, 80, 60]) {
+      const text = renderReportText(summary, { width });
+      const dirLines = sentenceLines(text, 'Dirs:');
+      expect(dirLines.every((line) => line.length <= width)).toBe(true);
+      const shown = dirLines
+        .map((line) => line.trim())
+        .join(' ')
+        .replace(/^Dirs: /, '')
+        .split(/,\s+/);
+      expect(shown).toHaveLength(2);
+      expect(shown[0]).not.toBe(shown[1]);
+      expect(shown[0]).toMatch(/^\/tmp\/….*\/day\/alice$/);
+      expect(shown[1]).toMatch(/^\/tmp\/….*\/day\/bob$/);
+      const files = sentenceLines(text, 'Files:').join(' ');
+      expect(files).toMatch(/\/alice\/runs\.jsonl, +\/tmp\/….*\/bob\/runs\.jsonl$/);
+    }
+  });
+
+  it('paths no cut can tell apart are broken over lines, whole', async () => {
+    const dirs = [`/${'p'.repeat(100)}A${'s'.repeat(100)}`, `/${'p'.repeat(100)}B${'s'.repeat(100)}`];
+    const text = renderReportText({ ...(await basic()), dirs }, { width: 60 });
+    const lines = sentenceLines(text, 'Dirs:');
+    expect(lines.every((line) => line.length <= 60)).toBe(true);
+    expect(lines.map((line) => line.trim()).join('')).toBe(`Dirs:${dirs.join(',')}`);
+  });
+});
+
 describe('a foreign log with escapes in its fields', () => {
   it('prints no control character, not even in a column header made of an unknown status', async () => {
     const dir = tempDir('report-hostile-');
@@ -117,7 +157,7 @@ describe('a foreign log with escapes in its fields', () => {
       const file = await writeLog(dir, 'runs.jsonl', [
         record({
           status: `crashed${osc52}\u001b[2J`,
-          model: `evil\u001b]0;owned\u0007:1b`,
+          model: `evil\u001b]0;owned\u0007:1b\u202e`,
           task_id: `t\u009b2J`,
           error: `e\u001b\u001b[0m[2J`,
         }),
@@ -128,11 +168,12 @@ describe('a foreign log with escapes in its fields', () => {
       expect(summary.models.flatMap((m) => Object.keys(m.failures)).some((kind) => kind.includes('\u001b'))).toBe(true);
       for (const width of [200, 60]) {
         const text = renderReportText(summary, { width });
-        expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
-        expect(text).toContain('crashed?]52;c;ZXZpbA==??[2J'); // shown, not obeyed
+        expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+        expect(text).toContain('crashed\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J'); // shown, not obeyed
         const coloured = renderReportText(summary, { width, color: true });
         expect(coloured.replace(/\u001b\[\d+m/g, '')).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
       }
+      expect(renderReportText(summary, { width: 200 })).toContain('evil\\x1b]0;owned\\x07:1b\\u202e');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
