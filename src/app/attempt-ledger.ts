@@ -144,9 +144,16 @@ export class AttemptLedger {
 
   /**
    * Record the attempt's outcome in the model's circuit and, unless its call will retry (a busy retry,
-   * the next model: the task counts calls), in the task ledger, in one transaction.
+   * the next model: the task counts calls), in the task ledger, in one transaction. An `excused`
+   * failure (this server's own misjudgement caused it) is recorded for the task but not counted.
    */
-  async settle(a: LedgerAttempt, status: RunStatus, transition: Settled['transition'], willRetry: boolean): Promise<Settled> {
+  async settle(
+    a: LedgerAttempt,
+    status: RunStatus,
+    transition: Settled['transition'],
+    willRetry: boolean,
+    excused = false,
+  ): Promise<Settled> {
     const verdict = OUTCOME_POLICY[status].breaker;
     const forTask = a.request.taskId !== undefined && !willRetry;
     /** Reads `state` only; the caller applies `nextBreaker` and the task entry. */
@@ -155,12 +162,13 @@ export class AttemptLedger {
       const retryCount = retryCountFor(entry, a.request.retryCount);
       const step = recordVerdict(state.breakers[a.modelKey] ?? CLOSED, verdict, now, a.runId, a.breaker);
       const openedCircuit = step.transition === 'opened' || step.transition === 'reopened';
-      const escalation = decideEscalation({ status, retryCount, maxRetries: a.maxRetries, openedCircuit });
+      const escalation = decideEscalation({ status, retryCount, maxRetries: a.maxRetries, openedCircuit, excused });
       const settled: Settled = {
         retryCount,
         escalation,
         circuit: viewCircuit(step.next, now, a.breaker),
         transition: step.transition ?? transition,
+        ...(excused ? { excused } : {}),
       };
       return { settled, nextBreaker: step.next };
     };
@@ -177,14 +185,14 @@ export class AttemptLedger {
         const now = this.#clock();
         const { settled, nextBreaker } = decide(state, now);
         state.breakers[a.modelKey] = nextBreaker;
-        if (forTask) recordTask(state, a.request, a.runId, status, settled.escalation.reason, now);
+        if (forTask) recordTask(state, a.request, a.runId, status, settled.escalation.reason, now, excused);
         return { settled, prunedAt: state.prunedAt };
       });
       // The attempt is recorded: a failed prune must not be mistaken for a lost update.
       await this.#pruneIfDue(prunedAt).catch((error: Error) => this.#warn(`pruning the task ledger failed: ${error.message}`));
       return settled;
     } catch (error) {
-      return this.#settleUnsaved(a, status, (error as Error).message);
+      return this.#settleUnsaved(a, status, (error as Error).message, excused);
     }
   }
 
@@ -300,7 +308,7 @@ export class AttemptLedger {
   }
 
   /** The ledger could not be updated: count from what can still be read, and say so in the result. */
-  async #settleUnsaved(a: LedgerAttempt, status: RunStatus, error: string): Promise<Settled> {
+  async #settleUnsaved(a: LedgerAttempt, status: RunStatus, error: string, excused: boolean): Promise<Settled> {
     this.#warn(`ledger not updated for run ${a.runId}: ${error}`);
     let snapshot: StateData | null = null;
     try {
@@ -315,6 +323,7 @@ export class AttemptLedger {
       callerRetryCount: a.request.retryCount,
       maxRetries: a.maxRetries,
       error,
+      excused,
     });
     a.note(verdict.warning);
     if (!snapshot) return this.unsettled(verdict.retryCount, verdict.escalation);
@@ -389,10 +398,12 @@ function recordTask(
   status: RunStatus,
   escalationReason: EscalationDecision['reason'],
   now: number,
+  excused = false,
 ): number {
   if (request.taskId === undefined) return request.retryCount ?? 0;
   const entry = state.tasks[request.taskId];
   const retryCount = retryCountFor(entry, request.retryCount);
-  state.tasks[request.taskId] = recordAttempt(entry, { status, retryCount, runId, model: request.model, escalationReason, now });
+  const facts = { status, retryCount, runId, model: request.model, escalationReason, now, ...(excused ? { excused } : {}) };
+  state.tasks[request.taskId] = recordAttempt(entry, facts);
   return retryCount;
 }

@@ -24,11 +24,19 @@ export function unsavedVerdict(input: {
   readonly callerRetryCount: number | undefined;
   readonly maxRetries: number;
   readonly error: string;
+  /** This server's own misjudgement caused the failure: it would not have counted either. */
+  readonly excused?: boolean;
 }): UnsavedVerdict {
   const readable = input.ledger !== 'unreadable';
   const entry = readable ? (input.ledger as { entry: TaskLedgerEntry | undefined }).entry : undefined;
   const retryCount = retryCountFor(entry, input.callerRetryCount);
-  const escalation = decideEscalation({ status: input.status, retryCount, maxRetries: input.maxRetries, openedCircuit: false });
+  const escalation = decideEscalation({
+    status: input.status,
+    retryCount,
+    maxRetries: input.maxRetries,
+    openedCircuit: false,
+    ...(input.excused ? { excused: true } : {}),
+  });
   const task = input.taskId === undefined ? 'this attempt' : `task "${input.taskId}"`;
   const warning: RunWarning = readable
     ? {
@@ -67,4 +75,9 @@ export function promptMayBeTruncated(fit: Extract<PromptFit, { fits: false }>): 
       ? `prompt used ${promptTokens} tokens of a ${contextSize}-token context (${SOURCE_TEXT[source]}): Ollama keeps only the end of a prompt that does not fit, so the start of this one (its instructions, often) was probably dropped, or the answer had no room left. ${REMEDY}`
       : `prompt used ${promptTokens} tokens, exactly what Ollama (v0.30.11 and later) cuts a prompt too long for a ${contextSize}-token context down to (${SOURCE_TEXT[source]}): the start of this prompt was probably dropped. ${REMEDY}`;
   return { kind: 'prompt_may_be_truncated', message };
+}
+
+/** A failure this server's own misjudgement caused (`why`): recorded for its task, not counted. */
+export function notCounted(why: string): RunWarning {
+  return { kind: 'not_counted', message: why };
 }

@@ -9,6 +9,8 @@ export interface EscalationInput {
   readonly maxRetries: number;
   /** Did this attempt's own failure open (or reopen) the model's circuit? */
   readonly openedCircuit: boolean;
+  /** The server's own misjudgement caused the failure (see OUTCOME_POLICY's `start_timeout`): it does not count for the task. */
+  readonly excused?: boolean;
 }
 
 export interface EscalationDecision {
@@ -26,13 +28,20 @@ const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
  * - Any other failure escalates once the task had already failed `maxRetries` times
  *   (so with `maxRetries: 3` the 4th failed attempt escalates). `maxRetries: 0` never escalates for count.
  * - A failure that opened the model's circuit escalates with `circuit_open`: the next calls would be refused.
+ * - An excused failure (the server's own misjudgement caused it) does not count toward `maxRetries`.
  * - Success, cancellation and invalid input never escalate.
  */
-export function decideEscalation({ status, retryCount, maxRetries, openedCircuit }: EscalationInput): EscalationDecision {
+export function decideEscalation({
+  status,
+  retryCount,
+  maxRetries,
+  openedCircuit,
+  excused,
+}: EscalationInput): EscalationDecision {
   const policy = OUTCOME_POLICY[status];
   if (policy.ok) return NO_ESCALATION;
   if (policy.escalateAtOnce) return { escalate: true, reason: policy.escalateAtOnce };
-  if (policy.countsAsTaskFailure && maxRetries > 0 && retryCount >= maxRetries) {
+  if (policy.countsAsTaskFailure && !excused && maxRetries > 0 && retryCount >= maxRetries) {
     return { escalate: true, reason: 'max_retries_exceeded' };
   }
   if (openedCircuit) return { escalate: true, reason: 'circuit_open' };

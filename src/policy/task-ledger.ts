@@ -31,12 +31,14 @@ export interface AttemptFacts {
   readonly model: string;
   readonly escalationReason: EscalationReason | null;
   readonly now: number;
+  /** The server's own misjudgement caused the failure: recorded, not counted (see EscalationInput.excused). */
+  readonly excused?: boolean;
 }
 
 /** The task's entry after one more attempt. A success clears the failure streak. */
 export function recordAttempt(entry: TaskLedgerEntry | undefined, facts: AttemptFacts): TaskLedgerEntry {
   const policy = OUTCOME_POLICY[facts.status];
-  const failed = policy.countsAsTaskFailure;
+  const failed = policy.countsAsTaskFailure && facts.excused !== true;
   return {
     attempts: (entry?.attempts ?? 0) + 1,
     failures: policy.ok ? 0 : failed ? facts.retryCount + 1 : (entry?.failures ?? 0),

@@ -104,4 +104,39 @@ describe('what fits together in Ollama is learned from sizes', () => {
     expect(bReceived).toBeGreaterThan(longDone);
     expect(events.filter((e) => e.event === 'request_cancelled')).toEqual([]);
   });
+
+  it("a start_timeout after the server's own wrong guess is not counted: no escalation, and the retry waits its turn", async () => {
+    // sim-a (3 GB) and sim-small (2.8 GB) were seen together: 5.8 GB. sim-c was never seen loaded;
+    // its file (2.7 GB in `ollama list`) makes it look as if it fits beside sim-a. Loaded it takes 3.2 GB: it does not.
+    const w = await world('6', 'sim-a=3,sim-small=2.8,sim-c=3.2');
+    anotherClientLoads(w, 'sim-small');
+    await warmUp(w, 'sim-a', ['sim-a:latest', 'sim-small:latest']);
+    const long = await longCallOfA(w, 6_000);
+    // The task has failed once before and allows one retry: a counted failure now would escalate it.
+    const call = { model: 'sim-c', prompt: 'c', task_id: 'job-c', retry_count: 1, max_retries: 1, start_timeout_ms: 1_500 };
+    const first = await w.server.run(call);
+    expect(first.metadata).toMatchObject({
+      status: 'start_timeout',
+      escalate: false,
+      escalation_reason: null,
+      retryable: true,
+      retry_count: 1,
+      retries_left: 1,
+    });
+    const note = first.metadata.warnings.find((warning) => warning.kind === 'not_counted');
+    expect(note?.message).toMatch(/sim-c:latest .*beside sim-a:latest.*Not counted against the task/);
+    expect(first.next).toMatch(/^Retry with the same task_id \(1 try left\): this attempt is not counted/);
+    const line = readRuns(w.sandbox).find((record) => record.run_id === first.metadata.run_id);
+    expect(line).toMatchObject({ status: 'start_timeout', retry_count: 1, escalate: false, warnings: [{ kind: 'not_counted' }] });
+
+    // The retry is not sent beside sim-a again: it waits in this server's queue, then runs.
+    const retry = await w.server.run(call);
+    expect(retry.metadata).toMatchObject({ status: 'ok', retry_count: 1, escalate: false });
+    expect((await long.call).metadata.status).toBe('ok');
+    const events = w.serve.events();
+    const longDone = indexOf(events, (e) => e.event === 'request_done' && e.id === long.id);
+    const cRequests = requestsFor(events, 'sim-c:latest');
+    expect(cRequests).toHaveLength(2);
+    expect(indexOf(events, (e) => e.event === 'received' && e.id === cRequests[1])).toBeGreaterThan(longDone);
+  });
 });

@@ -80,6 +80,14 @@ describe('escalation policy', () => {
     }
   });
 
+  it('a failure the server excuses (its own misjudgement) never counts toward max_retries', () => {
+    expect(decideEscalation({ ...base, status: 'start_timeout', retryCount: 3, excused: true })).toEqual({
+      escalate: false,
+      reason: null,
+    });
+    expect(decideEscalation({ ...base, status: 'start_timeout', retryCount: 3 })).toMatchObject({ escalate: true });
+  });
+
   it("failures that are not the model's fault leave its circuit alone", () => {
     for (const status of ['ollama_unreachable', 'cancelled', 'invalid_input', 'server_busy', 'model_not_found'] as const) {
       expect(OUTCOME_POLICY[status].breaker, status).toBe('neutral');

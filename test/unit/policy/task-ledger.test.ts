@@ -20,6 +20,20 @@ const attempt = (entry: TaskLedgerEntry | undefined, status: Parameters<typeof r
   });
 
 describe('task ledger', () => {
+  it('an excused failure is recorded as the last attempt without adding to the streak', () => {
+    const entry = attempt(undefined, 'timeout');
+    const excused = recordAttempt(entry, {
+      status: 'start_timeout',
+      retryCount: 1,
+      runId: 'r2',
+      model: 'm',
+      escalationReason: null,
+      now: 2_000,
+      excused: true,
+    });
+    expect(excused).toMatchObject({ attempts: 2, failures: 1, totalFailures: 1, lastStatus: 'start_timeout', lastRunId: 'r2' });
+  });
+
   it('the first attempt has retry_count 0 and each failure adds one', () => {
     expect(retryCountFor(undefined, undefined)).toBe(0);
     let entry = attempt(undefined, 'timeout');
