@@ -181,9 +181,16 @@ export class AttemptLedger {
 
   /**
    * Record the attempt's outcome in the model's circuit and, unless its call will retry (a busy retry,
-   * the next model: the task counts calls), in the task ledger, in one transaction.
+   * the next model: the task counts calls), in the task ledger, in one transaction. An `excused`
+   * failure (this server's own misjudgement caused it) is recorded for the task but not counted.
    */
-  async settle(a: LedgerAttempt, status: RunStatus, transition: Settled['transition'], willRetry: boolean): Promise<Settled> {
+  async settle(
+    a: LedgerAttempt,
+    status: RunStatus,
+    transition: Settled['transition'],
+    willRetry: boolean,
+    excused = false,
+  ): Promise<Settled> {
     const verdict = OUTCOME_POLICY[status].breaker;
     const forTask = a.request.taskId !== undefined && !willRetry;
     /** Reads `state` only; the caller applies `nextBreaker` and the task entry. */
@@ -191,13 +198,14 @@ export class AttemptLedger {
       const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
       const step = recordVerdict(state.breakers[a.modelKey] ?? CLOSED, verdict, now, a.runId, a.breaker);
       const openedCircuit = step.transition === 'opened' || step.transition === 'reopened';
-      const call = judgeCall(entry, a, status, ownEscalation(status, openedCircuit));
+      const call = judgeCall(entry, a, status, ownEscalation(status, openedCircuit), excused);
       const settled: Settled = {
         retryCount: call.retryCount,
         escalation: call.escalation,
         standing: call.standing.status,
         circuit: viewCircuit(step.next, now, a.breaker),
         transition: step.transition ?? transition,
+        ...(excused ? { excused } : {}),
       };
       return { settled, call, nextBreaker: step.next };
     };
@@ -221,7 +229,7 @@ export class AttemptLedger {
       await this.#pruneIfDue(prunedAt).catch((error: Error) => this.#warn(`pruning the task ledger failed: ${error.message}`));
       return settled;
     } catch (error) {
-      return this.#settleUnsaved(a, status, (error as Error).message);
+      return this.#settleUnsaved(a, status, (error as Error).message, excused);
     }
   }
 
@@ -342,7 +350,7 @@ export class AttemptLedger {
   }
 
   /** The ledger could not be updated: count from what can still be read, and say so in the result. */
-  async #settleUnsaved(a: LedgerAttempt, status: RunStatus, error: string): Promise<Settled> {
+  async #settleUnsaved(a: LedgerAttempt, status: RunStatus, error: string, excused: boolean): Promise<Settled> {
     this.#warn(`ledger not updated for run ${a.runId}: ${error}`);
     let snapshot: StateData | null = null;
     try {
@@ -351,7 +359,7 @@ export class AttemptLedger {
       this.#warn(`ledger not readable either: ${(readError as Error).message}`);
     }
     const entry = snapshot && a.request.taskId !== undefined ? snapshot.tasks[a.request.taskId] : undefined;
-    const call = judgeCall(entry, a, status, ownEscalation(status, false));
+    const call = judgeCall(entry, a, status, ownEscalation(status, false), excused);
     const verdict = unsavedVerdict({
       ledger: snapshot ? { entry } : 'unreadable',
       taskId: a.request.taskId,
@@ -420,9 +428,10 @@ function judgeCall(
   a: CallAttempt,
   status: RunStatus,
   own: EscalationReason | null,
+  excused = false,
 ): JudgedCall {
   const retryCount = retryCountFor(entry, a.request.retryCount);
-  const verdicts = [...a.before, { status, own, runId: a.runId, model: a.request.model }];
+  const verdicts = [...a.before, { status, own, excused, runId: a.runId, model: a.request.model }];
   const { standing, counted, escalation } = taskVerdict({
     verdicts,
     retryCount,

@@ -19,6 +19,7 @@ import type { ProbeWaiters } from './probe-waiters.js';
 import type { Attempt, Settled } from './run-report.js';
 import type { PreflightResult, RunContext, RunRequest } from './run-request.js';
 import type { RunResult, RunWarning } from './run-result.js';
+import { notCounted } from './run-warnings.js';
 import { nextAfter, type ScheduledAttempt, type TurnScheduler } from './turn-scheduler.js';
 import type { AttemptJournal } from '../store/attempt-journal.js';
 import type { SelfIdentity } from '../store/proc-reader.js';
@@ -108,10 +109,13 @@ export class AttemptRunner {
     const outcome = await this.#runModel(attempt, turn.grant, context);
     context.onPhase?.({ phase: 'finishing' });
     const classification = classifyOutcome(outcome);
+    // A start that timed out beside models this server only guessed it would fit with is not the task's failure.
+    const excuse = classification.status === 'start_timeout' ? turn.grant.startTimedOut() : null;
+    if (excuse !== null) attempt.note(notCounted(excuse));
     const next = await nextAfter(attempt, classification.status);
     let settled: Settled;
     try {
-      settled = await this.settle(attempt, classification.status, turn.transition, next.kind !== 'stop');
+      settled = await this.settle(attempt, classification.status, turn.transition, next.kind !== 'stop', excuse !== null);
     } finally {
       turn.grant.release();
     }
@@ -169,15 +173,16 @@ export class AttemptRunner {
     return (await this.#end(attempt, { status: 'cancelled', classification, settled }, STOP, context)).result;
   }
 
-  /** Record a verdict for the circuit (and the task, unless the call goes on), then wake the model's probe waiters. */
+  /** Record a verdict for the circuit (and the task, unless the call goes on or it is `excused`), then wake the model's probe waiters. */
   async settle(
     attempt: ScheduledAttempt,
     status: RunStatus,
     transition: CircuitTransition,
     willRetry: boolean,
+    excused = false,
   ): Promise<Settled> {
     try {
-      return await this.#deps.ledger.settle(attempt, status, transition, willRetry);
+      return await this.#deps.ledger.settle(attempt, status, transition, willRetry, excused);
     } finally {
       // This may have been the probe others wait for: let them read its verdict now.
       this.#deps.probes.wake(attempt.modelKey);

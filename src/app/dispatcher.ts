@@ -1,9 +1,12 @@
 import {
   afterStart,
+  busyBeside,
   callsToStart,
   nextSwitchInMs,
+  placementOf,
   whyWaiting,
   type DispatchView,
+  type Placement,
   type QueuedCall,
   type WaitReason,
 } from '../policy/dispatch.js';
@@ -21,8 +24,16 @@ export interface Grant {
   readonly release: () => void;
   /** Its model was not loaded as far as this server knew: the call will wait for a load. */
   readonly cold: boolean;
+  /** Where its model stands in Ollama: loaded, loading alone, or beside busy models known or guessed to fit. */
+  readonly placement: Placement;
   /** Tell the dispatcher the answer has begun: a cold call's model is loaded now (see Residency.loadedOne). */
   readonly answerBegan: () => void;
+  /**
+   * Tell the dispatcher no answer began within the start allowance: the model is not loaded, and
+   * if it was sent beside busy models, they did not fit (see Residency.startTimedOut). Returns why
+   * the attempt is not its task's failure when this server only guessed they would fit, else null.
+   */
+  readonly startTimedOut: () => string | null;
   /**
    * Send the keep-alive the call asked for. False while calls for other models wait here: Ollama
    * copies a request's keep-alive onto its loaded model, so a long one would keep a model loaded that
@@ -102,8 +113,9 @@ export class Dispatcher {
   }
 
   /** The models this server believes loaded, and how many fit together (for health). */
-  residency(): { loaded: string[]; capacity: number } {
-    return { loaded: this.#options.residency.loaded(this.#busy()), capacity: this.#options.residency.capacity };
+  residency(): { loaded: string[]; capacity: number; memoryBudget: number | null } {
+    const residency = this.#options.residency;
+    return { loaded: residency.loaded(this.#busy()), capacity: residency.capacity, memoryBudget: residency.memoryBudget };
   }
 
   /** Look at the queue again: what Ollama has loaded may have changed. */
@@ -159,7 +171,7 @@ export class Dispatcher {
       batchRunning: this.#batchRunning,
       loaded: residency.loaded(this.#busy()),
       lastStarted: this.#lastStarted,
-      capacity: residency.capacity,
+      room: residency.room(),
       concurrency: this.#options.concurrency,
       switchAfterMs: this.#options.switchAfterMs,
     };
@@ -190,12 +202,25 @@ export class Dispatcher {
     this.#running.set(call.modelKey, (this.#running.get(call.modelKey) ?? 0) + 1);
     if (call.batch !== null) this.#batchRunning.set(call.batch.id, (this.#batchRunning.get(call.batch.id) ?? 0) + 1);
     this.#lastStarted.set(call.modelKey, before.now);
-    const evicted = before.loaded.find((model) => model !== call.modelKey && !after.loaded.includes(model));
+    const evicted = before.loaded.filter((model) => model !== call.modelKey && !after.loaded.includes(model));
     const sendKeepAlive = !this.#waiting.some((waiting) => waiting.modelKey !== call.modelKey);
-    this.#options.residency.started(call.modelKey, sendKeepAlive ? call.keepAliveMs : undefined, evicted);
-    const cold = !before.loaded.includes(call.modelKey);
     const residency = this.#options.residency;
-    call.grant({ release: this.#releaser(call), cold, sendKeepAlive, answerBegan: () => cold && residency.loadedOne() });
+    residency.started(call.modelKey, sendKeepAlive ? call.keepAliveMs : undefined, evicted);
+    const placement = placementOf(before, call.modelKey);
+    const cold = placement !== 'loaded';
+    const beside = busyBeside(before, call.modelKey);
+    call.grant({
+      release: this.#releaser(call),
+      cold,
+      placement,
+      sendKeepAlive,
+      answerBegan: () => cold && residency.loadedOne(call.modelKey),
+      startTimedOut: () => {
+        if (!cold) return null;
+        residency.startTimedOut(call.modelKey, beside);
+        return placement === 'guessed' ? guessedWrong(call.modelKey, beside) : null;
+      },
+    });
   }
 
   #releaser(call: Waiter): () => void {
@@ -211,4 +236,13 @@ export class Dispatcher {
       this.#dispatch();
     };
   }
+}
+
+/** Why a call sent beside busy models on a guess that they fit, whose answer never began, is not its task's failure. */
+function guessedWrong(model: string, beside: readonly string[]): string {
+  return (
+    `this server sent ${model} to Ollama beside ${beside.join(', ')}, guessing that they fit in its memory together ` +
+    `(a model not yet seen loaded counts at the size of its file, less than it takes once loaded); Ollama held it back ` +
+    `until they were done instead. Not counted against the task: a retry waits in this server's queue until ${model} fits`
+  );
 }

@@ -93,6 +93,8 @@ function failureStep(m: RunMetadata): string {
     case 'timeout':
       return `${again}, or with a larger timeout_ms than ${m.timeout_ms} if the task needs more time.`;
     case 'start_timeout':
+      if (excused(m))
+        return `${again}: this attempt is not counted (the server misjudged what fits in Ollama's memory; see warnings).`;
       return `${again} later, with a larger start_timeout_ms than ${m.start_timeout_ms}, or on a smaller model.`;
     case 'server_busy':
     case 'rate_limited':
@@ -113,8 +115,13 @@ function failureStep(m: RunMetadata): string {
 function retryWords(m: RunMetadata): string {
   const left = m.retries_left === null ? '' : ` (${m.retries_left} ${m.retries_left === 1 ? 'try' : 'tries'} left)`;
   if (m.task_id !== null) return `Retry with the same task_id${left}`;
-  const next = OUTCOME_POLICY[m.status].countsAsTaskFailure ? m.retry_count + 1 : m.retry_count;
+  const next = OUTCOME_POLICY[m.status].countsAsTaskFailure && !excused(m) ? m.retry_count + 1 : m.retry_count;
   return `Retry with retry_count ${next}${left}`;
+}
+
+/** Did the server excuse this failure (its own misjudgement), so that it does not count? */
+function excused(m: RunMetadata): boolean {
+  return m.warnings.some((warning) => warning.kind === 'not_counted');
 }
 
 function changeTheCall(m: RunMetadata): string {

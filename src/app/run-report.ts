@@ -27,6 +27,8 @@ export interface Settled {
   readonly standing?: RunStatus;
   readonly circuit: CircuitView;
   readonly transition: CircuitTransition;
+  /** The failure is this server's own misjudgement: recorded for the task, not counted (absent: counted as its status says). */
+  readonly excused?: boolean;
 }
 
 /** Everything known about one attempt when it is written up. */
@@ -85,7 +87,10 @@ export function toRunMetadata(attempt: Attempt, warnings: RunWarning[], files: S
     run_id: attempt.runId,
     retry_count: settled.retryCount,
     max_retries: maxRetries,
-    retries_left: settled.escalation.escalate && maxRetries > 0 ? 0 : retriesLeft(maxRetries, settled.retryCount, standing),
+    retries_left:
+      settled.escalation.escalate && maxRetries > 0
+        ? 0
+        : retriesLeft(maxRetries, settled.retryCount, standing, settled.excused === true),
     exit_code: outcome?.exitCode ?? null,
     signal: outcome?.signal ?? null,
     timed_out: outcome?.timedOut ?? false,
@@ -194,9 +199,9 @@ function receivedFields(metadata: RunMetadata, returned: RecordContext['returned
  * Further attempts the caller may make before a failure escalates: with `max_retries: 3`, a first
  * failed attempt leaves 3 (retry_count 1, 2 and 3; the last escalates if it fails too).
  */
-function retriesLeft(maxRetries: number, retryCount: number, status: RunStatus): number | null {
+function retriesLeft(maxRetries: number, retryCount: number, status: RunStatus, excused: boolean): number | null {
   if (maxRetries === 0) return null;
   const policy = OUTCOME_POLICY[status];
-  const nextRetryCount = policy.ok ? 0 : policy.countsAsTaskFailure ? retryCount + 1 : retryCount;
+  const nextRetryCount = policy.ok ? 0 : policy.countsAsTaskFailure && !excused ? retryCount + 1 : retryCount;
   return Math.min(maxRetries, Math.max(0, maxRetries - nextRetryCount + 1));
 }

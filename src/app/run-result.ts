@@ -25,6 +25,8 @@ export const circuitViewSchema = z.object({
  *   with, so Ollama probably kept only the end of it (see policy/prompt-fit.ts).
  * - `answer_not_saved`: the answer was too large for the reply and could not be kept whole in a
  *   file either (full or read-only disk): the caller has only the part the reply carries.
+ * - `not_counted`: the failure was this server's own misjudgement (it sent the model to Ollama beside
+ *   busy models it only guessed would fit, and Ollama held it back): recorded, not counted for the task.
  */
 const RUN_WARNING_KINDS = [
   'ledger_not_updated',
@@ -32,6 +34,7 @@ const RUN_WARNING_KINDS = [
   'circuit_not_updated',
   'prompt_may_be_truncated',
   'answer_not_saved',
+  'not_counted',
 ] as const;
 export type RunWarningKind = (typeof RUN_WARNING_KINDS)[number];
 

@@ -43,8 +43,10 @@ export interface QueueView {
   readonly limit: number;
   /** Models this server believes Ollama has loaded, least recently used first. */
   readonly loaded: readonly string[];
-  /** Models Ollama keeps loaded together, as set or learned. */
+  /** Models Ollama keeps loaded together: as set, or the most `ollama ps` has shown at once. */
   readonly capacity: number;
+  /** The memory learned to hold models together (bytes); null when the capacity is set, or nothing was seen yet. */
+  readonly memoryBudget: number | null;
 }
 
 export interface RunServiceDeps {
@@ -57,6 +59,8 @@ export interface RunServiceDeps {
   readonly monotonicClock?: () => number;
   /** `ollama ps`, parsed: which models Ollama has loaded. @default none (only this server's own dispatches count) */
   readonly readLoaded?: (() => Promise<LoadedModelsResult>) | null;
+  /** The least a model's file weighs, from `ollama list` as last read (asks nothing). @default none known */
+  readonly fileBytesOf?: (model: string) => number | undefined;
   /** @default runModelProcess (execa) */
   readonly spawn?: (request: ModelProcessRequest) => Promise<ProcessOutcome>;
   /** Environment handed to the CLI. @default process.env */
@@ -171,13 +175,14 @@ export class RunService {
 
   /** This server's queue: calls running and waiting, the limit (OLLAMA_MCP_CONCURRENCY), and what it believes Ollama has loaded. */
   get queue(): QueueView {
-    const { loaded, capacity } = this.#dispatcher.residency();
+    const { loaded, capacity, memoryBudget } = this.#dispatcher.residency();
     return {
       running: this.#dispatcher.running,
       waiting: this.#dispatcher.waiting,
       limit: this.#dispatcher.limit,
       loaded,
       capacity,
+      memoryBudget,
     };
   }
 
@@ -317,6 +322,7 @@ function dispatcherFor(config: Config, deps: RunServiceDeps, warn: (message: str
   let dispatcher: Dispatcher | null = null;
   const residency = new Residency({
     capacity: config.maxLoadedModels,
+    fileBytesOf: deps.fileBytesOf ?? (() => undefined),
     keepAliveMs: config.keepAliveMs,
     clock: monotonic,
     readLoaded: deps.readLoaded ?? null,

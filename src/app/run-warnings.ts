@@ -67,3 +67,8 @@ export function promptMayBeTruncated(fit: Extract<PromptFit, { fits: false }>): 
       : `prompt used ${promptTokens} tokens, exactly what Ollama (v0.30.11 and later) cuts a prompt too long for a ${contextSize}-token context down to (${SOURCE_TEXT[source]}): the start of this prompt was probably dropped. ${REMEDY}`;
   return { kind: 'prompt_may_be_truncated', message };
 }
+
+/** A failure this server's own misjudgement caused (`why`): recorded for its task, not counted. */
+export function notCounted(why: string): RunWarning {
+  return { kind: 'not_counted', message: why };
+}

@@ -40,7 +40,10 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
     const report = await collectHealth({
       config,
       store,
-      runs: { inFlight: 0, queue: { running: 0, waiting: 0, limit: config.concurrency, loaded: [], capacity: 1 } },
+      runs: {
+        inFlight: 0,
+        queue: { running: 0, waiting: 0, limit: config.concurrency, loaded: [], capacity: 1, memoryBudget: null },
+      },
       installedModels,
       processes: () => processesNow(config, store),
     });

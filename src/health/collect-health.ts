@@ -80,6 +80,7 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       parallel: config.parallel,
       loaded_models: [...runs.queue.loaded],
       max_loaded_models: runs.queue.capacity,
+      memory_budget_bytes: runs.queue.memoryBudget,
     },
     processes,
     telemetry: {

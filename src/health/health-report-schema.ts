@@ -45,7 +45,18 @@ export const healthReportSchema = z.object({
       .int()
       .describe('requests of one model sent to Ollama at once (OLLAMA_MCP_PARALLEL / OLLAMA_NUM_PARALLEL)'),
     loaded_models: z.array(z.string()).describe('models this server believes Ollama has loaded, least recently used first'),
-    max_loaded_models: z.number().int().describe('models Ollama keeps loaded together, as set or learned from `ollama ps`'),
+    max_loaded_models: z
+      .number()
+      .int()
+      .describe(
+        'models Ollama keeps loaded together: as set (OLLAMA_MAX_LOADED_MODELS), else the most `ollama ps` has shown at once',
+      ),
+    memory_budget_bytes: z
+      .number()
+      .nullable()
+      .describe(
+        'unless the count is set: the most memory `ollama ps` has shown models taking together, lowered when a load did not fit; a model is sent beside busy ones only when their sizes fit in it (null: nothing seen yet)',
+      ),
   }),
   processes: z
     .object({

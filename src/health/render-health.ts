@@ -1,4 +1,5 @@
 import { terminalText } from '../ollama/terminal-text.js';
+import { formatBytes } from '../ollama/human-bytes.js';
 import type { HealthReport } from './health-report-schema.js';
 
 const PASS = '✓';
@@ -74,7 +75,11 @@ function renderCircuits({ circuits, ledger }: HealthReport): string {
 
 function renderRuns(runs: HealthReport['runs']): string {
   const loaded = runs.loaded_models.join(', ') || 'none known';
-  return `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}, ${runs.parallel} per model; loaded: ${loaded} (${runs.max_loaded_models} fit together)`;
+  const fit =
+    runs.memory_budget_bytes === null
+      ? `${runs.max_loaded_models} fit together`
+      : `models fit together in ${formatBytes(runs.memory_budget_bytes)}, as learned from ollama ps`;
+  return `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}, ${runs.parallel} per model; loaded: ${loaded} (${fit})`;
 }
 
 /** The telemetry dir, the ledger, and (team mode) the Redis that holds the state. */

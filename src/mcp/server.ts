@@ -108,6 +108,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     spawn: hygiene.trackSpawns(runModelProcess),
     sharedSlots: hygiene.sharedSlots,
     readLoaded: () => readLoadedModels({ bin: config.ollamaBin, env }),
+    fileBytesOf: (model) => installedModels.fileBytesOf(model),
     settingsFor: (model) => tiers.settingsFor(model),
     ...(config.preflight ? { preflight: (model: string) => installedModels.check(model) } : {}),
   });

@@ -1,4 +1,5 @@
 import { describeCliFailure, runCliCommand, type CliFailureCause } from './cli-command.js';
+import { sizeCellOf } from './human-bytes.js';
 import { canonicalModelName, MODEL_NAME_PATTERN } from './model-name.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -6,22 +7,33 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** A repeated miss refreshes the list at most this often (a model pulled since must still be found). */
 export const MIN_REFRESH_INTERVAL_MS = 2_000;
 
+/** One row of an `ollama list` table: the name as printed, and the least its file can weigh (null: no size, a cloud model's `-`). */
+export interface ListedModel {
+  readonly name: string;
+  readonly fileBytes: number | null;
+}
+
 /**
- * The model names of an `ollama list` table, as printed (`NAME  ID  SIZE  MODIFIED`, header first;
- * each column padded to its longest cell plus 4 spaces, trailing spaces included; the name is the
- * first column). Names may carry a registry host and port (`localhost:5000/team/model:v1`) or start
+ * The rows of an `ollama list` table, as printed (`NAME  ID  SIZE  MODIFIED`, header first; each
+ * column padded to its longest cell plus 4 spaces, trailing spaces included; the name is the first
+ * column). Names may carry a registry host and port (`localhost:5000/team/model:v1`) or start
  * with `_`. Lines that do not start with a model name are skipped.
  */
-export function parseModelList(stdout: string): string[] {
+export function parseModelTable(stdout: string): ListedModel[] {
   const lines = stdout.split(/\r?\n/).map((line) => line.trim());
   const header = lines.findIndex((line) => /^NAME(?:\s|$)/.test(line));
   const rows = header === -1 ? lines : lines.slice(header + 1);
-  const names: string[] = [];
+  const models: ListedModel[] = [];
   for (const row of rows) {
     const name = row.split(/\s+/, 1)[0] ?? '';
-    if (name !== '' && MODEL_NAME_PATTERN.test(name)) names.push(name);
+    if (name !== '' && MODEL_NAME_PATTERN.test(name)) models.push({ name, fileBytes: sizeCellOf(row)?.atLeast ?? null });
   }
-  return names;
+  return models;
+}
+
+/** The model names of an `ollama list` table, as printed (see {@link parseModelTable}). */
+export function parseModelList(stdout: string): string[] {
+  return parseModelTable(stdout).map((row) => row.name);
 }
 
 export type ModelListResult =
@@ -29,6 +41,8 @@ export type ModelListResult =
       readonly ok: true;
       /** Canonical names (`llama3.2:latest`), in the CLI's order, without duplicates. */
       readonly models: readonly string[];
+      /** The least each model's file weighs (SIZE), by canonical name; absent when not shown (cloud models). */
+      readonly fileBytes: ReadonlyMap<string, number>;
       /** When the `ollama list` that produced it started (the options' clock). */
       readonly fetchedAt: number;
     }
@@ -97,6 +111,12 @@ export class InstalledModels {
     return this.#cached;
   }
 
+  /** The least `model`'s file weighs, from the last list obtained (undefined: not known). Asks nothing. */
+  fileBytesOf(model: string): number | undefined {
+    const cached = this.#cached;
+    return cached?.ok ? cached.fileBytes.get(canonicalModelName(model)) : undefined;
+  }
+
   /**
    * Is `model` installed (`llama3.2` = `llama3.2:latest` = `library/llama3.2:latest`)?
    * A miss against a cached list asks the CLI again once (the model may have been pulled since),
@@ -137,8 +157,11 @@ export class InstalledModels {
     const outcome = await runCliCommand({ bin: this.bin, args, env: this.env, timeoutMs: this.timeoutMs });
     let result: ModelListResult;
     if (outcome.spawnError === null && !outcome.timedOut && outcome.exitCode === 0) {
-      const models = [...new Set(parseModelList(outcome.stdout).map(canonicalModelName))];
-      result = { ok: true, models, fetchedAt };
+      const rows = parseModelTable(outcome.stdout);
+      const models = [...new Set(rows.map((row) => canonicalModelName(row.name)))];
+      const fileBytes = new Map<string, number>();
+      for (const row of rows) if (row.fileBytes !== null) fileBytes.set(canonicalModelName(row.name), row.fileBytes);
+      result = { ok: true, models, fileBytes, fetchedAt };
     } else {
       const { cause, reason } = describeCliFailure(this.bin, args, outcome, this.timeoutMs);
       result = { ok: false, cause, reason, fetchedAt };

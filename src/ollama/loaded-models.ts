@@ -1,4 +1,5 @@
 import { describeCliFailure, runCliCommand } from './cli-command.js';
+import { sizeCellOf } from './human-bytes.js';
 import { canonicalModelName, MODEL_NAME_PATTERN } from './model-name.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -6,28 +7,38 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** An `ollama ps` that takes longer than this is given up: the dispatcher goes on with what it knows. */
 const PS_TIMEOUT_MS = 3_000;
 
+/** The rows of an `ollama ps` table: the models loaded, and the bytes each takes. */
+interface LoadedTable {
+  readonly models: string[];
+  readonly sizes: Map<string, number>;
+}
+
 /**
  * The models of an `ollama ps` table (`NAME  ID  SIZE  PROCESSOR  CONTEXT  UNTIL`, header first, an
- * empty server prints the header only), canonical names in the table's order; null when the output
- * is not that table.
+ * empty server prints the header only), canonical names in the table's order, and the memory each
+ * takes (SIZE: its weights, context cache and compute graph); null when the output is not that table.
  */
-function parseLoadedModels(stdout: string): string[] | null {
+export function parseLoadedModels(stdout: string): LoadedTable | null {
   const lines = stdout.split(/\r?\n/);
   if (!/^NAME\s+ID\s/.test(lines[0] ?? '')) return null;
-  const models: string[] = [];
+  const table: LoadedTable = { models: [], sizes: new Map() };
   for (const row of lines.slice(1)) {
     const name = row.trim().split(/\s+/, 1)[0] ?? '';
     if (name === '') continue;
     if (!MODEL_NAME_PATTERN.test(name)) return null;
     const key = canonicalModelName(name);
-    if (!models.includes(key)) models.push(key);
+    if (table.models.includes(key)) continue;
+    table.models.push(key);
+    const size = sizeCellOf(row);
+    if (size !== null) table.sizes.set(key, size.bytes);
   }
-  return models;
+  return table;
 }
 
-/** What `ollama ps` said: the loaded models, or why it could not say. */
+/** What `ollama ps` said: the loaded models and their sizes in bytes (absent when unreadable), or why it could not say. */
 export type LoadedModelsResult =
-  { readonly ok: true; readonly models: readonly string[] } | { readonly ok: false; readonly reason: string };
+  | { readonly ok: true; readonly models: readonly string[]; readonly sizes: ReadonlyMap<string, number> }
+  | { readonly ok: false; readonly reason: string };
 
 export interface LoadedModelsRequest {
   readonly bin: string;
@@ -40,10 +51,10 @@ export async function readLoadedModels(request: LoadedModelsRequest): Promise<Lo
   if (result.exitCode !== 0 || result.spawnError !== null || result.timedOut) {
     return { ok: false, reason: describeCliFailure(request.bin, ['ps'], result, PS_TIMEOUT_MS).reason };
   }
-  const models = parseLoadedModels(result.stdout);
-  if (models === null) {
+  const table = parseLoadedModels(result.stdout);
+  if (table === null) {
     const first = result.stdout.split('\n', 1)[0]?.slice(0, 80) ?? '';
     return { ok: false, reason: `\`${request.bin} ps\` printed something other than its table (${JSON.stringify(first)})` };
   }
-  return { ok: true, models };
+  return { ok: true, ...table };
 }

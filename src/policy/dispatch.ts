@@ -2,17 +2,35 @@
  * Which waiting call to send to Ollama next. Pure: the dispatcher (app/dispatcher.ts) feeds it what
  * it knows and starts what it picks.
  *
- * Ollama runs `parallel` requests of a loaded model at once and keeps `capacity` models loaded; a
- * request beyond either waits inside Ollama, where it is invisible, cannot be cancelled without
+ * Ollama runs `parallel` requests of a loaded model at once and keeps as many models loaded as its
+ * room allows (a count the user set, or what fits in the memory learned from sizes: memory-fit.ts);
+ * a request beyond either waits inside Ollama, where it is invisible, cannot be cancelled without
  * aborting a load, and (worse) is timed by its caller. So a call is sent only when Ollama will run it
- * now: its model is loaded and has a free parallel slot, or it can be loaded beside the others or in
- * place of an idle one. Among the calls that can start, those for a loaded model go first (a load
+ * now: its model is loaded and has a free parallel slot, or it can be loaded beside the busy models
+ * (Ollama unloads idle ones to make room). Among the calls that can start, those for a loaded model go first (a load
  * costs seconds to a minute); the oldest first within each kind. A call for a model that is not
  * loaded waits behind the loaded models' calls until their queues are empty, or until it has waited
  * `switchAfterMs` since its model was last served: then the loaded model with the fewest calls in
  * flight gets no new ones, and once it is idle the waiting model takes its place. A busy model can
  * therefore hold another off for at most `switchAfterMs` plus the calls already running on it.
  */
+
+import { fitOf, type MemoryView } from './memory-fit.js';
+
+/** How many models Ollama keeps loaded together. */
+export type Room =
+  /** A number of models, whatever their sizes (OLLAMA_MAX_LOADED_MODELS, set by the user). */
+  | { readonly kind: 'count'; readonly capacity: number }
+  /** As many as fit in the memory learned from `ollama ps` (memory-fit.ts). */
+  | { readonly kind: 'memory'; readonly memory: MemoryView };
+
+/**
+ * Where a started call's model stands in Ollama: `loaded` already; loading `alone` (no busy model
+ * beside it: Ollama unloads idle ones as it needs); or loading beside busy models that it was
+ * `known` to fit with (sizes seen, or a count the user set), or only `guessed` to (a size that is a
+ * lower bound). A guess that proves wrong makes Ollama hold the call until the busy models are done.
+ */
+export type Placement = 'loaded' | 'alone' | 'known' | 'guessed';
 
 /** A call waiting for its turn. */
 export interface QueuedCall {
@@ -40,8 +58,8 @@ export interface DispatchView {
   readonly loaded: readonly string[];
   /** When a call of each model was last started (ms, monotonic); absent: never. */
   readonly lastStarted: ReadonlyMap<string, number>;
-  /** Models Ollama keeps loaded together. */
-  readonly capacity: number;
+  /** How many models Ollama keeps loaded together. */
+  readonly room: Room;
   /** This server's calls in flight at most (OLLAMA_MCP_CONCURRENCY). */
   readonly concurrency: number;
   /** How long a call for a model that is not loaded waits before the server switches models. */
@@ -57,7 +75,7 @@ export type WaitReason =
   /** Its batch runs as many jobs as it may. */
   | { readonly kind: 'batch' }
   /**
-   * Its model must be loaded in place of a busy one: it waits for `loaded` to finish their calls, or
+   * Its model does not fit beside the busy models: it waits for `loaded` to finish their calls, or
    * for the switch in `switchInMs` (0: the switch is under way, the busy model takes no new calls).
    */
   | { readonly kind: 'load'; readonly loaded: readonly string[]; readonly switchInMs: number }
@@ -78,11 +96,31 @@ function hasSlot(view: DispatchView, call: QueuedCall): boolean {
   return call.batch === null || count(view.batchRunning, call.batch.id) < call.batch.limit;
 }
 
-/** Can `model` be loaded now without Ollama waiting for a busy model: a free place, or an idle model to replace? */
+/** The loaded models other than `model` with calls in flight: Ollama cannot unload them now. */
+export function busyBeside(view: DispatchView, model: string): string[] {
+  return view.loaded.filter((loaded) => loaded !== model && count(view.running, loaded) > 0);
+}
+
+/** Can `model` be loaded now without Ollama waiting for a busy model: a free place, or idle models to replace? */
 function canLoad(view: DispatchView, model: string): boolean {
   if (view.loaded.includes(model)) return true;
-  if (view.loaded.length < view.capacity) return true;
-  return view.loaded.some((loaded) => count(view.running, loaded) === 0);
+  const { room } = view;
+  if (room.kind === 'count') return view.loaded.length < room.capacity || view.loaded.some((m) => count(view.running, m) === 0);
+  return fitOf(room.memory, [...busyBeside(view, model), model]) !== 'no';
+}
+
+/** How a call for `model` would be placed if it started now (see {@link Placement}). */
+export function placementOf(view: DispatchView, model: string): Placement {
+  if (view.loaded.includes(model)) return 'loaded';
+  const busy = busyBeside(view, model);
+  if (busy.length === 0) return 'alone';
+  if (view.room.kind === 'count') return 'known';
+  return fitOf(view.room.memory, [...busy, model]) === 'known' ? 'known' : 'guessed';
+}
+
+/** Do `loaded` exceed the room (then Ollama has unloaded an idle one)? */
+function overRoom(room: Room, loaded: readonly string[]): boolean {
+  return room.kind === 'count' ? loaded.length > room.capacity : fitOf(room.memory, loaded) === 'no';
 }
 
 /** How long `call` has waited for its model to be served: since it arrived, or since its model last started a call. */
@@ -123,15 +161,16 @@ export function nextCall(view: DispatchView): QueuedCall | null {
   return view.waiting.find((call) => hasSlot(view, call) && canLoad(view, call.modelKey)) ?? null;
 }
 
-/** The view once `call` has started: its slots taken, its model loaded (an idle model given up when over capacity). */
+/** The view once `call` has started: its slots taken, its model loaded (idle models given up, least recently used first, while over the room). */
 export function afterStart(view: DispatchView, call: QueuedCall): DispatchView {
   const running = new Map(view.running).set(call.modelKey, count(view.running, call.modelKey) + 1);
   const batchRunning = call.batch === null ? view.batchRunning : new Map(view.batchRunning);
   if (call.batch !== null) (batchRunning as Map<string, number>).set(call.batch.id, count(view.batchRunning, call.batch.id) + 1);
   let loaded = [...view.loaded.filter((model) => model !== call.modelKey), call.modelKey];
-  if (loaded.length > view.capacity) {
+  while (overRoom(view.room, loaded)) {
     const idle = loaded.find((model) => count(running, model) === 0);
-    if (idle !== undefined) loaded = loaded.filter((model) => model !== idle);
+    if (idle === undefined) break;
+    loaded = loaded.filter((model) => model !== idle);
   }
   return {
     ...view,
@@ -166,7 +205,7 @@ export function whyWaiting(view: DispatchView, call: QueuedCall): WaitReason {
   }
   if (totalRunning(view) >= view.concurrency) return { kind: 'concurrency', ahead };
   if (!hasSlot(view, call)) return { kind: 'batch' };
-  const others = view.loaded.filter((model) => model !== call.modelKey);
+  const others = busyBeside(view, call.modelKey);
   const switchInMs = overdue === call ? 0 : Math.max(0, view.switchAfterMs - waitedForModel(view, call));
   return { kind: 'load', loaded: others, switchInMs };
 }

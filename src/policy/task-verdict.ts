@@ -10,6 +10,8 @@ export interface ModelVerdict {
    * model's circuit, or the circuit refused it. Null when a retry of this model may still succeed.
    */
   readonly own: EscalationReason | null;
+  /** The server's own misjudgement caused it (see app/attempt.ts): it says nothing of the task. */
+  readonly excused?: boolean;
 }
 
 /** What a call comes to for its task: the attempt that stands for it, whether it counts, and the escalation. */
@@ -27,6 +29,10 @@ export interface TaskVerdict {
  * it started, the task is blocked). The earlier model's verdict then stands, as without the chain.
  */
 const SAYS_NOTHING: ReadonlySet<RunStatus> = new Set(['circuit_open', 'cancelled', 'not_started', 'blocked']);
+
+const saysNothing = (verdict: ModelVerdict): boolean => SAYS_NOTHING.has(verdict.status) || verdict.excused === true;
+const countsForTask = (verdict: ModelVerdict): boolean =>
+  OUTCOME_POLICY[verdict.status].countsAsTaskFailure && verdict.excused !== true;
 
 /** A model's own escalation, from its status and whether its failure opened (or reopened) its circuit. */
 export function ownEscalation(status: RunStatus, openedCircuit: boolean): EscalationReason | null {
@@ -60,12 +66,12 @@ export function taskVerdict({ verdicts, retryCount, maxRetries, escalatedBefore 
   const last = verdicts.length - 1;
   if (last < 0) throw new RangeError('a call has at least one attempt');
   if (OUTCOME_POLICY[verdicts[last]!.status].ok) return { standing: last, counted: false, escalation: NO_ESCALATION };
-  const judged = verdicts.map((_, index) => index).filter((index) => !SAYS_NOTHING.has(verdicts[index]!.status));
+  const judged = verdicts.map((_, index) => index).filter((index) => !saysNothing(verdicts[index]!));
   if (judged.length === 0) judged.push(last);
-  const counted = judged.some((index) => OUTCOME_POLICY[verdicts[index]!.status].countsAsTaskFailure);
+  const counted = judged.some((index) => countsForTask(verdicts[index]!));
   const overLimit = maxRetries > 0 && retryCount >= maxRetries;
   const retryable = judged.filter((index) => verdicts[index]!.own === null);
-  const standing = retryable.findLast((index) => OUTCOME_POLICY[verdicts[index]!.status].countsAsTaskFailure) ?? retryable.at(-1);
+  const standing = retryable.findLast((index) => countsForTask(verdicts[index]!)) ?? retryable.at(-1);
   const escalation =
     standing !== undefined
       ? counted && overLimit

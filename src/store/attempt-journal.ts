@@ -2,6 +2,7 @@ import { mkdir, readdir, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ProcessId, ProcessPlace } from '../policy/process-identity.js';
 import { readTextIfAny, writeFileAtomic } from './durable-fs.js';
+import { removeAbandonedTemps } from './temp-files.js';
 
 /** The folder of the telemetry dir that holds one file per attempt whose model process runs. */
 export const ATTEMPTS_DIR_NAME = 'attempts';
@@ -59,9 +60,11 @@ export class AttemptJournal {
 
   /**
    * Every attempt recorded as under way, and the pid of the server settling it if one claimed it
-   * (unreadable files are skipped: one written this instant, say).
+   * (unreadable files are skipped: one written this instant, say). The temp files of records whose
+   * server was killed while writing them are removed on the way.
    */
   async list(): Promise<(OpenAttempt & { readonly claimedBy: number | null })[]> {
+    await removeAbandonedTemps(this.dir);
     let names: string[];
     try {
       names = await readdir(this.dir);

@@ -12,7 +12,7 @@ export const STATE_FILE_MODE = 0o600;
  * (lowdb's own writer shares one temp name between processes and creates files with the umask's mode.)
  */
 export async function writeFileAtomic(file: string, text: string): Promise<void> {
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomUUID()}.tmp`);
+  const temp = tempPathFor(file);
   const handle = await open(temp, 'wx', STATE_FILE_MODE);
   try {
     try {
@@ -25,6 +25,11 @@ export async function writeFileAtomic(file: string, text: string): Promise<void>
     await unlink(temp).catch(() => {}); // the original error says what went wrong
     throw error;
   }
+}
+
+/** A temp file's name beside `file`, unique to one write: `.<name>.<uuid>.tmp` (see temp-files.ts). */
+export function tempPathFor(file: string): string {
+  return path.join(path.dirname(file), `.${path.basename(file)}.${randomUUID()}.tmp`);
 }
 
 /** The file's text, or null when there is no such file. */

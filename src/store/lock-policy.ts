@@ -41,14 +41,34 @@ export function nextLockAttempt(failure: LockAttemptFailure, maxWaitMs: number, 
 export type HolderLiveness = 'alive' | 'dead' | 'unknown' | 'unreadable';
 
 /**
- * Whether to take over a lock another process holds: at once when its holder is gone (its pid is
- * free, or names a process started at another time: see policy/process-identity.ts); otherwise
- * only once the very same lock has stayed in place for `staleMs` of this process's monotonic
- * clock, whatever the file's mtime says (a crash followed by a clock step can date it anywhere).
- * A live holder keeps the lock for milliseconds; one that keeps it past `staleMs` is stopped or
- * stuck, and waiting on it would stop every ledger update.
+ * A lock file that names no holder (empty or not a holder: `unreadable`) and was written longer ago
+ * than this, by the wall clock either way, is abandoned. A server writes the lock with its holder
+ * already in it; one that created the file first and wrote its holder after (an older version) did
+ * so within milliseconds, so only a holder killed in between leaves such a file for longer.
  */
-export function judgeLock(liveness: HolderLiveness, unchangedForMs: number, staleMs: number): 'take_over' | 'wait' {
-  if (liveness === 'dead') return 'take_over';
-  return unchangedForMs >= staleMs ? 'take_over' : 'wait';
+export const ABANDONED_LOCK_AGE_MS = 2_000;
+
+/** Why to take over a lock, or `wait`. */
+export type LockJudgement =
+  /** Its holder is gone. */
+  | 'holder_gone'
+  /** It names no holder and was written long enough ago: left by a holder killed while taking it. */
+  | 'abandoned'
+  /** The very same lock has stayed for the stale time: its holder is stopped or stuck. */
+  | 'unchanged'
+  | 'wait';
+
+/**
+ * Whether to take over a lock another process holds: at once when its holder is gone (its pid is
+ * free, or names a process started at another time: see policy/process-identity.ts), or when the
+ * file names no holder and its mtime is {@link ABANDONED_LOCK_AGE_MS} away from now (before or
+ * after: a clock stepped back dates it ahead); otherwise only once the very same lock has stayed in
+ * place for `staleMs` of this process's monotonic clock, whatever the file's mtime says (a crash
+ * followed by a clock step can date it anywhere). A live holder keeps the lock for milliseconds; one
+ * that keeps it past `staleMs` is stopped or stuck, and waiting on it would stop every ledger update.
+ */
+export function judgeLock(liveness: HolderLiveness, unchangedForMs: number, staleMs: number, fileAgeMs = 0): LockJudgement {
+  if (liveness === 'dead') return 'holder_gone';
+  if (liveness === 'unreadable' && Math.abs(fileAgeMs) >= ABANDONED_LOCK_AGE_MS) return 'abandoned';
+  return unchangedForMs >= staleMs ? 'unchanged' : 'wait';
 }

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { open, unlink } from 'node:fs/promises';
+import { link, open, stat, unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { livenessOf } from '../policy/process-identity.js';
-import { readTextIfAny, STATE_FILE_MODE } from './durable-fs.js';
+import { readTextIfAny, STATE_FILE_MODE, tempPathFor } from './durable-fs.js';
 import { parseHolder, type Holder } from './holder.js';
-import { CONTENDED, judgeLock, nextLockAttempt, type HolderLiveness } from './lock-policy.js';
+import { CONTENDED, judgeLock, nextLockAttempt, type HolderLiveness, type LockJudgement } from './lock-policy.js';
 import { liveProcView, selfIdentity, type SelfIdentity } from './proc-reader.js';
 import { StateStoreError } from './state-store-error.js';
 
@@ -30,14 +30,27 @@ export type ReleaseLock = () => Promise<void>;
 /** While waiting, the holder is judged at the first attempt, then at most this often (it reads /proc). */
 const JUDGE_EVERY_MS = 100;
 
+/** `link` fails so where the file system has no hard links: the lock is then created in place. */
+const NO_HARD_LINKS: ReadonlySet<string> = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EMLINK']);
+
+/** This acquisition's holder, written in a temp file beside the lock, ready to be linked into place. */
+interface Claim {
+  readonly token: string;
+  readonly temp: string;
+}
+
 /**
- * The state's cross-process lock: the file `<state>.lock`, created exclusively (`wx`) with its
- * holder written in it, removed to release. Waiting backs off with jitter, never blocking the thread.
+ * The state's cross-process lock: the file `<state>.lock`, created with its holder already in it
+ * (the holder is written to a temp file, then hard-linked to the lock's name, which fails if the
+ * lock exists), so that no lock is ever seen empty; removed to release. Waiting backs off with
+ * jitter, never blocking the thread. Where the file system has no hard links, the lock is created
+ * exclusively (`wx`) and its holder written after.
  *
- * A lock is judged by who holds it, never by its mtime (which a crash followed by a clock step
- * makes wrong, hence no proper-lockfile): one whose holder is gone is taken over at once; any other
- * (a live holder, one on another host, a file this server did not write) once it has stayed the
- * same for `staleMs` by this process's monotonic clock.
+ * A lock is judged by who holds it, never by its mtime alone (which a crash followed by a clock
+ * step makes wrong, hence no proper-lockfile): one whose holder is gone is taken over at once; one
+ * that names no holder (empty: its writer was killed between creating it and writing it) once its
+ * mtime is a moment away from now; any other (a live holder, one on another host, a file this
+ * server did not write) once it has stayed the same for `staleMs` by this process's monotonic clock.
  */
 export class StateLock {
   readonly path: string;
@@ -45,6 +58,7 @@ export class StateLock {
   readonly #identity: SelfIdentity = selfIdentity();
   /** The other holder's lock as first seen, and when (monotonic). */
   #seen: { readonly text: string; readonly since: number } | null = null;
+  #hardLinks = true;
 
   constructor(lockPath: string, options: StateLockOptions) {
     this.path = lockPath;
@@ -53,6 +67,15 @@ export class StateLock {
 
   /** Take the lock, waiting while another process has it. @throws StateStoreError (step `lock`) */
   async acquire(): Promise<ReleaseLock> {
+    const claim: { current: Claim | null } = { current: null };
+    try {
+      return await this.#acquire(claim);
+    } finally {
+      if (claim.current !== null) await unlink(claim.current.temp).catch(() => {});
+    }
+  }
+
+  async #acquire(claim: { current: Claim | null }): Promise<ReleaseLock> {
     const started = performance.now();
     let heldBy = 'another process';
     let judgedAt = started;
@@ -60,7 +83,7 @@ export class StateLock {
       let failure: NodeJS.ErrnoException | undefined;
       let retryNow = false;
       try {
-        const token = await this.#tryCreate();
+        const token = await this.#tryCreate(claim);
         if (token !== null) return () => this.#release(token);
         if (attempt === 1 || performance.now() - judgedAt >= JUDGE_EVERY_MS) {
           judgedAt = performance.now();
@@ -83,7 +106,45 @@ export class StateLock {
   }
 
   /** One attempt: the token of the lock now held, or null when another holder has it. */
-  async #tryCreate(): Promise<string | null> {
+  async #tryCreate(claim: { current: Claim | null }): Promise<string | null> {
+    if (!this.#hardLinks) return this.#tryCreateInPlace();
+    claim.current ??= await this.#writeClaim();
+    try {
+      await link(claim.current.temp, this.path);
+      return claim.current.token;
+    } catch (error) {
+      const { code } = error as NodeJS.ErrnoException;
+      if (code === CONTENDED) return null;
+      if (code === 'ENOENT') claim.current = null; // its temp file was removed: the next attempt writes another
+      if (code === undefined || !NO_HARD_LINKS.has(code)) throw error;
+      this.#hardLinks = false;
+      return this.#tryCreateInPlace();
+    }
+  }
+
+  /** This process's holder, with a new token, in a temp file beside the lock. */
+  async #writeClaim(): Promise<Claim> {
+    const holder = this.#newHolder();
+    const temp = tempPathFor(this.path);
+    const handle = await open(temp, 'wx', STATE_FILE_MODE);
+    try {
+      await handle.writeFile(JSON.stringify(holder));
+    } catch (error) {
+      await handle.close().catch(() => {});
+      await unlink(temp).catch(() => {});
+      throw error;
+    }
+    await handle.close();
+    return { token: holder.token, temp };
+  }
+
+  #newHolder(): LockHolder {
+    const { self, place } = this.#identity;
+    return { pid: self.pid, start: self.start, ...place, at: Date.now(), token: randomUUID() };
+  }
+
+  /** Without hard links: create the lock exclusively, then write the holder into it. */
+  async #tryCreateInPlace(): Promise<string | null> {
     let handle;
     try {
       handle = await open(this.path, 'wx', STATE_FILE_MODE);
@@ -91,13 +152,12 @@ export class StateLock {
       if ((error as NodeJS.ErrnoException).code === CONTENDED) return null;
       throw error;
     }
-    const { self, place } = this.#identity;
-    const holder: LockHolder = { pid: self.pid, start: self.start, ...place, at: Date.now(), token: randomUUID() };
+    const holder = this.#newHolder();
     try {
       await handle.writeFile(JSON.stringify(holder));
       await handle.close();
     } catch (error) {
-      // A lock that names nobody would be waited on for the stale time: remove it (a full disk).
+      // A lock that names nobody would hold the others off until judged abandoned: remove it (a full disk).
       await handle.close().catch(() => {});
       await unlink(this.path).catch(() => {});
       throw error;
@@ -117,16 +177,44 @@ export class StateLock {
     const holder = parseHolder(text);
     const liveness: HolderLiveness = holder ? livenessOf(holder, this.#identity.place, liveProcView) : 'unreadable';
     const who = describeHolder(holder, liveness, this.#identity.place.host);
-    if (judgeLock(liveness, now - this.#seen.since, this.#options.staleMs) === 'wait') return who;
+    const ageMs = liveness === 'unreadable' ? await this.#fileAgeMs() : 0;
+    if (ageMs === null) return 'free'; // released meanwhile
+    const judged = judgeLock(liveness, now - this.#seen.since, this.#options.staleMs, ageMs);
+    if (judged === 'wait') return who;
     // Removed only if it is still the lock judged: another process may have taken it over meanwhile.
     if ((await readTextIfAny(this.path)) !== text) return 'free';
     await unlink(this.path).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
     });
     this.#seen = null;
-    const unchanged = liveness === 'dead' ? '' : `, unchanged for over ${this.#options.staleMs} ms`;
-    this.#options.warn(`the state lock ${this.path} was held by ${who}${unchanged}: taken over`);
+    this.#options.warn(this.#takenOver(judged, who, text, ageMs));
     return 'free';
+  }
+
+  /** How long ago the lock file was written, by the wall clock (negative: dated ahead); null when it is gone. */
+  async #fileAgeMs(): Promise<number | null> {
+    try {
+      return Date.now() - (await stat(this.path)).mtimeMs;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  /** The stderr line of a lock taken over. */
+  #takenOver(judged: Exclude<LockJudgement, 'wait'>, who: string, text: string, ageMs: number): string {
+    const lock = `the state lock ${this.path}`;
+    switch (judged) {
+      case 'holder_gone':
+        return `${lock} was held by ${who}: taken over`;
+      case 'abandoned': {
+        const what = text === '' ? 'was empty' : 'named no holder';
+        const when = ageMs >= 0 ? `${Math.round(ageMs / 1000)} s ago` : `${Math.round(-ageMs / 1000)} s ahead of this clock`;
+        return `${lock} ${what} (written ${when}: a server was killed while taking it): taken over`;
+      }
+      case 'unchanged':
+        return `${lock} was held by ${who}, unchanged for over ${this.#options.staleMs} ms: taken over`;
+    }
   }
 
   /** Remove the lock if it is still this acquisition's; say so if another process took it over meanwhile. */

@@ -5,6 +5,7 @@ import type { TaskLedgerEntry } from '../policy/task-ledger.js';
 import { ensureDirSync } from '../config/telemetry-dir.js';
 import { StateFile } from './state-file.js';
 import { StateLock } from './state-lock.js';
+import { removeAbandonedTemps } from './temp-files.js';
 import { isStateStoreError, StateStoreError } from './state-store-error.js';
 import {
   dict,
@@ -61,6 +62,8 @@ export class StateStore {
   /** Settles when this process's last transaction so far is done. */
   #tail: Promise<unknown> = Promise.resolve();
   #writeFailure: StoreWriteFailure | null = null;
+  /** The temp files that killed writers left, being removed (at the first transaction). */
+  #sweep: Promise<unknown> | null = null;
 
   /** @throws StateStoreError (one line, naming the path) when the shard dir cannot be created. */
   constructor(file: string, options: StateStoreOptions = {}) {
@@ -142,12 +145,25 @@ export class StateStore {
   }
 
   /**
+   * Remove the temp files of the state files and of the lock that a process killed mid-write left
+   * (done once by the first transaction); returns their names. Never rejects.
+   */
+  async removeAbandonedTemps(): Promise<string[]> {
+    const [main, shards] = await Promise.all([
+      removeAbandonedTemps(path.dirname(this.file), path.basename(this.file)),
+      removeAbandonedTemps(this.shardDir),
+    ]);
+    return [...main, ...shards];
+  }
+
+  /**
    * Apply `fn` to the latest state under the cross-process lock and persist what it changed.
    * `fn` sees every circuit and the tasks in `scope` (tasks outside it are absent, and writing
    * them is an error). It mutates the state it is given and returns a value for the caller; it
    * must be synchronous and do no I/O (the lock is held while it runs).
    */
   transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
+    this.#sweep ??= this.removeAbandonedTemps();
     const turn = this.#tail.then(() => this.#transactLocked(scope, fn));
     this.#tail = turn.catch(() => {});
     return turn;

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -135,6 +136,35 @@ describe('corrupt, empty and locked state files, through the built server', () =
     expect(status.structured).toMatchObject({ attempts: 3, failures: 3 });
     expect(server.stderr()).toContain(`state.json.lock was held by pid ${holder.pid} (gone): taken over`);
     expect(server.stderr()).not.toMatch(/live process/);
+  }, 40_000);
+
+  it('an empty lock and an empty journal temp file, left by a server killed at the wrong moment: the first update does not stall, and both go', async ({
+    annotate,
+  }) => {
+    const sandbox = await withHistory('100');
+    // A server SIGKILLed five minutes ago between creating the lock and writing its holder, and
+    // another between creating an attempt's journal temp file and renaming it into place.
+    const lock = path.join(sandbox.telemetryDir, 'state.json.lock');
+    const temp = path.join(sandbox.telemetryDir, 'attempts', `.${randomUUID()}.json.${randomUUID()}.tmp`);
+    mkdirSync(path.dirname(temp), { recursive: true });
+    const then = new Date(Date.now() - 5 * 60_000);
+    for (const file of [lock, temp]) {
+      writeFileSync(file, '');
+      utimesSync(file, then, then);
+    }
+
+    const server = await startTestServer({ OLLAMA_MCP_BREAKER_THRESHOLD: '100' }, sandbox);
+    const started = performance.now();
+    const third = await server.run({ ...FAIL, task_id: 't' });
+    await annotate(`the run with the first ledger update took ${Math.round(performance.now() - started)} ms`);
+    expect(third.metadata).toMatchObject({ status: 'crashed', retry_count: 2, warnings: [] });
+    const status = await call(server, 'ollama_task_status', { task_id: 't' });
+    expect(status.structured).toMatchObject({ attempts: 3, failures: 3 });
+    expect(server.stderr()).toMatch(
+      /state\.json\.lock was empty \(written 30\d s ago: a server was killed while taking it\): taken over/,
+    );
+    expect(server.stderr().match(/taken over/g)).toHaveLength(1);
+    await expect.poll(() => existsSync(temp), { timeout: 10_000 }).toBe(false);
   }, 40_000);
 
   it('state.json with one field of the wrong type keeps its open circuit: runs are still refused, stderr says it once', async () => {

@@ -27,7 +27,7 @@ export interface ServeEvent {
 export interface FakeServe {
   /** The OLLAMA_HOST value to give the server under test, e.g. "127.0.0.1:43121". */
   readonly host: string;
-  /** What the MCP server under test must add to its env: OLLAMA_HOST, FAKE_OLLAMA_SERVE=1 (and the trace dir if set). */
+  /** What the MCP server under test must add to its env: OLLAMA_HOST, FAKE_OLLAMA_SERVE=1 (and the trace dir and FAKE_OLLAMA_MODEL_GB if set). */
   readonly env: Record<string, string>;
   /** The serve.jsonl trace so far (empty without a trace dir). */
   events(): ServeEvent[];
@@ -67,10 +67,13 @@ export async function startFakeServe(options: { env?: Record<string, string>; tr
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   void exited.then(() => running.delete(child));
   const host = await firstLine(child, exited, () => log);
+  const modelGb = options.env?.FAKE_OLLAMA_MODEL_GB;
   const env: Record<string, string> = {
     OLLAMA_HOST: host,
     FAKE_OLLAMA_SERVE: '1',
     ...(traceDir !== undefined ? { FAKE_OLLAMA_TRACE_DIR: traceDir } : {}),
+    // The CLI's `list` prints file sizes that follow the server's model sizes.
+    ...(modelGb !== undefined ? { FAKE_OLLAMA_MODEL_GB: modelGb } : {}),
   };
   const events = (): ServeEvent[] => readEvents(traceDir);
   return {

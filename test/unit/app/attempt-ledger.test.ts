@@ -109,4 +109,30 @@ describe('AttemptLedger', () => {
     expect(skipped).toMatchObject({ admitted: false, status: 'circuit_open', settled: { retryCount: 1 } });
     expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ attempts: 1, failures: 1, escalated: false });
   });
+
+  it('an excused start_timeout (the server guessed a fit wrong) is recorded for the task but not counted, even at max_retries', async () => {
+    const s = ledger();
+    await s.l.settle(s.attempt('t').a, 'start_timeout', null, false);
+    await s.l.settle(s.attempt('t').a, 'start_timeout', null, false); // two counted: retry_count 2 = max_retries
+    const excused = await s.l.settle(s.attempt('t').a, 'start_timeout', null, false, true);
+    expect(excused).toMatchObject({ retryCount: 2, escalation: { escalate: false, reason: null }, excused: true });
+    expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({
+      attempts: 3,
+      failures: 2,
+      lastStatus: 'start_timeout',
+      escalated: false,
+    });
+    // Without the excuse the same attempt is the third failure: it escalates.
+    const counted = await s.l.settle(s.attempt('t').a, 'start_timeout', null, false);
+    expect(counted).toMatchObject({ retryCount: 2, escalation: { escalate: true, reason: 'max_retries_exceeded' } });
+  });
+
+  it('an excused failure does not escalate when the ledger cannot be written either', async () => {
+    const s = ledger();
+    const broken = new StateStoreError('cannot lock state.json: EROFS: read-only file system', { step: 'lock' });
+    s.store.transact = () => Promise.reject(broken);
+    const { a } = s.attempt('t', { request: { model: 'm', prompt: 'x', taskId: 't', retryCount: 2 } });
+    expect(await s.l.settle(a, 'start_timeout', null, false, true)).toMatchObject({ escalation: { escalate: false } });
+    expect(await s.l.settle(a, 'start_timeout', null, false)).toMatchObject({ escalation: { escalate: true } });
+  });
 });

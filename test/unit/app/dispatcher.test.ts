@@ -10,6 +10,7 @@ function setup(
     switchAfterMs?: number;
     capacity?: number | null;
     ps?: () => Promise<LoadedModelsResult>;
+    files?: Record<string, number>;
   } = {},
 ) {
   let now = 0;
@@ -18,6 +19,7 @@ function setup(
   let dispatcher!: Dispatcher;
   const residency = new Residency({
     capacity: options.capacity === undefined ? 1 : options.capacity,
+    fileBytesOf: (model) => options.files?.[model],
     keepAliveMs: 300_000,
     clock,
     readLoaded: options.ps ?? null,
@@ -118,8 +120,16 @@ describe('Dispatcher', () => {
     expect(d.granted).toEqual(['a1']);
   });
 
-  it('prefers the model `ollama ps` shows loaded, and learns how many models fit', async () => {
-    const d = setup({ capacity: null, ps: async () => ({ ok: true, models: ['b:latest', 'c:latest'] }) });
+  it('prefers the model `ollama ps` shows loaded, and learns from sizes which models fit together', async () => {
+    const ps = {
+      ok: true as const,
+      models: ['b:latest', 'c:latest'],
+      sizes: new Map([
+        ['b:latest', 4e9],
+        ['c:latest', 3e8],
+      ]),
+    };
+    const d = setup({ capacity: null, ps: async () => ps, files: { 'a:latest': 1e9 } });
     d.ask('a1', 'a:latest');
     d.ask('a2', 'a:latest');
     d.ask('b1', 'b:latest');
@@ -127,10 +137,90 @@ describe('Dispatcher', () => {
     // Calls wait: the order depends on what is loaded, so `ollama ps` is asked.
     await d.residency.settled();
     await d.settle();
-    expect(d.residency.capacity).toBe(2);
-    // `a` runs (its one slot taken), `b` is loaded and free: it starts beside `a`.
+    expect(d.residency.memoryBudget).toBe(4.3e9);
+    expect(d.residency.capacity).toBe(2); // for people: the most models seen at once
+    // `a` runs (its one slot taken), `b` is loaded and free, and both fit in the 4.3 GB seen: it starts beside `a`.
     expect(d.granted).toEqual(['a1', 'b1']);
     expect(d.grants.get('b1')!.cold).toBe(false);
+  });
+
+  it('a guessed fit that ends in a start timeout is excused once, and the model then waits for the busy one', async () => {
+    // `ollama ps` showed a (3 GB) beside small (2.8 GB): 5.8 GB. c was never seen loaded; its file is 2.65 GB.
+    const ps = {
+      ok: true as const,
+      models: ['a', 'small'],
+      sizes: new Map([
+        ['a', 3e9],
+        ['small', 2.8e9],
+      ]),
+    };
+    const d = setup({ capacity: null, ps: async () => ps, files: { c: 2.65e9 } });
+    d.ask('a1', 'a');
+    await d.settle();
+    d.grants.get('a1')!.answerBegan(); // a loaded: `ollama ps` shows what fits beside it
+    await d.residency.settled();
+    d.ask('c1', 'c');
+    await d.settle();
+    const c1 = d.grants.get('c1')!;
+    expect(c1.placement).toBe('guessed');
+    expect(c1.startTimedOut()).toContain('guessing that they fit in its memory together');
+    c1.release();
+    const retry = d.ask('c2', 'c');
+    await d.residency.settled();
+    await d.settle();
+    expect(d.granted).toEqual(['a1', 'c1']);
+    expect(retry.ticket.reason()).toMatchObject({ kind: 'load', loaded: ['a'] });
+    d.grants.get('a1')!.release();
+    await d.settle();
+    expect(d.granted).toEqual(['a1', 'c1', 'c2']);
+    expect(d.grants.get('c2')!.placement).toBe('alone');
+    expect(d.grants.get('c2')!.startTimedOut()).toBeNull(); // sent alone: nothing to excuse
+  });
+
+  it('learns that less fits when Ollama unloads models believed loaded to make room for a load', async () => {
+    let shown = {
+      ok: true as const,
+      models: ['a', 'b'],
+      sizes: new Map([
+        ['a', 4e9],
+        ['b', 4e9],
+      ]),
+    };
+    const d = setup({ capacity: null, ps: async () => shown, files: { c: 3.4e9 } });
+    d.ask('a1', 'a');
+    await d.settle();
+    d.grants.get('a1')!.answerBegan();
+    await d.residency.settled();
+    expect(d.residency.memoryBudget).toBe(8e9); // a and b seen together
+    d.grants.get('a1')!.release();
+    // Loading c (a 3.4 GB file) while a and b are idle: the server expects Ollama to unload b and keep
+    // a beside c (7.4 GB). The memory has shrunk: Ollama unloaded both.
+    shown = { ok: true as const, models: ['c'], sizes: new Map([['c', 4e9]]) };
+    d.ask('c1', 'c');
+    await d.settle();
+    d.grants.get('c1')!.answerBegan();
+    await d.residency.settled();
+    expect(d.residency.memoryBudget).toBe(8e9 - 1);
+    expect(d.dispatcher.residency().loaded).toEqual(['c']);
+  });
+
+  it('a model of unknown size is never sent beside a busy one', async () => {
+    const ps = {
+      ok: true as const,
+      models: ['a', 'small'],
+      sizes: new Map([
+        ['a', 3e9],
+        ['small', 2.8e9],
+      ]),
+    };
+    const d = setup({ capacity: null, ps: async () => ps });
+    d.ask('a1', 'a');
+    await d.settle();
+    d.grants.get('a1')!.answerBegan();
+    await d.residency.settled();
+    d.ask('x1', 'x');
+    await d.settle();
+    expect(d.granted).toEqual(['a1']);
   });
 
   it('goes on from its own dispatches when `ollama ps` fails, and says so once', async () => {

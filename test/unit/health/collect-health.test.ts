@@ -32,7 +32,10 @@ describe('collectHealth', () => {
     return {
       config,
       store,
-      runs: { inFlight: 2, queue: { running: 1, waiting: 1, limit: config.concurrency, loaded: [], capacity: 1 } },
+      runs: {
+        inFlight: 2,
+        queue: { running: 1, waiting: 1, limit: config.concurrency, loaded: [], capacity: 1, memoryBudget: null },
+      },
       installedModels: new InstalledModels({ bin: config.ollamaBin, env, ttlMs: 30_000, clock: () => NOW }),
       clock: () => NOW,
     };

@@ -18,6 +18,7 @@ const healthy: HealthReport = {
     parallel: 1,
     loaded_models: ['llama3.2:latest'],
     max_loaded_models: 1,
+    memory_budget_bytes: null,
   },
   processes: null,
   telemetry: { dir: '/var/t', writable: true, runs_log: '/var/t/runs.jsonl' },
@@ -40,6 +41,12 @@ describe('renderHealth', () => {
     expect(text).toContain('http_token=unset');
     expect(text).not.toContain('✗');
     expect(text).not.toContain('Problems:');
+  });
+
+  it('says how many models fit together: as set, or the memory learned from `ollama ps`', () => {
+    expect(renderHealth(healthy)).toContain('loaded: llama3.2:latest (1 fit together)');
+    const learned = renderHealth({ ...healthy, runs: { ...healthy.runs, max_loaded_models: 2, memory_budget_bytes: 5.2e9 } });
+    expect(learned).toContain('loaded: llama3.2:latest (models fit together in 5.2 GB, as learned from ollama ps)');
   });
 
   it('unhealthy: ✗ lines, then the problems with their fixes, and the open circuits', () => {

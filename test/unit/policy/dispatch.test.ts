@@ -3,9 +3,11 @@ import {
   afterStart,
   callsToStart,
   nextSwitchInMs,
+  placementOf,
   whyWaiting,
   type DispatchView,
   type QueuedCall,
+  type Room,
 } from '../../../src/policy/dispatch.js';
 
 let ids = 0;
@@ -22,7 +24,7 @@ function view(over: Partial<DispatchView> = {}): DispatchView {
     batchRunning: new Map(),
     loaded: [],
     lastStarted: new Map(),
-    capacity: 1,
+    room: { kind: 'count', capacity: 1 },
     concurrency: 8,
     switchAfterMs: 30_000,
     ...over,
@@ -43,7 +45,7 @@ function simulate(
   const { loadMs = 600, answerMs = 100 } = options;
   let v = view({
     waiting,
-    capacity: options.capacity ?? 1,
+    room: { kind: 'count', capacity: options.capacity ?? 1 },
     switchAfterMs: options.switchAfterMs ?? 30_000,
     loaded: options.loaded ?? [],
   });
@@ -82,8 +84,8 @@ describe('dispatch order', () => {
 
   it('runs two models side by side only when they fit together', () => {
     const waiting = [call('a'), call('b')];
-    expect(models(callsToStart(view({ waiting, capacity: 1 })))).toEqual(['a']);
-    expect(models(callsToStart(view({ waiting, capacity: 2 })))).toEqual(['a', 'b']);
+    expect(models(callsToStart(view({ waiting, room: { kind: 'count', capacity: 1 } })))).toEqual(['a']);
+    expect(models(callsToStart(view({ waiting, room: { kind: 'count', capacity: 2 } })))).toEqual(['a', 'b']);
   });
 
   it('serves the loaded model first, then switches once its queue is empty: 12 alternating calls take 2 loads', () => {
@@ -171,5 +173,63 @@ describe('dispatch order', () => {
     const waiting = [call('a'), call('b'), call('a')];
     const v = view({ waiting, loaded: ['a'], running: new Map([['a', 1]]) });
     expect(whyWaiting(v, waiting[2]!)).toEqual({ kind: 'parallel', running: 1, ahead: 1 });
+  });
+});
+
+const GB = 1e9;
+
+/** A room learned from sizes: `budget` GB seen held together; sizes in GB, `seen` in `ollama ps` or `atLeast` (a file). */
+function memory(budget: number, seen: Record<string, number>, atLeast: Record<string, number> = {}): Room {
+  return {
+    kind: 'memory',
+    memory: {
+      budget: budget * GB,
+      sizeOf: (model) =>
+        seen[model] !== undefined
+          ? { bytes: seen[model] * GB, kind: 'seen' }
+          : atLeast[model] !== undefined
+            ? { bytes: atLeast[model] * GB, kind: 'at_least' }
+            : undefined,
+    },
+  };
+}
+
+describe('dispatch order by the memory learned from sizes', () => {
+  it('sends a model beside a busy one only when their sizes fit in the memory seen holding models together', () => {
+    // `ollama ps` once showed an LLM (4.9 GB) beside a RAG app's small embedding model (0.3 GB).
+    const room = memory(5.2, { a: 4.9, embed: 0.3, b: 4.9 });
+    const busy = { loaded: ['a'], running: new Map([['a', 1]]), room };
+    const big = view({ ...busy, waiting: [call('b')], now: 1_000 });
+    expect(callsToStart(big)).toEqual([]);
+    expect(whyWaiting(big, big.waiting[0]!)).toEqual({ kind: 'load', loaded: ['a'], switchInMs: 29_000 });
+    const small = view({ ...busy, waiting: [call('embed')] });
+    expect(models(callsToStart(small))).toEqual(['embed']);
+    expect(placementOf(small, 'embed')).toBe('known');
+  });
+
+  it("counts a model never seen loaded at its file's size, as a guess, and one of unknown size as fitting nowhere", () => {
+    const room = memory(8, { a: 4 }, { c: 3.5 });
+    const busy = { loaded: ['a'], running: new Map([['a', 1]]), room };
+    const guessed = view({ ...busy, waiting: [call('c')] });
+    expect(models(callsToStart(guessed))).toEqual(['c']);
+    expect(placementOf(guessed, 'c')).toBe('guessed');
+    expect(callsToStart(view({ ...busy, waiting: [call('unknown')] }))).toEqual([]);
+  });
+
+  it('loads a model alone when nothing is busy, giving up the idle models that no longer fit beside it', () => {
+    const idle = { waiting: [call('b')], loaded: ['x', 'y'] };
+    const tight = view({ ...idle, room: memory(6, { x: 3, y: 2.5, b: 4 }) });
+    expect(placementOf(tight, 'b')).toBe('alone');
+    expect(afterStart(tight, tight.waiting[0]!).loaded).toEqual(['b']);
+    const roomy = view({ ...idle, room: memory(8, { x: 3, y: 2.5, b: 4 }) });
+    expect(afterStart(roomy, roomy.waiting[0]!).loaded).toEqual(['y', 'b']);
+    // Nothing learned yet: one model at a time.
+    expect(afterStart(view({ ...idle, room: memory(0, {}) }), idle.waiting[0]!).loaded).toEqual(['b']);
+  });
+
+  it('a model already loaded is placed as loaded, and a count the user set is known to fit', () => {
+    expect(placementOf(view({ loaded: ['a'], room: memory(0, {}) }), 'a')).toBe('loaded');
+    const counted = view({ loaded: ['a'], running: new Map([['a', 1]]), room: { kind: 'count', capacity: 2 } });
+    expect(placementOf(counted, 'b')).toBe('known');
   });
 });

@@ -61,6 +61,20 @@ describe('task ledger', () => {
     expect(recordedRun(entry, 'fallback-run')).toEqual({ runId: 'fallback-run', status: 'not_started', retryCount: 0 });
   });
 
+  it('an attempt that does not count (an excused failure) is recorded as the last attempt without adding to the streak', () => {
+    const entry = attempt(undefined, 'timeout');
+    const excused = recordAttempt(entry, {
+      status: 'start_timeout',
+      retryCount: 1,
+      runId: 'r2',
+      model: 'm',
+      escalationReason: null,
+      now: 2_000,
+      counted: false,
+    });
+    expect(excused).toMatchObject({ attempts: 2, failures: 1, totalFailures: 1, lastStatus: 'start_timeout', lastRunId: 'r2' });
+  });
+
   it('the first attempt has retry_count 0 and each failure adds one', () => {
     expect(retryCountFor(undefined, undefined)).toBe(0);
     let entry = attempt(undefined, 'timeout');

@@ -84,6 +84,15 @@ describe('taskVerdict: a chain never escalates sooner than its first model alone
   });
 });
 
+describe('taskVerdict: a failure the server excuses (its own misjudgement)', () => {
+  it('never counts toward max_retries, alone or after a model that failed', () => {
+    const excused: ModelVerdict = { status: 'start_timeout', own: null, excused: true };
+    expect(judge([excused], 3, 3)).toEqual({ standing: 0, counted: false, escalation: { escalate: false, reason: null } });
+    expect(judge([ran('start_timeout')], 3, 3).escalation.escalate).toBe(true);
+    expect(judge([ran('crashed'), excused], 1, 3)).toMatchObject({ standing: 0, counted: true, escalation: { escalate: false } });
+  });
+});
+
 describe('taskVerdict: only a success or a reset ends an escalation', () => {
   for (const status of ['cancelled', 'not_started', 'unsupported_option', 'crashed', 'start_timeout'] as const) {
     it(`${status} after an escalation keeps the earlier reason`, () => {

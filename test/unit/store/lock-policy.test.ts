@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CONTENDED, judgeLock, nextLockAttempt } from '../../../src/store/lock-policy.js';
+import { ABANDONED_LOCK_AGE_MS, CONTENDED, judgeLock, nextLockAttempt } from '../../../src/store/lock-policy.js';
 
 const MAX_WAIT = 15_000;
 
@@ -35,13 +35,23 @@ describe('nextLockAttempt', () => {
 
 describe('judgeLock', () => {
   it('takes over at once the lock of a holder that is gone, however recently it changed', () => {
-    expect(judgeLock('dead', 0, 10_000)).toBe('take_over');
+    expect(judgeLock('dead', 0, 10_000)).toBe('holder_gone');
   });
 
   it('waits on any other holder until the same lock has stayed for the stale time', () => {
     for (const liveness of ['alive', 'unknown', 'unreadable'] as const) {
       expect(judgeLock(liveness, 9_999, 10_000), liveness).toBe('wait');
-      expect(judgeLock(liveness, 10_000, 10_000), liveness).toBe('take_over');
+      expect(judgeLock(liveness, 10_000, 10_000), liveness).toBe('unchanged');
     }
+  });
+
+  it('takes over at once a lock that names no holder once its file is a moment old (or dated ahead)', () => {
+    // An empty lock: its writer was killed between creating it and writing its holder.
+    expect(judgeLock('unreadable', 0, 10_000, ABANDONED_LOCK_AGE_MS)).toBe('abandoned');
+    expect(judgeLock('unreadable', 0, 10_000, -ABANDONED_LOCK_AGE_MS)).toBe('abandoned');
+    // Just created: its writer may be about to write its holder.
+    expect(judgeLock('unreadable', 0, 10_000, ABANDONED_LOCK_AGE_MS - 1)).toBe('wait');
+    // A lock that names a live holder is never judged by its mtime.
+    expect(judgeLock('alive', 0, 10_000, 3_600_000)).toBe('wait');
   });
 });

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readStart, selfIdentity } from '../../../src/store/proc-reader.js';
@@ -146,4 +146,46 @@ describe('StateLock', () => {
     expect(isStateStoreError(error) && error.step).toBe('lock');
     expect((error as Error).message).toMatch(/^cannot lock .*state\.json: ENOTDIR/);
   });
+
+  it('creates the lock with its holder already in it, and leaves no temp file behind', async () => {
+    const release = await lockOf().acquire();
+    expect(parseHolderOf(`${file}.lock`)).toMatchObject({ pid: process.pid });
+    const waiting = lockOf(60_000).acquire(); // waits: the lock is held
+    await release();
+    await (
+      await waiting
+    )();
+    expect(readdirSync(dir).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('an empty lock written seconds ago (its writer was killed before writing its holder) is taken over at once', async () => {
+    writeFileSync(`${file}.lock`, '');
+    const written = (Date.now() - 5_000) / 1000;
+    utimesSync(`${file}.lock`, written, written);
+    // Waiting at most 1 s for a lock that goes stale after 60 s: only judging the empty file can free it.
+    const lock = new StateLock(`${file}.lock`, {
+      guards: file,
+      staleMs: 60_000,
+      maxWaitMs: 1_000,
+      warn: (m) => warnings.push(m),
+    });
+    await (
+      await lock.acquire()
+    )();
+    expect(warnings).toEqual([
+      `the state lock ${file}.lock was empty (written 5 s ago: a server was killed while taking it): taken over`,
+    ]);
+  });
+
+  it('an empty lock written this instant is waited for: its writer may be about to write its holder', async () => {
+    writeFileSync(`${file}.lock`, '');
+    const lock = new StateLock(`${file}.lock`, { guards: file, staleMs: 60_000, maxWaitMs: 300, warn: (m) => warnings.push(m) });
+    const error = await lock.acquire().catch((e: unknown) => e);
+    expect(isStateStoreError(error) && error.step).toBe('lock');
+    expect(warnings).toEqual([]);
+  });
 });
+
+function parseHolderOf(lock: string): unknown {
+  return JSON.parse(readFileSync(lock, 'utf8'));
+}

@@ -27,7 +27,10 @@ describe('ollama_health over MCP (in memory)', () => {
       ollamaHealthTool(async () => ({
         config,
         store: new StateStore(path.join(dir, 'state.json'), { onWarning: () => {} }),
-        runs: { inFlight: 0, queue: { running: 0, waiting: 0, limit: config.concurrency, loaded: [], capacity: 1 } },
+        runs: {
+          inFlight: 0,
+          queue: { running: 0, waiting: 0, limit: config.concurrency, loaded: [], capacity: 1, memoryBudget: null },
+        },
         installedModels: new InstalledModels({
           bin: config.ollamaBin,
           env: { PATH: process.env.PATH, HOME: process.env.HOME, ...fakeEnv },
