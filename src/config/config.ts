@@ -83,7 +83,7 @@ export interface Config {
   readonly httpToken: string | undefined;
   /** `OLLAMA_MCP_HTTP_AUTH`: `none` turns the bearer token check off (refused on a non-loopback host). @default "token" */
   readonly httpAuth: 'token' | 'none';
-  /** `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with backoff, after Ollama answers `server busy`. @default 3 */
+  /** `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with backoff, after a "not now" (`server busy`, a usage limit, `spawn_failed`). @default 3 */
   readonly busyRetries: number;
   /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size. @default 52428800 */
   readonly logMaxBytes: number;
