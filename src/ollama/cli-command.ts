@@ -1,5 +1,5 @@
-import { loadExeca } from './load-execa.js';
-import { lastErrorLine, isUnreachableMessage, spawnErrorMessage } from './cli-errors.js';
+import { cannotExecute, isResourceSpawnError, lastErrorLine, isUnreachableMessage, spawnErrorMessage } from './cli-errors.js';
+import { startProcess, type Subprocess } from './start-process.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -9,15 +9,18 @@ const KILL_GRACE_MS = 1_000;
 const ABANDON_MARGIN_MS = 500;
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 
-/** Why a CLI command did not give a usable answer. */
-export type CliFailureCause = 'cli_not_found' | 'unreachable' | 'timeout' | 'error';
+/**
+ * Why a CLI command did not give a usable answer. `spawn_failed`: the machine could not start the
+ * CLI just now (too many open files or processes, no memory); `cli_not_found`: it cannot be executed.
+ */
+export type CliFailureCause = 'cli_not_found' | 'spawn_failed' | 'unreachable' | 'timeout' | 'error';
 
 export interface CliCommandResult {
   readonly stdout: string;
   readonly stderr: string;
   readonly exitCode: number | null;
   readonly timedOut: boolean;
-  /** Set when the CLI could not be started at all (not found, not executable). */
+  /** Set when the CLI could not be started at all (not found, not executable, no descriptors or processes left). */
   readonly spawnError: string | null;
   readonly spawnErrorCode: string | null;
 }
@@ -38,48 +41,82 @@ const NO_RESULT = { stdout: '', stderr: '', exitCode: null, timedOut: false, spa
  * the timeout, even when a grandchild keeps the output pipes open.
  */
 export async function runCliCommand(request: CliCommandRequest): Promise<CliCommandResult> {
-  const { execa } = await loadExeca();
-  let child;
-  try {
-    child = execa(request.bin, [...request.args], {
-      stdin: 'ignore',
-      reject: false,
-      env: { ...request.env },
-      extendEnv: false,
-      timeout: request.timeoutMs,
-      killSignal: 'SIGTERM',
-      forceKillAfterDelay: KILL_GRACE_MS,
-      maxBuffer: MAX_OUTPUT_BYTES,
-      stripFinalNewline: false,
-      windowsHide: true,
-    });
-  } catch (error) {
-    // execa validates its options synchronously; treat anything thrown here as "cannot run".
-    return { ...NO_RESULT, spawnError: `cannot run \`${request.bin}\`: ${(error as Error).message}` };
+  const start = await startProcess(request.bin, request.args, {
+    stdin: 'ignore',
+    buffer: false,
+    reject: false,
+    env: { ...request.env },
+    extendEnv: false,
+    killSignal: 'SIGTERM',
+    forceKillAfterDelay: KILL_GRACE_MS,
+    windowsHide: true,
+  });
+  if ('failure' in start) {
+    const { code, message } = start.failure;
+    return { ...NO_RESULT, spawnError: spawnErrorMessage(request.bin, code, message), spawnErrorCode: code };
   }
-  const result = await withDeadline<Awaited<typeof child> | null>(
-    child,
-    request.timeoutMs + KILL_GRACE_MS + ABANDON_MARGIN_MS,
+  const { subprocess } = start;
+  const output = new CommandOutput(subprocess);
+  let timedOut = false;
+  // execa's kill() sends SIGKILL KILL_GRACE_MS after this SIGTERM if the CLI is still there.
+  const timer = setTimeout(() => {
+    timedOut = true;
+    subprocess.kill('SIGTERM');
+  }, request.timeoutMs);
+  const giveUpAfter = request.timeoutMs + KILL_GRACE_MS + ABANDON_MARGIN_MS;
+  const end = await withDeadline(
+    subprocess.then((result) => ({ result, exitCode: result.exitCode ?? null })),
+    giveUpAfter,
     () => null,
   );
-  if (result === null) {
+  clearTimeout(timer);
+  if (end === null) {
     // A grandchild still holds the pipes open: stop waiting for it.
-    child.kill('SIGKILL');
-    child.stdout?.destroy();
-    child.stderr?.destroy();
-    void Promise.resolve(child).catch(() => {});
+    subprocess.kill('SIGKILL');
+    subprocess.stdout?.destroy();
+    subprocess.stderr?.destroy();
     return { ...NO_RESULT, timedOut: true };
   }
-  const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.signal && !result.isMaxBuffer;
+  const result = end.result;
+  const spawnFailed = result.failed && result.exitCode === undefined && !timedOut && !result.signal;
   const code = (result as { code?: string }).code ?? null;
   return {
-    stdout: typeof result.stdout === 'string' ? result.stdout : '',
-    stderr: typeof result.stderr === 'string' ? result.stderr : '',
-    exitCode: result.exitCode ?? null,
-    timedOut: result.timedOut,
+    stdout: output.stdout(),
+    stderr: output.stderr(),
+    exitCode: end.exitCode,
+    timedOut,
     spawnError: spawnFailed ? spawnErrorMessage(request.bin, code, result.message) : null,
     spawnErrorCode: spawnFailed ? code : null,
   };
+}
+
+/** A command's stdout and stderr as they arrive, each kept up to MAX_OUTPUT_BYTES. */
+class CommandOutput {
+  readonly #stdout: Buffer[] = [];
+  readonly #stderr: Buffer[] = [];
+  #bytes = 0;
+  lastData = performance.now();
+
+  constructor(subprocess: Subprocess) {
+    subprocess.stdout?.on('data', (chunk: Buffer) => this.#keep(this.#stdout, chunk));
+    subprocess.stderr?.on('data', (chunk: Buffer) => this.#keep(this.#stderr, chunk));
+  }
+
+  stdout(): string {
+    return Buffer.concat(this.#stdout).toString('utf8');
+  }
+
+  stderr(): string {
+    return Buffer.concat(this.#stderr).toString('utf8');
+  }
+
+  #keep(parts: Buffer[], chunk: Buffer): void {
+    this.lastData = performance.now();
+    const room = MAX_OUTPUT_BYTES - this.#bytes;
+    if (room <= 0) return;
+    parts.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.#bytes += Math.min(room, chunk.length);
+  }
 }
 
 /** `promise`, or `fallback()` if it has not settled after `ms`. */
@@ -104,8 +141,9 @@ export function describeCliFailure(
   timeoutMs: number,
 ): { cause: CliFailureCause; reason: string } {
   if (result.spawnError !== null) {
-    const notFound = result.spawnErrorCode === 'ENOENT' || result.spawnErrorCode === 'EACCES';
-    return { cause: notFound ? 'cli_not_found' : 'error', reason: result.spawnError };
+    const code = result.spawnErrorCode;
+    const cause = isResourceSpawnError(code) ? 'spawn_failed' : cannotExecute(code) ? 'cli_not_found' : 'error';
+    return { cause, reason: result.spawnError };
   }
   const command = `\`${[bin, ...args].join(' ')}\``;
   if (result.timedOut) return { cause: 'timeout', reason: `${command} did not answer within ${timeoutMs} ms and was killed` };
