@@ -1,11 +1,12 @@
 import { cannotExecute, isResourceSpawnError, lastErrorLine, isUnreachableMessage, spawnErrorMessage } from './cli-errors.js';
+import { DRAIN_MAX_MS, untilExitAndDrained } from './process-end.js';
 import { startProcess, type Subprocess } from './start-process.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** After SIGTERM on a timed-out command, SIGKILL follows this much later. */
 const KILL_GRACE_MS = 1_000;
-/** Past timeout + grace + this, we stop waiting even if a grandchild still holds the pipes open. */
+/** Past timeout + grace + drain + this, the command is given up even if its process never ends. */
 const ABANDON_MARGIN_MS = 500;
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 
@@ -37,8 +38,9 @@ const NO_RESULT = { stdout: '', stderr: '', exitCode: null, timedOut: false, spa
 
 /**
  * Run `BIN ARGS...` once: no shell, stdin closed (the CLI reads stdin to EOF when it is a pipe),
- * SIGTERM at the timeout and SIGKILL a second later. Never rejects, and never waits much past
- * the timeout, even when a grandchild keeps the output pipes open.
+ * SIGTERM at the timeout and SIGKILL a second later. Ends when the CLI exits (plus a short drain),
+ * as a model run does, even when a helper the CLI started (an `OLLAMA_BIN` wrapper's `ollama serve`)
+ * keeps its output pipes open. Never rejects.
  */
 export async function runCliCommand(request: CliCommandRequest): Promise<CliCommandResult> {
   const start = await startProcess(request.bin, request.args, {
@@ -63,23 +65,23 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     timedOut = true;
     subprocess.kill('SIGTERM');
   }, request.timeoutMs);
-  const giveUpAfter = request.timeoutMs + KILL_GRACE_MS + ABANDON_MARGIN_MS;
+  const giveUpAfter = request.timeoutMs + KILL_GRACE_MS + DRAIN_MAX_MS + ABANDON_MARGIN_MS;
   const end = await withDeadline(
-    subprocess.then((result) => ({ result, exitCode: result.exitCode ?? null })),
+    untilExitAndDrained(subprocess, () => output.lastData),
     giveUpAfter,
     () => null,
   );
   clearTimeout(timer);
   if (end === null) {
-    // A grandchild still holds the pipes open: stop waiting for it.
+    // The process never ended, even after SIGKILL (a zombie no one reaps, a stuck mount): stop waiting for it.
     subprocess.kill('SIGKILL');
     subprocess.stdout?.destroy();
     subprocess.stderr?.destroy();
     return { ...NO_RESULT, timedOut: true };
   }
   const result = end.result;
-  const spawnFailed = result.failed && result.exitCode === undefined && !timedOut && !result.signal;
-  const code = (result as { code?: string }).code ?? null;
+  const spawnFailed = result !== null && result.failed && result.exitCode === undefined && !timedOut && !result.signal;
+  const code = (result as { code?: string } | null)?.code ?? null;
   return {
     stdout: output.stdout(),
     stderr: output.stderr(),
