@@ -177,6 +177,7 @@ async function serveHttp(config: Config, httpModule: HttpModule, host: string, p
     host,
     port,
     auth: access.auth,
+    connections: { total: config.httpMaxConnections, perAddress: config.httpMaxConnectionsPerAddress },
     log: warn,
   });
   const { notes, command } = announceAccess(server.url, access, process.stderr.isTTY === true, hostname());

@@ -6,7 +6,8 @@ import type { EscalationReason, RunStatus } from '../policy/run-status.js';
 import type { RunContext, RunRequest } from './run-request.js';
 import type { FallbackEntry, RunResult } from './run-result.js';
 
-export const BUSY_WAIT_CANCELLED = 'cancelled while waiting to retry after Ollama answered "server busy" or "usage limit"';
+export const BUSY_WAIT_CANCELLED =
+  'cancelled while waiting to retry after Ollama answered "server busy" or "usage limit", or the CLI could not be started';
 
 /** A model of the chain that could not serve the call, as the final result and its error tell it. */
 export interface TriedModel extends FallbackEntry {
@@ -179,7 +180,8 @@ async function tryModel(
       return null;
     }
     soFar.busyRetries += 1;
-    plan.context.onPhase?.({ phase: 'busy_backoff', retry: busyTry + 1, of: deps.busyRetries, waitMs: next.waitMs });
+    const { status } = result.metadata;
+    plan.context.onPhase?.({ phase: 'busy_backoff', retry: busyTry + 1, of: deps.busyRetries, waitMs: next.waitMs, status });
     if (!(await deps.sleep(next.waitMs, plan.context.signal))) {
       const stopped: CallStep = {
         ...step,

@@ -100,6 +100,8 @@ function failureStep(m: RunMetadata): string {
     case 'rate_limited':
     case 'pull_failed':
       return `${again} later.`;
+    case 'spawn_failed':
+      return `${again} later: the server's machine could not start the ollama CLI just now (too many open files or processes, or no memory); nothing ran.`;
     case 'circuit_open':
       return `${again}: ${m.model}'s probe run has not finished yet; or run the task on another model.`;
     case 'not_started':

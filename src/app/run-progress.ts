@@ -1,3 +1,4 @@
+import type { RunStatus } from '../policy/run-status.js';
 import type { QueueReason } from './call-slots.js';
 
 /**
@@ -12,8 +13,17 @@ export type RunPhase =
   | { readonly phase: 'queued'; readonly reason: () => QueueReason | null }
   | { readonly phase: 'starting'; readonly cold: boolean }
   | { readonly phase: 'waiting_for_probe' | 'running' | 'finishing' | 'done' }
-  /** Ollama answered `server busy`: the call waits `waitMs`, then makes busy retry `retry` of `of`. */
-  | { readonly phase: 'busy_backoff'; readonly retry: number; readonly of: number; readonly waitMs: number }
+  /**
+   * A "not now" (`status`: Ollama busy or at a usage limit, or the machine could not start the CLI):
+   * the call waits `waitMs`, then makes busy retry `retry` of `of`.
+   */
+  | {
+      readonly phase: 'busy_backoff';
+      readonly retry: number;
+      readonly of: number;
+      readonly waitMs: number;
+      readonly status?: RunStatus;
+    }
   /** The model before could not serve: the call moves on to `model`, the next of its fallback chain. */
   | { readonly phase: 'next_model'; readonly model: string };
 
@@ -32,8 +42,8 @@ export class LiveRun {
   outputBytes = 0;
   /** The model of a fallback chain being tried now; null while it is the call's own. */
   model: string | null = null;
-  /** While waiting to retry a busy server: which retry, of how many, and until when (performance.now()). */
-  busy: { readonly retry: number; readonly of: number; readonly until: number } | null = null;
+  /** While waiting to retry a "not now": which retry, of how many, until when (performance.now()), after what. */
+  busy: { readonly retry: number; readonly of: number; readonly until: number; readonly status?: RunStatus } | null = null;
 
   readonly onPhase = (event: RunPhase): void => {
     this.phase = event.phase;
@@ -45,7 +55,9 @@ export class LiveRun {
     if (event.phase === 'running') this.runningSince = performance.now();
     if (event.phase === 'next_model') this.model = event.model;
     this.busy =
-      event.phase === 'busy_backoff' ? { retry: event.retry, of: event.of, until: performance.now() + event.waitMs } : null;
+      event.phase === 'busy_backoff'
+        ? { retry: event.retry, of: event.of, until: performance.now() + event.waitMs, status: event.status }
+        : null;
   };
 
   readonly onOutput = (bytes: number): void => {

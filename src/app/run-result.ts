@@ -121,7 +121,9 @@ export const runMetadataSchema = z.object({
   busy_retries: z
     .number()
     .int()
-    .describe('retries inside this call after Ollama answered "server busy" (503) or "usage limit" (429)'),
+    .describe(
+      'retries inside this call after Ollama answered "server busy" (503) or "usage limit" (429), or the CLI could not be started (spawn_failed)',
+    ),
   output_file: savedTextSchema
     .nullable()
     .describe('the whole answer, when the reply carries only its start (in output, or in the text content); else null'),

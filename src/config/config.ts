@@ -11,6 +11,8 @@ import {
   CONCURRENCY_RANGE,
   MAX_LOADED_MODELS_RANGE,
   DEFAULT_STATE_PREFIX,
+  HTTP_CONNECTIONS,
+  HTTP_CONNECTIONS_RANGE,
   HTTP_TOKEN_MIN_CHARS,
   HTTP_TOKEN_TOO_SHORT,
   SETTING_RANGES,
@@ -83,7 +85,11 @@ export interface Config {
   readonly httpToken: string | undefined;
   /** `OLLAMA_MCP_HTTP_AUTH`: `none` turns the bearer token check off (refused on a non-loopback host). @default "token" */
   readonly httpAuth: 'token' | 'none';
-  /** `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with backoff, after Ollama answers `server busy`. @default 3 */
+  /** `OLLAMA_MCP_HTTP_MAX_CONNECTIONS`: connections to `--http` serving no request at most. @default 256 */
+  readonly httpMaxConnections: number;
+  /** `OLLAMA_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS`: the same, from one remote address. @default 128 */
+  readonly httpMaxConnectionsPerAddress: number;
+  /** `OLLAMA_MCP_BUSY_RETRIES`: retries inside one call, with backoff, after a "not now" (`server busy`, a usage limit, `spawn_failed`). @default 3 */
   readonly busyRetries: number;
   /** `OLLAMA_MCP_LOG_MAX_BYTES`: runs.jsonl moves on to a new file past this size. @default 52428800 */
   readonly logMaxBytes: number;
@@ -168,6 +174,12 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, { min: 0, max: 3_600_000 }),
     configFile: configFile === undefined ? undefined : path.resolve(configFile),
     ...http,
+    httpMaxConnections: int('OLLAMA_MCP_HTTP_MAX_CONNECTIONS', HTTP_CONNECTIONS.total, HTTP_CONNECTIONS_RANGE),
+    httpMaxConnectionsPerAddress: int(
+      'OLLAMA_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS',
+      HTTP_CONNECTIONS.perAddress,
+      HTTP_CONNECTIONS_RANGE,
+    ),
     logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, { min: 1_024, max: 107_374_182_400 }),
     logRetentionMs: int('OLLAMA_MCP_LOG_RETENTION_DAYS', 90, { min: 0, max: 36_500 }) * DAY_MS,
     logMaxTotalBytes: int('OLLAMA_MCP_LOG_MAX_TOTAL_BYTES', 1_073_741_824, { min: 0, max: 1_125_899_906_842_624 }),

@@ -30,6 +30,13 @@ export const SHARED_CONCURRENCY_RANGE = { min: 1, max: 256 } as const;
 export const HTTP_TOKEN_MIN_CHARS = 16;
 export const HTTP_TOKEN_TOO_SHORT = `OLLAMA_MCP_HTTP_TOKEN must be at least ${HTTP_TOKEN_MIN_CHARS} characters (use a random secret)`;
 
+/**
+ * OLLAMA_MCP_HTTP_MAX_CONNECTIONS and OLLAMA_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: connections to
+ * `--http` serving no request at most, in total and from one remote address (each holds a file descriptor).
+ */
+export const HTTP_CONNECTIONS = { total: 256, perAddress: 128 } as const;
+export const HTTP_CONNECTIONS_RANGE = { min: 1, max: 100_000 } as const;
+
 /** The port `--http` serves on when none is given (`startHttpServer`'s own default is 0: any free port). */
 export const DEFAULT_HTTP_PORT = 3333;
 

@@ -165,6 +165,10 @@ function cliFindings(cli: CliProbe, config: Config): { problems: string[]; warni
     problems.push(
       `the Ollama server is not reachable at ${hostSetting}: start it with \`ollama serve\`, or set OLLAMA_HOST in the MCP client's env if it runs elsewhere. The CLI said: ${cli.error ?? 'could not connect'}`,
     );
+  } else if (cli.serverReachable === null && cli.errorCause === 'spawn_failed') {
+    problems.push(
+      `${cli.error ?? 'the CLI could not be started'}. Runs fail with spawn_failed (retried, never escalated at once) until it passes; if it lasts, raise this server's open-file or process limit (ulimit -n / -u, a container's pids limit), or end what holds them.`,
+    );
   } else if (cli.serverReachable === null) {
     problems.push(
       `cannot tell whether the Ollama server is up: ${cli.error ?? 'no answer from the CLI'}. Check that \`${bin} list\` works in a terminal (server at ${hostSetting}).`,

@@ -10,7 +10,7 @@ import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
 import type { InstalledModels } from '../ollama/installed-models.js';
 import type { ControlLogger } from '../tools/tool-definition.js';
-import { ollamaHealthTool } from '../tools/ollama-health.js';
+import { ollamaHealthTool, preloadHealthCheck } from '../tools/ollama-health.js';
 import { ollamaResetTool } from '../tools/ollama-reset.js';
 import { ollamaRunManyTool } from '../tools/ollama-run-many.js';
 import { ollamaRunTool } from '../tools/ollama-run.js';
@@ -74,6 +74,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     { cliEnvironment },
     { InstalledModels },
     { readLoadedModels },
+    { preloadExeca },
   ] = await Promise.all([
     import('../app/run-service.js'),
     import('../app/process-hygiene.js'),
@@ -83,7 +84,10 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     import('../ollama/child-env.js'),
     import('../ollama/installed-models.js'),
     import('../ollama/loaded-models.js'),
+    import('../ollama/load-execa.js'),
   ]);
+  // Now, while descriptors are plenty: a module that could not be opened stays failed (load-execa.ts).
+  await Promise.all([preloadExeca(), preloadHealthCheck()]);
   const store = await openStateBackend(config, warn);
   const log = new RunLog(config.telemetryDir, {
     logContent: config.logContent,

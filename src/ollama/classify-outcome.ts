@@ -1,7 +1,7 @@
 import type { RunStatus } from '../policy/run-status.js';
 import type { ProcessOutcome } from './model-process.js';
 import { cleanStdout, isEmbeddingVector, isSigninNotice, signinUrl, type CleanedOutput } from './clean-output.js';
-import { errorFromStderr, fileProblemFromStderr, isUnreachableMessage } from './cli-errors.js';
+import { errorFromStderr, fileProblemFromStderr, isResourceSpawnError, isUnreachableMessage } from './cli-errors.js';
 
 export interface Classification extends CleanedOutput {
   readonly status: RunStatus;
@@ -64,7 +64,10 @@ const FAILURES: readonly {
 export function classifyOutcome(outcome: ProcessOutcome): Classification {
   const cleaned = cleanStdout(outcome.stdout);
   const result = (status: RunStatus, error: string | null): Classification => ({ ...cleaned, status, error });
-  if (outcome.spawnError) return result('cli_not_found', outcome.spawnError);
+  if (outcome.spawnError) {
+    // Out of descriptors, processes or memory passes by itself; any other spawn error means the CLI cannot be executed.
+    return result(isResourceSpawnError(outcome.spawnErrorCode) ? 'spawn_failed' : 'cli_not_found', outcome.spawnError);
+  }
   if (outcome.cancelled) return result('cancelled', 'cancelled before the model finished');
   if (outcome.startTimedOut) return result('start_timeout', startTimeoutError(outcome));
   if (outcome.timedOut) return result('timeout', timeoutError(outcome));

@@ -1,23 +1,27 @@
-import { loadExeca } from './load-execa.js';
-import { lastErrorLine, isUnreachableMessage, spawnErrorMessage } from './cli-errors.js';
+import { cannotExecute, isResourceSpawnError, lastErrorLine, isUnreachableMessage, spawnErrorMessage } from './cli-errors.js';
+import { DRAIN_MAX_MS, untilExitAndDrained } from './process-end.js';
+import { startProcess, type Subprocess } from './start-process.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** After SIGTERM on a timed-out command, SIGKILL follows this much later. */
 const KILL_GRACE_MS = 1_000;
-/** Past timeout + grace + this, we stop waiting even if a grandchild still holds the pipes open. */
+/** Past timeout + grace + drain + this, the command is given up even if its process never ends. */
 const ABANDON_MARGIN_MS = 500;
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 
-/** Why a CLI command did not give a usable answer. */
-export type CliFailureCause = 'cli_not_found' | 'unreachable' | 'timeout' | 'error';
+/**
+ * Why a CLI command did not give a usable answer. `spawn_failed`: the machine could not start the
+ * CLI just now (too many open files or processes, no memory); `cli_not_found`: it cannot be executed.
+ */
+export type CliFailureCause = 'cli_not_found' | 'spawn_failed' | 'unreachable' | 'timeout' | 'error';
 
 export interface CliCommandResult {
   readonly stdout: string;
   readonly stderr: string;
   readonly exitCode: number | null;
   readonly timedOut: boolean;
-  /** Set when the CLI could not be started at all (not found, not executable). */
+  /** Set when the CLI could not be started at all (not found, not executable, no descriptors or processes left). */
   readonly spawnError: string | null;
   readonly spawnErrorCode: string | null;
 }
@@ -34,52 +38,87 @@ const NO_RESULT = { stdout: '', stderr: '', exitCode: null, timedOut: false, spa
 
 /**
  * Run `BIN ARGS...` once: no shell, stdin closed (the CLI reads stdin to EOF when it is a pipe),
- * SIGTERM at the timeout and SIGKILL a second later. Never rejects, and never waits much past
- * the timeout, even when a grandchild keeps the output pipes open.
+ * SIGTERM at the timeout and SIGKILL a second later. Ends when the CLI exits (plus a short drain),
+ * as a model run does, even when a helper the CLI started (an `OLLAMA_BIN` wrapper's `ollama serve`)
+ * keeps its output pipes open. Never rejects.
  */
 export async function runCliCommand(request: CliCommandRequest): Promise<CliCommandResult> {
-  const { execa } = await loadExeca();
-  let child;
-  try {
-    child = execa(request.bin, [...request.args], {
-      stdin: 'ignore',
-      reject: false,
-      env: { ...request.env },
-      extendEnv: false,
-      timeout: request.timeoutMs,
-      killSignal: 'SIGTERM',
-      forceKillAfterDelay: KILL_GRACE_MS,
-      maxBuffer: MAX_OUTPUT_BYTES,
-      stripFinalNewline: false,
-      windowsHide: true,
-    });
-  } catch (error) {
-    // execa validates its options synchronously; treat anything thrown here as "cannot run".
-    return { ...NO_RESULT, spawnError: `cannot run \`${request.bin}\`: ${(error as Error).message}` };
+  const start = await startProcess(request.bin, request.args, {
+    stdin: 'ignore',
+    buffer: false,
+    reject: false,
+    env: { ...request.env },
+    extendEnv: false,
+    killSignal: 'SIGTERM',
+    forceKillAfterDelay: KILL_GRACE_MS,
+    windowsHide: true,
+  });
+  if ('failure' in start) {
+    const { code, message } = start.failure;
+    return { ...NO_RESULT, spawnError: spawnErrorMessage(request.bin, code, message), spawnErrorCode: code };
   }
-  const result = await withDeadline<Awaited<typeof child> | null>(
-    child,
-    request.timeoutMs + KILL_GRACE_MS + ABANDON_MARGIN_MS,
+  const { subprocess } = start;
+  const output = new CommandOutput(subprocess);
+  let timedOut = false;
+  // execa's kill() sends SIGKILL KILL_GRACE_MS after this SIGTERM if the CLI is still there.
+  const timer = setTimeout(() => {
+    timedOut = true;
+    subprocess.kill('SIGTERM');
+  }, request.timeoutMs);
+  const giveUpAfter = request.timeoutMs + KILL_GRACE_MS + DRAIN_MAX_MS + ABANDON_MARGIN_MS;
+  const end = await withDeadline(
+    untilExitAndDrained(subprocess, () => output.lastData),
+    giveUpAfter,
     () => null,
   );
-  if (result === null) {
-    // A grandchild still holds the pipes open: stop waiting for it.
-    child.kill('SIGKILL');
-    child.stdout?.destroy();
-    child.stderr?.destroy();
-    void Promise.resolve(child).catch(() => {});
+  clearTimeout(timer);
+  if (end === null) {
+    // The process never ended, even after SIGKILL (a zombie no one reaps, a stuck mount): stop waiting for it.
+    subprocess.kill('SIGKILL');
+    subprocess.stdout?.destroy();
+    subprocess.stderr?.destroy();
     return { ...NO_RESULT, timedOut: true };
   }
-  const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.signal && !result.isMaxBuffer;
-  const code = (result as { code?: string }).code ?? null;
+  const result = end.result;
+  const spawnFailed = result !== null && result.failed && result.exitCode === undefined && !timedOut && !result.signal;
+  const code = (result as { code?: string } | null)?.code ?? null;
   return {
-    stdout: typeof result.stdout === 'string' ? result.stdout : '',
-    stderr: typeof result.stderr === 'string' ? result.stderr : '',
-    exitCode: result.exitCode ?? null,
-    timedOut: result.timedOut,
+    stdout: output.stdout(),
+    stderr: output.stderr(),
+    exitCode: end.exitCode,
+    timedOut,
     spawnError: spawnFailed ? spawnErrorMessage(request.bin, code, result.message) : null,
     spawnErrorCode: spawnFailed ? code : null,
   };
+}
+
+/** A command's stdout and stderr as they arrive, each kept up to MAX_OUTPUT_BYTES. */
+class CommandOutput {
+  readonly #stdout: Buffer[] = [];
+  readonly #stderr: Buffer[] = [];
+  #bytes = 0;
+  lastData = performance.now();
+
+  constructor(subprocess: Subprocess) {
+    subprocess.stdout?.on('data', (chunk: Buffer) => this.#keep(this.#stdout, chunk));
+    subprocess.stderr?.on('data', (chunk: Buffer) => this.#keep(this.#stderr, chunk));
+  }
+
+  stdout(): string {
+    return Buffer.concat(this.#stdout).toString('utf8');
+  }
+
+  stderr(): string {
+    return Buffer.concat(this.#stderr).toString('utf8');
+  }
+
+  #keep(parts: Buffer[], chunk: Buffer): void {
+    this.lastData = performance.now();
+    const room = MAX_OUTPUT_BYTES - this.#bytes;
+    if (room <= 0) return;
+    parts.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.#bytes += Math.min(room, chunk.length);
+  }
 }
 
 /** `promise`, or `fallback()` if it has not settled after `ms`. */
@@ -104,8 +143,9 @@ export function describeCliFailure(
   timeoutMs: number,
 ): { cause: CliFailureCause; reason: string } {
   if (result.spawnError !== null) {
-    const notFound = result.spawnErrorCode === 'ENOENT' || result.spawnErrorCode === 'EACCES';
-    return { cause: notFound ? 'cli_not_found' : 'error', reason: result.spawnError };
+    const code = result.spawnErrorCode;
+    const cause = isResourceSpawnError(code) ? 'spawn_failed' : cannotExecute(code) ? 'cli_not_found' : 'error';
+    return { cause, reason: result.spawnError };
   }
   const command = `\`${[bin, ...args].join(' ')}\``;
   if (result.timedOut) return { cause: 'timeout', reason: `${command} did not answer within ${timeoutMs} ms and was killed` };

@@ -4,13 +4,45 @@ import { isVerboseStatsLine } from './verbose-stats.js';
 // How the ollama CLI reports failures, read the same way by `ollama run` (classify-outcome.ts)
 // and the short commands (`ollama list`, `ollama -v`: cli-command.ts).
 
+/**
+ * Spawn errors of a machine short of resources right now: this process's open files (EMFILE), the
+ * system's (ENFILE), processes or threads (EAGAIN: a ulimit, a container's pids limit), memory
+ * (ENOMEM). They pass by themselves.
+ */
+const RESOURCE_CODES: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
+
+/** Did the spawn fail because the machine is short of resources now (not because the CLI is missing)? */
+export function isResourceSpawnError(code: string | null): boolean {
+  return code !== null && RESOURCE_CODES.has(code);
+}
+
+/** Spawn errors that say the CLI itself cannot be executed: missing, not executable, not a program. */
+const NOT_EXECUTABLE_CODES: ReadonlySet<string> = new Set(['ENOENT', 'EACCES', 'ENOEXEC', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG']);
+
+/** Does the spawn error say the CLI cannot be executed at all (so someone must install or fix it)? */
+export function cannotExecute(code: string | null): boolean {
+  return code !== null && NOT_EXECUTABLE_CODES.has(code);
+}
+
+const RESOURCE_WORDS: Readonly<Record<string, string>> = {
+  EMFILE: 'this server has too many open files',
+  ENFILE: 'the system has too many open files',
+  EAGAIN: "too many processes (a process limit, or a container's pids limit)",
+  ENOMEM: 'not enough memory',
+};
+
 /** The message of a CLI that could not be started at all, from the spawn error's code. */
 export function spawnErrorMessage(bin: string, code: string | null, message: string | undefined): string {
+  if (code !== null && isResourceSpawnError(code)) {
+    return `the server's machine could not start \`${bin}\` just now (${code}: ${RESOURCE_WORDS[code]}); this passes by itself`;
+  }
   switch (code) {
     case 'ENOENT':
       return `cannot run \`${bin}\`: not found (install Ollama, or set OLLAMA_BIN to the CLI's path)`;
     case 'EACCES':
       return `cannot run \`${bin}\`: permission denied (is it executable?)`;
+    case 'ENOEXEC':
+      return `cannot run \`${bin}\`: not an executable this machine can run (a script without a #! line, or another platform's binary)`;
     default:
       return `cannot run \`${bin}\`: ${code ?? message ?? 'unknown error'}`;
   }

@@ -1,7 +1,8 @@
 import { StringDecoder } from 'node:string_decoder';
-import { loadExeca } from './load-execa.js';
 import { spawnErrorMessage } from './cli-errors.js';
+import { untilExitAndDrained, type ProcessEnd } from './process-end.js';
 import { GroupTerminator, OWN_PROCESS_GROUP, signalGroup } from './process-group.js';
+import { startProcess, type StartFailure } from './start-process.js';
 
 export interface ModelProcessRequest {
   readonly bin: string;
@@ -48,8 +49,11 @@ export interface ProcessOutcome {
   readonly deadlineReached: boolean;
   readonly truncated: boolean;
   readonly cancelled: boolean;
-  /** Set when the CLI could not be started at all (not found, not executable). */
+  /** Set when the CLI could not be started at all (not found, not executable, the machine out of descriptors or processes). */
   readonly spawnError: string | null;
+  /** The spawn error's code (`ENOENT`, `EACCES`, `EMFILE`, `EAGAIN`...), when it had one. */
+  readonly spawnErrorCode: string | null;
+  /** Spawn to exit; 0 when nothing could be started. */
   readonly durationMs: number;
   /** Spawn to the first byte of answer; null when none came. */
   readonly startMs: number | null;
@@ -60,14 +64,6 @@ export interface ProcessOutcome {
 }
 
 const STDERR_TAIL_BYTES = 16 * 1024;
-/**
- * Once the CLI has exited, its output is read until its pipes close, or until they have been quiet
- * this long: a helper the CLI started (an `OLLAMA_BIN` wrapper's `ollama serve`, an ssh master) may
- * hold them open for good, and the attempt ends with the CLI, not with the helper.
- */
-const DRAIN_QUIET_MS = 250;
-/** However much a helper keeps writing into the pipes, the attempt ends this long after the CLI's exit. */
-const DRAIN_MAX_MS = 2_000;
 
 /** Model processes (group leaders) still running: their groups are killed if this process exits, so none outlives the server. */
 const liveGroups = new Set<number>();
@@ -96,8 +92,7 @@ type Ending = 'answer_timeout' | 'start_timeout' | 'deadline' | 'cancel';
  */
 export async function runModelProcess(request: ModelProcessRequest): Promise<ProcessOutcome> {
   const started = performance.now();
-  const { execa } = await loadExeca();
-  const subprocess = execa(request.bin, request.args, {
+  const start = await startProcess(request.bin, request.args, {
     // The prompt is written to the stdin pipe below; one exit hook replaces `cleanup`; the limits are
     // timers that signal the whole process group (execa's `timeout`/`cancelSignal` reach the leader only).
     stdin: 'pipe',
@@ -110,6 +105,8 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
     detached: OWN_PROCESS_GROUP,
     windowsHide: true,
   });
+  if ('failure' in start) return notStarted(request, start.failure);
+  const { subprocess } = start;
   const control = new ProcessControl(subprocess.pid, request);
   const output = new OutputCapture(
     request,
@@ -238,6 +235,7 @@ function outcomeOf(
 ): ProcessOutcome {
   const result = end.result;
   const spawnFailed = result !== null && result.failed && result.exitCode === undefined && ending === null && !result.signal;
+  const spawnCode = (result as { code?: string } | null)?.code ?? null;
   const deadlineReached = ending === 'deadline';
   const beganAnswer = output.startMs !== null;
   return {
@@ -250,8 +248,9 @@ function outcomeOf(
     deadlineReached,
     truncated: output.truncated,
     cancelled: ending === 'cancel',
-    spawnError: spawnFailed ? spawnErrorMessage(request.bin, (result as { code?: string }).code ?? null, result.message) : null,
-    durationMs,
+    spawnError: spawnFailed ? spawnErrorMessage(request.bin, spawnCode, result.message) : null,
+    spawnErrorCode: spawnFailed ? spawnCode : null,
+    durationMs: spawnFailed ? 0 : durationMs, // nothing ran
     startMs: output.startMs,
     pid: end.pid,
     timeoutMs: request.timeoutMs,
@@ -292,48 +291,25 @@ class Limits {
   }
 }
 
-type Subprocess = ReturnType<Awaited<ReturnType<typeof loadExeca>>['execa']>;
-type ExecaResult = Awaited<Subprocess>;
-
-interface ProcessEnd {
-  /** execa's result when every pipe closed; null when the attempt stopped reading pipes a helper holds. */
-  readonly result: ExecaResult | null;
-  readonly pid: number | null;
-  readonly exitCode: number | null;
-  readonly signal: string | null;
-}
-
-/**
- * Resolves once the CLI has exited and its output has been read: when its pipes close, or (a helper
- * holds them) once they have been quiet for {@link DRAIN_QUIET_MS}, at most {@link DRAIN_MAX_MS} after
- * the exit. The pipes are then closed on this side; the helper is left alone.
- */
-function untilExitAndDrained(subprocess: Subprocess, lastData: () => number): Promise<ProcessEnd> {
-  return new Promise((resolve) => {
-    let exit: { code: number | null; signal: string | null } | null = null;
-    let exitedAt = 0;
-    let drainTimer: NodeJS.Timeout | undefined;
-    const finish = (result: ExecaResult | null) => {
-      clearTimeout(drainTimer);
-      const exitCode = exit?.code ?? result?.exitCode ?? null;
-      resolve({ result, pid: subprocess.pid ?? null, exitCode, signal: exit?.signal ?? result?.signal ?? null });
-    };
-    void subprocess.then(finish, () => finish(null));
-    const checkDrained = () => {
-      const now = performance.now();
-      const quietFor = now - Math.max(lastData(), exitedAt);
-      if (quietFor < DRAIN_QUIET_MS && now - exitedAt < DRAIN_MAX_MS) {
-        drainTimer = setTimeout(checkDrained, Math.min(DRAIN_QUIET_MS - quietFor, DRAIN_MAX_MS - (now - exitedAt)));
-        return;
-      }
-      subprocess.stdout?.destroy();
-      subprocess.stderr?.destroy();
-      finish(null);
-    };
-    subprocess.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
-      exit = { code, signal };
-      exitedAt = performance.now();
-      drainTimer = setTimeout(checkDrained, DRAIN_QUIET_MS);
-    });
-  });
+/** The outcome of a CLI that could not be started: nothing ran. */
+function notStarted(request: ModelProcessRequest, failure: StartFailure): ProcessOutcome {
+  return {
+    stdout: '',
+    stderrTail: '',
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    startTimedOut: false,
+    deadlineReached: false,
+    truncated: false,
+    cancelled: false,
+    spawnError: spawnErrorMessage(request.bin, failure.code, failure.message),
+    spawnErrorCode: failure.code,
+    durationMs: 0,
+    startMs: null,
+    pid: null,
+    timeoutMs: request.timeoutMs,
+    startTimeoutMs: request.startTimeoutMs,
+    maxOutputBytes: request.maxOutputBytes,
+  };
 }

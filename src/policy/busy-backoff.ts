@@ -2,17 +2,21 @@ import type { RunStatus } from './run-status.js';
 import { MIN_ATTEMPT_MS } from './fallback.js';
 
 /**
- * Backoff inside one call when Ollama answers "not now". Pure: the random source and the time are
+ * Backoff inside one call when the answer is "not now". Pure: the random source and the time are
  * passed in.
  *
- * Both of Ollama's "not now" answers are retried: `server_busy` (503, its queue is full; typically
+ * Three "not now" answers are retried: Ollama's `server_busy` (503, its queue is full; typically
  * clears within a second or two) and `rate_limited` (429, a cloud account's usage limit; a burst
- * limit may lift within the wait, an hourly or weekly quota will not). The waits are short and bounded
- * by the call's own budget, so a quota that does not lift costs a few seconds at most before the next
- * model of a fallback chain, or the caller, gets `rate_limited`.
+ * limit may lift within the wait, an hourly or weekly quota will not), and the machine's own
+ * `spawn_failed` (no descriptor, process or memory left to start the CLI; another run ending frees
+ * them). The waits are short and bounded by the call's own budget, so a limit that does not lift
+ * costs a few seconds at most before the next model of a fallback chain, or the caller, gets the status.
  */
+export const BUSY_STATUSES: ReadonlySet<string> = new Set<RunStatus>(['server_busy', 'rate_limited', 'spawn_failed']);
+
+/** Is this status a "not now" that the call retries itself, after a wait (see {@link BUSY_STATUSES})? */
 export function isBusy(status: RunStatus): boolean {
-  return status === 'server_busy' || status === 'rate_limited';
+  return BUSY_STATUSES.has(status);
 }
 
 export interface BackoffSchedule {

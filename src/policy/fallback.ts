@@ -12,7 +12,8 @@ import type { RunStatus } from './run-status.js';
  * - `if_time_left`: a timeout (of the answer, or of its start) moves on only when the call has a
  *   `deadline_ms` that leaves time: without one the caller's budget was a model's limits, and they are spent.
  * - `never`: the call ends here. Ollama itself cannot be reached or is busy (another model of the same
- *   server cannot help; busy gets its own backoff), the CLI is missing, the caller cancelled, the task
+ *   server cannot help; busy gets its own backoff), the CLI is missing or the machine could not start
+ *   it now (another model on the same machine cannot help either), the caller cancelled, the task
  *   is blocked, a batch deadline passed, the arguments or a file the prompt names are wrong (every model
  *   would fail the same way), or it succeeded.
  */
@@ -36,6 +37,7 @@ export const FALLTHROUGH: Readonly<Record<RunStatus, FallthroughRule>> = {
   output_limit: 'always',
   crashed: 'always',
   cli_not_found: 'never',
+  spawn_failed: 'never',
   circuit_open: 'always',
   unsupported_option: 'always',
   cancelled: 'never',

@@ -68,6 +68,9 @@ export const OUTCOME_POLICY: Readonly<Record<RunStatus, OutcomePolicy>> = {
   ollama_unreachable: needsHuman('ollama_unreachable'),
   signin_required: needsHuman('signin_required'),
   cli_not_found: needsHuman('cli_not_found'),
+  // Out of descriptors, processes or memory on the server's machine: neither the model's fault nor
+  // lasting. It counts for the task, so a machine that can never spawn still ends in max_retries_exceeded.
+  spawn_failed: PASSING,
   circuit_open: { ...NOT_COUNTED, escalateAtOnce: 'circuit_open' },
   unsupported_option: { ...NOT_COUNTED, retryable: false },
   cancelled: NOT_COUNTED,

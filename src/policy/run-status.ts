@@ -58,6 +58,12 @@ export const RUN_STATUSES = [
   'crashed',
   /** `OLLAMA_BIN` could not be executed at all (not found, not executable). */
   'cli_not_found',
+  /**
+   * The server's machine could not start the CLI just now: this server's open files (EMFILE), the
+   * system's (ENFILE), its processes (EAGAIN: a ulimit, a container's pids limit) or its memory
+   * (ENOMEM) were exhausted. Nothing ran; it passes by itself.
+   */
+  'spawn_failed',
   /** Rejected without spawning: the model's circuit is open (or the call's time ran out waiting for the half-open probe). */
   'circuit_open',
   /** The CLI refused the call's options (e.g. `--think` on a model that cannot think). */

@@ -1,3 +1,4 @@
+import { BUSY_STATUSES } from '../policy/busy-backoff.js';
 import { compareText } from './format.js';
 import type { RunLine } from './run-line.js';
 import type { Chains } from './summary-schema.js';
@@ -5,7 +6,8 @@ import type { Chains } from './summary-schema.js';
 /** Chains whose last line has not come yet, kept at most (the oldest are dropped). */
 const MAX_OPEN_CHAINS = 10_000;
 const MAX_ROWS = 500;
-export const BUSY_STATUSES: ReadonlySet<string> = new Set(['server_busy', 'rate_limited']);
+/** The "not now" statuses the server retries inside a call (its busy retries). */
+export { BUSY_STATUSES };
 
 interface Row {
   calls: number;
@@ -15,7 +17,7 @@ interface Row {
 
 /**
  * Fallback chains (lines sharing a `chain_id`, one per model tried, `chain_step` 0, 1, ...) and
- * busy retries (`will_retry` lines with `server_busy` / `rate_limited`). A chain is counted at its
+ * busy retries (`will_retry` lines with `server_busy` / `rate_limited` / `spawn_failed`). A chain is counted at its
  * last line (the one without `will_retry`): how often each first model fell through, and to which
  * model. Lines of one call come from one process in order, so reading order is enough.
  */

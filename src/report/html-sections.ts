@@ -140,7 +140,7 @@ export function chainsSection(s: RunsSummary, colorOfModel: ModelColor): Html {
   ]);
   return html`<section class="card" id="chains">
 <h2>Fallback chains and busy retries</h2>
-<p class="note">What the server retried without the caller seeing a failure: <strong>${num(c.busy_retries)}</strong> busy retr${c.busy_retries === 1 ? 'y' : 'ies'} (<code>server_busy</code> / <code>rate_limited</code> tried again)${c.busy_gave_up > 0 ? `, ${num(c.busy_gave_up)} call(s) still ended busy` : ''}; <strong>${num(fellThrough)}</strong> fall-through(s) to the next model of a chain. These lines are not counted as the caller's failures.</p>
+<p class="note">What the server retried without the caller seeing a failure: <strong>${num(c.busy_retries)}</strong> busy retr${c.busy_retries === 1 ? 'y' : 'ies'} (<code>server_busy</code> / <code>rate_limited</code> / <code>spawn_failed</code> tried again)${c.busy_gave_up > 0 ? `, ${num(c.busy_gave_up)} call(s) still ended busy` : ''}; <strong>${num(fellThrough)}</strong> fall-through(s) to the next model of a chain. These lines are not counted as the caller's failures.</p>
 ${c.calls === 0 ? html`<p class="note">No call used a fallback chain.</p>` : table('chains-table', head, rows)}
 </section>`;
 }

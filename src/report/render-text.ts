@@ -261,7 +261,7 @@ function chainsSection({ page }: Context, s: SummaryView): void {
   }
   const gaveUp = chains.busy_gave_up > 0 ? `; ${count(chains.busy_gave_up)} call(s) still ended busy` : '';
   page.say(
-    `Busy retries by the server: ${count(chains.busy_retries)} (server_busy / rate_limited tried again by the server; not failures callers saw)${gaveUp}.`,
+    `Busy retries by the server: ${count(chains.busy_retries)} (server_busy / rate_limited / spawn_failed tried again by the server; not failures callers saw)${gaveUp}.`,
   );
 }
 

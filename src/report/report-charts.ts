@@ -24,6 +24,7 @@ export const STATUS_COLORS: Readonly<Record<RunStatus, string>> = {
   output_limit: '#8e24aa',
   crashed: '#c62828',
   cli_not_found: '#263238',
+  spawn_failed: '#90a4ae',
   circuit_open: '#ec407a',
   unsupported_option: '#1e88e5',
   cancelled: '#9e9e9e',

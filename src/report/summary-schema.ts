@@ -45,7 +45,10 @@ export const modelSummarySchema = z.object({
     .describe('failed attempts that ran a process (duration_ms > 0), those the server retried included'),
   retried: z
     .object({
-      busy_retries: z.number().int().describe('server_busy / rate_limited lines the server retried by itself (will_retry)'),
+      busy_retries: z
+        .number()
+        .int()
+        .describe('server_busy / rate_limited / spawn_failed lines the server retried by itself (will_retry)'),
       fell_through: z.number().int().describe('failed lines after which the server went on to the next model of a chain'),
     })
     .describe('lines with will_retry: true: the caller never saw them; not counted in runs, ok or failures'),
@@ -168,8 +171,14 @@ export const chainsSchema = z
     calls: z.number().int().describe('calls with a fallback chain (chain_id set), counted at their last line'),
     fell_through: z.number().int(),
     rows: z.array(chainRowSchema).describe('most calls first'),
-    busy_retries: z.number().int().describe('server_busy / rate_limited lines retried by the server itself (will_retry)'),
-    busy_gave_up: z.number().int().describe('calls that still ended server_busy / rate_limited after busy retries'),
+    busy_retries: z
+      .number()
+      .int()
+      .describe('server_busy / rate_limited / spawn_failed lines retried by the server itself (will_retry)'),
+    busy_gave_up: z
+      .number()
+      .int()
+      .describe('calls that still ended server_busy / rate_limited / spawn_failed after busy retries'),
   })
   .describe('fallback chains and busy retries: what the server retried without the caller seeing a failure');
 

@@ -61,6 +61,15 @@ export function ollamaHealthTool(deps: () => Promise<HealthDeps>): AnyToolDefini
   }
 }
 
+/**
+ * Load the check's modules now (the server does once its services start): Node keeps a module whose
+ * files could not be opened (EMFILE) failed for good, and the check must work while a server is short
+ * of descriptors, the moment it is most needed.
+ */
+export async function preloadHealthCheck(): Promise<void> {
+  await Promise.all([import('../health/collect-health.js'), import('../health/render-health.js')]).catch(() => {});
+}
+
 async function present(report: HealthReport, format: ResponseFormat, isError: boolean): Promise<ToolOutcome<HealthReply>> {
   // Loaded with the check, on the first call.
   const { renderHealth } = await import('../health/render-health.js');

@@ -159,7 +159,8 @@ export function describeLiveRun(model: string, live: LiveRun, elapsedMs: number)
     case 'busy_backoff': {
       const busy = live.busy;
       const wait = busy === null ? '' : ` in ${Math.max(0, Math.ceil((busy.until - performance.now()) / 1000))} s`;
-      return `${model}: Ollama is busy; waiting to retry (retry ${busy?.retry ?? '?'} of ${busy?.of ?? '?'})${wait}, ${elapsed} elapsed`;
+      const why = busy?.status === 'spawn_failed' ? 'the machine could not start the CLI' : 'Ollama is busy';
+      return `${model}: ${why}; waiting to retry (retry ${busy?.retry ?? '?'} of ${busy?.of ?? '?'})${wait}, ${elapsed} elapsed`;
     }
     case 'next_model':
       return `${model}: trying the next model of the fallback chain, ${elapsed} elapsed`;

@@ -174,6 +174,8 @@ export interface HttpServerChild {
   /** The MCP endpoint it listens on, as its stderr says. */
   readonly url: string;
   readonly port: number;
+  /** Its exit code, or the signal that ended it; null while it runs. */
+  exitCode(): number | string | null;
   /** The bearer token clients send: OLLAMA_MCP_HTTP_TOKEN if given, else the one it keeps in the telemetry dir; undefined with OLLAMA_MCP_HTTP_AUTH=none. */
   readonly token: string | undefined;
   /** `{ Authorization: 'Bearer <token>' }`, or no header without a token. */
@@ -188,14 +190,19 @@ export function readHttpToken(sandbox: Sandbox): string {
   return readFileSync(path.join(sandbox.telemetryDir, 'http-token'), 'utf8').trim();
 }
 
-/** Start the built server with `--http --port 0` (plus `args`) and wait until it listens. */
+/**
+ * Start the built server with `--http --port 0` (plus `args`) and wait until it listens. `prefix`: a
+ * command that runs it (`['prlimit', '--nofile=200:200']`).
+ */
 export async function startHttpServerChild(
   sandbox: Sandbox,
   extraEnv: Record<string, string> = {},
   args: readonly string[] = [],
+  prefix: readonly string[] = [],
 ): Promise<HttpServerChild> {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
-  const child = spawn(process.execPath, [SERVER_ENTRY, '--http', '--port', '0', ...args], {
+  const [command, ...commandArgs] = [...prefix, process.execPath, SERVER_ENTRY, '--http', '--port', '0', ...args];
+  const child = spawn(command!, commandArgs, {
     env: serverEnv(sandbox, extraEnv),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -210,6 +217,7 @@ export async function startHttpServerChild(
   return {
     url,
     port: Number(new URL(url).port),
+    exitCode: () => child.exitCode ?? child.signalCode,
     token,
     auth: token === undefined ? {} : { Authorization: `Bearer ${token}` },
     stderr: () => stderr,
@@ -259,6 +267,7 @@ export function useHttpServer(
       live();
       return sandbox!;
     },
+    exitCode: () => live().exitCode(),
     stderr: () => live().stderr(),
     stop: () => live().stop(),
   };

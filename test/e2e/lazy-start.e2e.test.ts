@@ -7,7 +7,7 @@ import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv } from './harness.js';
 import { startRawServer } from '../helpers/raw-stdio.js';
 
 // An MCP client waits for the server's `initialize` reply before it can do anything: a stdio start
-// must not load the HTTP server, the report, `doctor`, or execa (loaded on the first spawn).
+// must not load the HTTP server, the report or `doctor`, and loads execa only with the services.
 // The `--import` hook records every module the process loads, dynamic imports included.
 const RECORDER = path.join(ROOT, 'test/fixtures/record-modules.mjs');
 
@@ -16,7 +16,6 @@ const NOT_FOR_STDIO_START: Record<string, RegExp> = {
   'the report command': /\/dist\/cli\/report-command\.js$/,
   'the report (summary, text, HTML)': /\/dist\/report\/(summary|render-text|render-html|html)\.js$/,
   doctor: /\/dist\/cli\/doctor\.js$/,
-  execa: /\/node_modules\/execa\//,
   'the Redis client (team mode only)': /\/node_modules\/@redis\/|\/dist\/store\/redis-state-store\.js$/,
 };
 
@@ -24,6 +23,8 @@ const NOT_FOR_STDIO_START: Record<string, RegExp> = {
 // confirms it with `notifications/initialized`, or on the first call).
 const NOT_BEFORE_INITIALIZE_REPLY: Record<string, RegExp> = {
   ...NOT_FOR_STDIO_START,
+  // Loaded with the services, before any spawn needs it (a spawn under EMFILE must not be the first).
+  execa: /\/node_modules\/execa\//,
   'the run service': /\/dist\/app\/(run-service|call-runner|attempt-ledger)\.js$/,
   'the state store (lowdb)': /\/dist\/store\/(state-store|state-backend)\.js$|\/node_modules\/lowdb\//,
   'the run log': /\/dist\/telemetry\/(run-log|jsonl-appender)\.js$/,
@@ -44,7 +45,7 @@ function unexpectedlyLoaded(modules: readonly string[], patterns = NOT_FOR_STDIO
 }
 
 describe('lazy loading', () => {
-  it('a stdio start answers initialize before loading the services; execa and the report load on first use', async () => {
+  it('a stdio start answers initialize before loading the services and execa; the report loads on first use', async () => {
     const sandbox = makeSandbox();
     const record = path.join(sandbox.traceDir, 'modules.txt');
     const child = spawn(process.execPath, ['--import', RECORDER, SERVER_ENTRY], {
@@ -96,10 +97,10 @@ describe('lazy loading', () => {
       expect(summary.result.content[0]!.text).toContain('llama3.2');
 
       const afterUse = loadedModules(record);
-      expect(afterUse.some((url) => NOT_FOR_STDIO_START.execa!.test(url))).toBe(true);
+      expect(afterUse.some((url) => NOT_BEFORE_INITIALIZE_REPLY.execa!.test(url))).toBe(true);
       expect(afterUse.some((url) => url.endsWith('/dist/report/summary.js'))).toBe(true);
       // Still nothing of HTTP or doctor.
-      expect(unexpectedlyLoaded(afterUse).sort()).toEqual(['execa', 'the report (summary, text, HTML)']);
+      expect(unexpectedlyLoaded(afterUse)).toEqual(['the report (summary, text, HTML)']);
     } finally {
       child.stdin.end();
       await exited;

@@ -13,6 +13,7 @@ export function processOutcome(over: Partial<ProcessOutcome> = {}): ProcessOutco
     truncated: false,
     cancelled: false,
     spawnError: null,
+    spawnErrorCode: null,
     durationMs: 10,
     startMs: 5,
     pid: 1,

@@ -4,7 +4,8 @@
  *
  * Built on Node's `http` module rather than the SDK's express helper, which checks Host but not
  * Origin, and knows neither bearer tokens, nor our body limit, nor sessions. The request handler
- * keeps the order of the checks visible: Host, Origin, token, route, method, body, session.
+ * keeps the order of the checks visible: Host, Origin, token, route, method, body, session. Before
+ * any of them, connections.ts bounds the TCP connections that serve no request.
  *
  * Sessions are stateful (an `Mcp-Session-Id` header), one MCP `Server` per session, so progress
  * notifications and cancellation work for the whole life of a client's connection. Responses are
@@ -27,6 +28,8 @@ import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
 import { terminalLine } from '../terminal-line.js';
 import { AUTH_VARIABLE, TOKEN_VARIABLE, type HttpAuth } from './access.js';
 import { cancelWhenAbandoned, requestIdsOf } from './abandoned-requests.js';
+import { affordableLimits, type ConnectionCaps, type ConnectionLimits } from './connection-table.js';
+import { DEFAULT_CONNECTION_CAPS, guardConnections, openFileLimit } from './connections.js';
 import { HttpServerError } from './errors.js';
 import { formatHost, hostNamesFor, isLoopbackHost, MCP_PATH, refusal, unbracket, type Listener } from './guards.js';
 import { discardRestOfBody, isInitialization, readBody, sendError } from './request-io.js';
@@ -58,6 +61,13 @@ export interface HttpServerOptions {
   readonly maxSessions?: number;
   /** @default DEFAULT_SESSION_IDLE_MS */
   readonly sessionIdleMs?: number;
+  /**
+   * TCP connections serving no request at most, in total and per remote address; cut to half the
+   * open-file limit (connections.ts). @default DEFAULT_CONNECTION_CAPS
+   */
+  readonly connections?: ConnectionCaps;
+  /** A connection with no request in flight this long is closed. @default IDLE_CONNECTION_MS */
+  readonly idleConnectionMs?: number;
   /** Diagnostics (one line each, control characters escaped); the caller sends them to stderr. @default none */
   readonly log?: (message: string) => void;
 }
@@ -67,6 +77,8 @@ export interface RunningHttpServer {
   readonly url: string;
   readonly port: number;
   sessionCount(): number;
+  /** Open TCP connections, serving a request or not (see connections.ts). */
+  connectionCount(): number;
   /** Close every session (aborting its in-flight calls) and the listener. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -89,6 +101,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   ctx.port = (httpServer.address() as AddressInfo).port;
   ctx.hostNames = hostNamesFor(host);
   httpServer.on('error', (error) => log(`HTTP server error: ${error.message}`));
+  const connections = guardConnections(httpServer, {
+    limits: connectionLimits(options.connections ?? DEFAULT_CONNECTION_CAPS, log),
+    ...(options.idleConnectionMs !== undefined ? { idleMs: options.idleConnectionMs } : {}),
+    log,
+  });
 
   const sessionIdleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
   const reapEveryMs = Math.max(1_000, Math.min(60_000, Math.floor(sessionIdleMs / 4)));
@@ -102,6 +119,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     url,
     port: ctx.port,
     sessionCount: () => sessions.size,
+    connectionCount: () => connections.size(),
     close() {
       ctx.closing = true;
       closing ??= (async () => {
@@ -115,6 +133,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       return closing;
     },
   };
+}
+
+/** The connection limits this process can afford, saying so when they are lower than asked. */
+function connectionLimits(wanted: ConnectionCaps, log: (message: string) => void): ConnectionLimits {
+  const fdLimit = openFileLimit();
+  const limits = affordableLimits(wanted, fdLimit);
+  if (limits.total < wanted.total) {
+    log(
+      `at most ${limits.total} HTTP connections serving no request (not ${wanted.total}): this process may open ${fdLimit} files (ulimit -n), and model processes need theirs`,
+    );
+  }
+  return limits;
 }
 
 /** The bind address, port and access, checked before anything listens. Throws HttpServerError. */

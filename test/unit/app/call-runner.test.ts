@@ -163,7 +163,7 @@ describe('runCall: busy backoff', () => {
       ['a:1b', 1, 1, true],
       ['a:1b', 2, 2, false],
     ]);
-    expect(h.phases).toContainEqual({ phase: 'busy_backoff', retry: 1, of: 3, waitMs: 125 });
+    expect(h.phases).toContainEqual({ phase: 'busy_backoff', retry: 1, of: 3, waitMs: 125, status: 'server_busy' });
   });
 
   it('gives up after OLLAMA_MCP_BUSY_RETRIES and returns server_busy; the chain does not move on from it', async () => {
@@ -172,6 +172,17 @@ describe('runCall: busy backoff', () => {
     expect(r.metadata.status).toBe('server_busy');
     expect(h.seen.map((s) => s.model)).toEqual(['a:1b', 'a:1b', 'a:1b', 'a:1b']);
     expect(h.seen.at(-1)!.willRetry).toBe(false);
+  });
+
+  it('a machine that could not start the CLI is retried the same way, and the chain does not move on from it', async () => {
+    const h = harness(['spawn_failed', 'ok']);
+    expect((await runCall(h.deps, request({ fallbackModels: ['b:1b'] }), h.context)).metadata.status).toBe('ok');
+    expect(h.phases).toContainEqual({ phase: 'busy_backoff', retry: 1, of: 3, waitMs: 125, status: 'spawn_failed' });
+
+    const stuck = harness(['spawn_failed', 'spawn_failed', 'spawn_failed', 'spawn_failed']);
+    const r = await runCall(stuck.deps, request({ fallbackModels: ['b:1b'] }), stuck.context);
+    expect(r.metadata.status).toBe('spawn_failed');
+    expect(stuck.seen.map((s) => s.model)).toEqual(['a:1b', 'a:1b', 'a:1b', 'a:1b']);
   });
 
   it("a retry's start allowance is what is left of its model's start_timeout_ms; its answer keeps the whole timeout_ms", async () => {

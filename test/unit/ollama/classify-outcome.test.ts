@@ -16,6 +16,16 @@ describe('classifyOutcome', () => {
     ['output_limit', exited({ exitCode: null, signal: 'SIGTERM', truncated: true })],
     ['cancelled', exited({ exitCode: null, signal: 'SIGTERM', cancelled: true })],
     ['cli_not_found', exited({ exitCode: null, spawnError: 'cannot run `ollama`: not found' })],
+    ['cli_not_found', exited({ exitCode: null, spawnError: 'cannot run `ollama`: not found', spawnErrorCode: 'ENOENT' })],
+    ['cli_not_found', exited({ exitCode: null, spawnError: 'cannot run `ollama`: permission denied', spawnErrorCode: 'EACCES' })],
+    [
+      'cli_not_found',
+      exited({ exitCode: null, spawnError: 'cannot run `ollama`: not an executable', spawnErrorCode: 'ENOEXEC' }),
+    ],
+    ...(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM'] as const).map(
+      (code) =>
+        ['spawn_failed', exited({ exitCode: null, spawnError: `could not start (${code})`, spawnErrorCode: code })] as const,
+    ),
     ['ollama_unreachable', failedWith("could not connect to ollama server, run 'ollama serve' to start it")],
     ['ollama_unreachable', failedWith('could not connect to ollama app, is it running?')],
     [

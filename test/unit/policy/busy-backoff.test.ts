@@ -40,10 +40,11 @@ describe('busy retry decision', () => {
     expect(decideBusyRetry({ ...base, maxRetries: 0 })).toEqual({ retry: false });
   });
 
-  it('retries a 429 usage limit like a busy server, and no other status', () => {
+  it('retries a 429 usage limit and a machine that could not start the CLI like a busy server, and no other status', () => {
     expect(isBusy('rate_limited')).toBe(true);
     expect(decideBusyRetry({ ...base, status: 'rate_limited' })).toEqual({ retry: true, waitMs: 125 });
-    for (const status of ['crashed', 'ok', 'timeout', 'ollama_unreachable', 'pull_failed'] as const) {
+    expect(decideBusyRetry({ ...base, status: 'spawn_failed' })).toEqual({ retry: true, waitMs: 125 });
+    for (const status of ['crashed', 'ok', 'timeout', 'ollama_unreachable', 'pull_failed', 'cli_not_found'] as const) {
       expect(decideBusyRetry({ ...base, status })).toEqual({ retry: false });
     }
   });

@@ -41,7 +41,7 @@ describe('escalation policy', () => {
       escalate: true,
       reason: 'cloud_access_denied',
     });
-    for (const status of ['rate_limited', 'pull_failed', 'server_busy'] as const) {
+    for (const status of ['rate_limited', 'pull_failed', 'server_busy', 'spawn_failed'] as const) {
       expect(decideEscalation({ ...base, status }), status).toEqual({ escalate: false, reason: null });
       // ... but they spend the task's budget like any failure
       expect(decideEscalation({ ...base, status, retryCount: 3 }).reason, status).toBe('max_retries_exceeded');

@@ -32,6 +32,7 @@ describe('when a fallback chain moves on', () => {
       'ollama_unreachable',
       'server_busy',
       'cli_not_found',
+      'spawn_failed',
       'cancelled',
       'blocked',
       'not_started',
@@ -60,5 +61,7 @@ describe('when a fallback chain moves on', () => {
     }
     expect(FALLTHROUGH.ollama_unreachable).toBe('never');
     expect(FALLTHROUGH.cli_not_found).toBe('never');
+    // Another model on the same machine could not be started either.
+    expect(FALLTHROUGH.spawn_failed).toBe('never');
   });
 });

@@ -14,6 +14,14 @@ describe('progress messages of a call with busy retries and a fallback chain', (
     expect(describeLiveRun('llama3.2', live, 4_000)).toMatch(/^llama3\.2: running for/);
   });
 
+  it('says when the wait is for the machine, not Ollama (the CLI could not be started)', () => {
+    const live = new LiveRun();
+    live.onPhase({ phase: 'busy_backoff', retry: 1, of: 3, waitMs: 200, status: 'spawn_failed' });
+    expect(describeLiveRun('llama3.2', live, 1_000)).toMatch(
+      /^llama3\.2: the machine could not start the CLI; waiting to retry \(retry 1 of 3\) in 1 s, 1 s elapsed$/,
+    );
+  });
+
   it('names the model of the chain being tried now', () => {
     const live = new LiveRun();
     live.onPhase({ phase: 'next_model', model: 'qwen2.5-coder:7b' });
