@@ -1,11 +1,11 @@
-// What recording a model process (store/child-registry.ts) costs a run: the synchronous time of
+// What recording a model process (store/processes/child-registry.ts) costs a run: the synchronous time of
 // track() and of its removal (what a run's critical path pays), and the whole write + removal
 // (done in the background while the child runs). Usage: npm run build && node bench/child-registry-cost.mjs [N]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ChildRegistry } from '../dist/store/child-registry.js';
-import { selfIdentity } from '../dist/store/proc-reader.js';
+import { ChildRegistry } from '../dist/store/processes/child-registry.js';
+import { selfIdentity } from '../dist/store/processes/proc-reader.js';
 
 const n = Number(process.argv[2] ?? 2000);
 const dir = mkdtempSync(path.join(tmpdir(), 'child-registry-cost-'));

@@ -3,7 +3,7 @@
 // (or MAX_SECONDS pass, so it can never outlive a crashed parent for long).
 // Prints `ready` after its first transaction, and `{"transactions":N,"seconds":S}` when it stops.
 import { performance } from 'node:perf_hooks';
-import { StateStore } from '../dist/store/state-store.js';
+import { StateStore } from '../dist/store/state/state-store.js';
 import { applyRun } from './state-tx.mjs';
 
 const [file, tasksText, maxSecondsText] = process.argv.slice(2);

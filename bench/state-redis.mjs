@@ -1,5 +1,5 @@
 // Team mode: the per-run ledger/breaker transaction (the same applyRun as bench/state.mjs) on a real
-// Redis (src/store/redis-state-store.ts), next to the file store's figures from the same run.
+// Redis (src/store/state/redis-state-store.ts), next to the file store's figures from the same run.
 // Needs `redis-server` on PATH (Debian: apt-get install redis-server); skipped with one line otherwise.
 // Standalone: `npm run build && node bench/state-redis.mjs` (prints the Redis figures only).
 import { spawn, spawnSync } from 'node:child_process';
@@ -18,7 +18,7 @@ export const REDIS_AVAILABLE = spawnSync('redis-server', ['--version'], { stdio:
  */
 export async function measureStateRedis({ tasks, transactions, warmup }) {
   if (!REDIS_AVAILABLE) return null;
-  const { RedisStateStore } = await import('../dist/store/redis-state-store.js');
+  const { RedisStateStore } = await import('../dist/store/state/redis-state-store.js');
   const dir = makeTempDir('redis');
   const port = await freePort();
   const server = spawn(

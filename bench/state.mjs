@@ -9,7 +9,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { StateStore } from '../dist/store/state-store.js';
+import { StateStore } from '../dist/store/state/state-store.js';
 import { BENCH_DIR, makeTempDir, ms, removeTempDir, summarize } from './lib.mjs';
 import { MODELS, applyRun, seedEntry } from './state-tx.mjs';
 

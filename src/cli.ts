@@ -4,7 +4,7 @@ import type { App } from './mcp/server.js';
 import { SERVER_NAME, SERVER_VERSION } from './mcp/server-identity.js';
 import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './config/telemetry-dir.js';
 import { DEFAULT_HTTP_PORT } from './config/ranges.js';
-import { isStateStoreError } from './store/state-store-error.js';
+import { isStateStoreError } from './store/state/state-store-error.js';
 
 // `report`, `doctor`, `--http` and the server itself are imported when asked for: a stdio start, which
 // an MCP client waits on, loads only what stdio serving needs, and `report` none of the server.

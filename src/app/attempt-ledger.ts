@@ -17,8 +17,7 @@ import {
 } from '../policy/task-ledger.js';
 import type { RunWarning } from './run-result.js';
 import { circuitNotUpdated, unsavedVerdict } from './run-warnings.js';
-import type { StateData } from '../store/state-schema.js';
-import type { StateBackend } from '../store/state-backend.js';
+import type { StateBackend, StateData } from '../store/state-backend.js';
 import { blockedError, circuitOpenError } from './attempt-errors.js';
 import type { Settled } from './run-report.js';
 import { taskScope, type RunRequest } from './run-request.js';

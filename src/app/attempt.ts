@@ -22,7 +22,7 @@ import type { RunResult, RunWarning } from './run-result.js';
 import { notCounted } from './run-warnings.js';
 import { nextAfter, type ScheduledAttempt, type TurnScheduler } from './turn-scheduler.js';
 import type { AttemptJournal } from '../store/attempt-journal.js';
-import type { SelfIdentity } from '../store/proc-reader.js';
+import type { SelfIdentity } from '../store/processes/proc-reader.js';
 
 export interface AttemptRunnerDeps {
   readonly config: Config;

@@ -1,5 +1,5 @@
 import type { WaitReason } from '../policy/dispatch.js';
-import type { SharedSlots } from '../store/shared-slots.js';
+import type { SharedSlots } from '../store/slots/shared-slots.js';
 import type { DispatchRequest, Dispatcher, Grant } from './dispatcher.js';
 
 /** Why a call still waits: the dispatcher's reason, or a slot of the cap shared by every server process. */
@@ -15,7 +15,7 @@ export interface SlotTicket {
 /**
  * The slots a call takes before it spawns: its turn from this server's dispatcher, then, when
  * OLLAMA_MCP_SHARED_CONCURRENCY is set, one of the slots shared by every server process
- * (store/shared-slots.ts). Released together; a refused second slot gives the first back.
+ * (store/slots/shared-slots.ts). Released together; a refused second slot gives the first back.
  */
 export class CallSlots {
   readonly #dispatcher: Dispatcher;

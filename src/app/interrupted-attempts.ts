@@ -1,6 +1,6 @@
 import { livenessOf, type ProcView } from '../policy/process-identity.js';
 import type { AttemptJournal, OpenAttempt } from '../store/attempt-journal.js';
-import type { SelfIdentity } from '../store/proc-reader.js';
+import type { SelfIdentity } from '../store/processes/proc-reader.js';
 import { terminalText } from '../ollama/terminal-text.js';
 import { canonicalModelName } from '../ollama/model-name.js';
 import { failure } from './attempt.js';

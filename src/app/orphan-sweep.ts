@@ -1,8 +1,8 @@
 import { unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isSameProcess, judgeChildRecord, type ProcView } from '../policy/process-identity.js';
-import { readChildRecords } from '../store/child-registry.js';
-import type { SelfIdentity } from '../store/proc-reader.js';
+import { readChildRecords } from '../store/processes/child-registry.js';
+import type { SelfIdentity } from '../store/processes/proc-reader.js';
 
 /** How often each server sweeps, besides once at start-up. */
 export const SWEEP_INTERVAL_MS = 60_000;
@@ -22,7 +22,7 @@ export interface SweepSummary {
 }
 
 export interface OrphanSweepDeps {
-  /** The children dir (store/child-registry.ts). */
+  /** The children dir (store/processes/child-registry.ts). */
   readonly dir: string;
   readonly identity: SelfIdentity;
   readonly proc: ProcView;

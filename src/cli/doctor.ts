@@ -8,9 +8,9 @@ import { terminalText } from '../ollama/terminal-text.js';
 import { prepareTelemetryDir } from '../config/telemetry-dir.js';
 import { NO_PROC_REASON, teamConnectionOf, type ProcessesStatus } from '../app/process-hygiene.js';
 import { SWEEP_INTERVAL_MS } from '../app/orphan-sweep.js';
-import { liveProcView, selfIdentity } from '../store/proc-reader.js';
-import { SLOTS_DIR_NAME, viewSlots, type SlotView } from '../store/shared-slots.js';
-import { RedisSlotTable } from '../store/redis-slot-table.js';
+import { liveProcView, selfIdentity } from '../store/processes/proc-reader.js';
+import { SLOTS_DIR_NAME, viewSlots, type SlotView } from '../store/slots/shared-slots.js';
+import { RedisSlotTable } from '../store/slots/redis-slot-table.js';
 import { isDescribedBackend } from '../store/state-backend.js';
 import { openStateBackend } from '../store/open-state-backend.js';
 

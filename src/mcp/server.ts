@@ -107,7 +107,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     env,
     // In team mode one Redis outage fails every run's ledger update: one stderr line a minute, not one per run.
     onWarning: config.stateUrl
-      ? (await import('../store/redis-warning-limiter.js')).limitWarnings(warn, { windowMs: 60_000 })
+      ? (await import('../store/state/redis-warning-limiter.js')).limitWarnings(warn, { windowMs: 60_000 })
       : warn,
     spawn: hygiene.trackSpawns(runModelProcess),
     sharedSlots: hygiene.sharedSlots,

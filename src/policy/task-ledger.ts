@@ -144,7 +144,7 @@ export function pruneTasks(
     const byEviction = [...fresh].sort(([, a], [, b]) => Number(a.escalated) - Number(b.escalated) || a.updatedAt - b.updatedAt);
     for (const [taskId] of byEviction.slice(0, fresh.length - settings.maxEntries)) dropped.add(taskId);
   }
-  // No prototype: task ids such as `constructor` stay ordinary keys (see store/state-schema.ts `dict`).
+  // No prototype: task ids such as `constructor` stay ordinary keys (see store/state/state-schema.ts `dict`).
   const pruned = Object.create(null) as Record<string, TaskLedgerEntry>;
   for (const [taskId, entry] of fresh) if (!dropped.has(taskId)) pruned[taskId] = entry;
   return pruned;

@@ -1,5 +1,33 @@
-import type { StateData } from './state-schema.js';
-import type { StoreWriteFailure, TaskScope } from './state-store.js';
+import type { BreakerState } from '../policy/breaker-state.js';
+import type { TaskLedgerEntry } from '../policy/task-ledger.js';
+
+/** The state the policies work on: task ledgers and model circuits (a view over several files). */
+export interface StateData {
+  tasks: Record<string, TaskLedgerEntry>;
+  breakers: Record<string, BreakerState>;
+  /** When old task entries were last pruned (epoch ms): when the next prune is due. */
+  prunedAt: number;
+  /** The time that prune judged ages by (epoch ms; 0: none yet): see `pruneClock` in policy/task-ledger.ts. */
+  prunedAsOf: number;
+}
+
+/**
+ * A map keyed by user input (task ids, model names) with no prototype: `constructor`, `toString`
+ * or `__proto__` are then ordinary keys, not Object.prototype's members.
+ */
+export function dict<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+/** Which tasks a transaction reads and writes: the ids it touches, or every task (pruning). */
+export type TaskScope = readonly string[] | 'all';
+
+/** The last transaction that could not be saved, while no later one was. */
+export interface StoreWriteFailure {
+  /** Epoch ms. */
+  readonly at: number;
+  readonly message: string;
+}
 
 /**
  * Where the task ledger and the circuits live: what the attempt ledger, `ollama_reset`,

@@ -5,7 +5,7 @@ import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
 import type { ModelSettings } from '../app/run-service.js';
 import type { StateBackend } from '../store/state-backend.js';
-import { isStateStoreError } from '../store/state-store-error.js';
+import { isStateStoreError } from '../store/state/state-store-error.js';
 import { MODEL_FIELD, RESPONSE_FORMAT_FIELD, requestedFormat, TASK_ID_FIELD } from './shared-fields.js';
 import type { ResponseFormat } from '../app/run-reply.js';
 import { describeTask, taskStatusSchema } from './ollama-task-status.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import path from 'node:path';
-import { StateStore } from '../../src/store/state-store.js';
+import { StateStore } from '../../src/store/state/state-store.js';
 import { isAlive, readRuns, readRunTrace, startTestServer, useServer, waitFor } from './harness.js';
 
 describe('progress heartbeats', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StateStore } from '../../src/store/state-store.js';
+import { StateStore } from '../../src/store/state/state-store.js';
 import path from 'node:path';
 import { makeSandbox, readRuns, startTestServer } from './harness.js';
 

@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { shardOf } from '../../src/store/state-store.js';
+import { shardOf } from '../../src/store/state/state-store.js';
 import {
   makeSandbox,
   ROOT,
@@ -108,7 +108,7 @@ describe('corrupt, empty and locked state files, through the built server', () =
       [
         '--input-type=module',
         '-e',
-        `import { StateLock } from ${JSON.stringify(path.join(ROOT, 'dist/store/state-lock.js'))};
+        `import { StateLock } from ${JSON.stringify(path.join(ROOT, 'dist/store/state/state-lock.js'))};
          const file = ${JSON.stringify(file)};
          await new StateLock(file + '.lock', { guards: file, staleMs: 10000, maxWaitMs: 15000, warn: () => {} }).acquire();
          process.stdout.write('locked\\n');

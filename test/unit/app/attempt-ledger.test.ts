@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt-ledger.js';
 import { loadConfig } from '../../../src/config/config.js';
 import type { RunWarning } from '../../../src/app/run-result.js';
-import { StateStore, StateStoreError } from '../../../src/store/state-store.js';
+import { StateStore, StateStoreError } from '../../../src/store/state/state-store.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { RunService } from '../../../src/app/run-service.js';
 import type { ModelProcessRequest, ProcessOutcome } from '../../../src/ollama/model-process.js';
-import { StateStore, StateStoreError } from '../../../src/store/state-store.js';
+import { StateStore, StateStoreError } from '../../../src/store/state/state-store.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
 import { tempDir } from '../../helpers/temp-dir.js';

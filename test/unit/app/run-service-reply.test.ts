@@ -5,7 +5,7 @@ import { REPLY_ANSWER_BYTES } from '../../../src/app/reply-budget.js';
 import { RunService } from '../../../src/app/run-service.js';
 import { loadConfig } from '../../../src/config/config.js';
 import type { ModelProcessRequest } from '../../../src/ollama/model-process.js';
-import { StateStore } from '../../../src/store/state-store.js';
+import { StateStore } from '../../../src/store/state/state-store.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
 import { tempDir } from '../../helpers/temp-dir.js';

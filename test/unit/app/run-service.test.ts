@@ -7,7 +7,7 @@ import { LiveRun } from '../../../src/app/run-progress.js';
 import { RunService } from '../../../src/app/run-service.js';
 import type { ModelProcessRequest, ProcessOutcome } from '../../../src/ollama/model-process.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
-import { StateStore } from '../../../src/store/state-store.js';
+import { StateStore } from '../../../src/store/state/state-store.js';
 import { RunLog } from '../../../src/telemetry/run-log.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 

@@ -5,7 +5,7 @@ import { loadConfig } from '../../../src/config/config.js';
 import { collectHealth, publicConfig, type HealthDeps } from '../../../src/health/collect-health.js';
 import { healthReportSchema } from '../../../src/health/health-report-schema.js';
 import { InstalledModels } from '../../../src/ollama/installed-models.js';
-import { StateStore } from '../../../src/store/state-store.js';
+import { StateStore } from '../../../src/store/state/state-store.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const FAKE_OLLAMA = path.resolve(__dirname, '../../fixtures/fake-ollama.mjs');

@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ChildRegistry } from '../../../src/store/child-registry.js';
-import { readStart, selfIdentity } from '../../../src/store/proc-reader.js';
+import { ChildRegistry } from '../../../src/store/processes/child-registry.js';
+import { readStart, selfIdentity } from '../../../src/store/processes/proc-reader.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 let root: string;

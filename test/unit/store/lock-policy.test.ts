@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ABANDONED_LOCK_AGE_MS, CONTENDED, judgeLock, nextLockAttempt } from '../../../src/store/lock-policy.js';
+import { ABANDONED_LOCK_AGE_MS, CONTENDED, judgeLock, nextLockAttempt } from '../../../src/store/state/lock-policy.js';
 
 const MAX_WAIT = 15_000;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { casArguments, conflictBackoffMs, KEEP, redisKeys } from '../../../src/store/redis-cas.js';
+import { casArguments, conflictBackoffMs, KEEP, redisKeys } from '../../../src/store/state/redis-cas.js';
 
 describe('redis keys and compare-and-set arguments', () => {
   it('names every key under the prefix, and escapes the prefix in the SCAN pattern', () => {

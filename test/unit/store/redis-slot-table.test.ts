@@ -1,10 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProcView } from '../../../src/policy/process-identity.js';
-import type { SelfIdentity } from '../../../src/store/proc-reader.js';
-import { RedisSlotTable } from '../../../src/store/redis-slot-table.js';
-import { RedisStateStore } from '../../../src/store/redis-state-store.js';
-import { SharedSlots } from '../../../src/store/shared-slots.js';
+import type { SelfIdentity } from '../../../src/store/processes/proc-reader.js';
+import { RedisSlotTable } from '../../../src/store/slots/redis-slot-table.js';
+import { RedisStateStore } from '../../../src/store/state/redis-state-store.js';
+import { SharedSlots } from '../../../src/store/slots/shared-slots.js';
 import { noteRedisSkipped, REDIS_SERVER_AVAILABLE, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
 noteRedisSkipped();

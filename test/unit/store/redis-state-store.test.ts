@@ -3,9 +3,9 @@ import { createClient } from '@redis/client';
 import { admit } from '../../../src/policy/breaker.js';
 import { CLOSED } from '../../../src/policy/breaker-state.js';
 import { recordAttempt, retryCountFor } from '../../../src/policy/task-ledger.js';
-import { RedisStateStore } from '../../../src/store/redis-state-store.js';
-import type { StateData } from '../../../src/store/state-schema.js';
-import { isStateStoreError } from '../../../src/store/state-store.js';
+import { RedisStateStore } from '../../../src/store/state/redis-state-store.js';
+import type { StateData } from '../../../src/store/state-backend.js';
+import { isStateStoreError } from '../../../src/store/state/state-store.js';
 import { noteRedisSkipped, REDIS_SERVER_AVAILABLE, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
 noteRedisSkipped();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { limitWarnings } from '../../../src/store/redis-warning-limiter.js';
+import { limitWarnings } from '../../../src/store/state/redis-warning-limiter.js';
 
 describe('limitWarnings', () => {
   it('lets one warning a window through and says how many it held back', () => {

@@ -2,8 +2,8 @@ import { readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ProcView } from '../../../src/policy/process-identity.js';
-import { SharedSlots } from '../../../src/store/shared-slots.js';
-import { SlotAbortedError } from '../../../src/store/slot-aborted-error.js';
+import { SharedSlots } from '../../../src/store/slots/shared-slots.js';
+import { SlotAbortedError } from '../../../src/store/slots/slot-aborted-error.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const HERE = { host: 'box', boot: 'b1', pidns: 'pid:[1]' };

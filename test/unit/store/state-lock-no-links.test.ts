@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { StateLock } from '../../../src/store/state-lock.js';
+import { StateLock } from '../../../src/store/state/state-lock.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const tried = vi.hoisted(() => ({ links: 0 }));

@@ -3,9 +3,9 @@ import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readStart, selfIdentity } from '../../../src/store/proc-reader.js';
-import { StateLock } from '../../../src/store/state-lock.js';
-import { isStateStoreError, StateStore } from '../../../src/store/state-store.js';
+import { readStart, selfIdentity } from '../../../src/store/processes/proc-reader.js';
+import { StateLock } from '../../../src/store/state/state-lock.js';
+import { isStateStoreError, StateStore } from '../../../src/store/state/state-store.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;

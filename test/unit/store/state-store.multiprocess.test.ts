@@ -3,11 +3,11 @@ import { existsSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StateStore } from '../../../src/store/state-store.js';
+import { StateStore } from '../../../src/store/state/state-store.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const RUNS = path.resolve(__dirname, '../../fixtures/state-runs.mjs');
-const STATE_LOCK = path.resolve(__dirname, '../../../dist/store/state-lock.js');
+const STATE_LOCK = path.resolve(__dirname, '../../../dist/store/state/state-lock.js');
 
 describe('StateStore across processes', () => {
   let dir: string;
@@ -19,7 +19,9 @@ describe('StateStore across processes', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('4 processes x 200 runs: every task, the shared task and the circuit count land exactly', async () => {
-    expect(existsSync(path.resolve(__dirname, '../../../dist/store/state-store.js')), 'run `npm run build` first').toBe(true);
+    expect(existsSync(path.resolve(__dirname, '../../../dist/store/state/state-store.js')), 'run `npm run build` first').toBe(
+      true,
+    );
     const processes = 4;
     const runs = 200;
     const results = await Promise.all(

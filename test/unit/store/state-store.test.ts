@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isStateStoreError, shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state-store.js';
+import { isStateStoreError, shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state/state-store.js';
 import type { TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
@@ -167,7 +167,9 @@ describe('StateStore', () => {
   });
 
   it('loses no update when 4 processes hammer one task at once (exact count)', async () => {
-    expect(existsSync(path.resolve(__dirname, '../../../dist/store/state-store.js')), 'run `npm run build` first').toBe(true);
+    expect(existsSync(path.resolve(__dirname, '../../../dist/store/state/state-store.js')), 'run `npm run build` first').toBe(
+      true,
+    );
     const perProcess = 60;
     await Promise.all([0, 1, 2, 3].map(() => execa('node', [HAMMER, file, String(perProcess), 'shared-task'])));
     const state = await open().snapshot(['shared-task']);

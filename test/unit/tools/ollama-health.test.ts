@@ -7,7 +7,7 @@ import { loadConfig } from '../../../src/config/config.js';
 import type { HealthReport } from '../../../src/health/health-report-schema.js';
 import { registerTools } from '../../../src/mcp/tool-registry.js';
 import { InstalledModels } from '../../../src/ollama/installed-models.js';
-import { StateStore } from '../../../src/store/state-store.js';
+import { StateStore } from '../../../src/store/state/state-store.js';
 import { ollamaHealthTool } from '../../../src/tools/ollama-health.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 

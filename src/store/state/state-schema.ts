@@ -1,25 +1,8 @@
 import * as z from 'zod';
-import type { BreakerState } from '../policy/breaker-state.js';
-import { RECENT_RUNS, type TaskLedgerEntry } from '../policy/task-ledger.js';
-import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
-
-/** The state the policies work on: task ledgers and model circuits (a view over several files). */
-export interface StateData {
-  tasks: Record<string, TaskLedgerEntry>;
-  breakers: Record<string, BreakerState>;
-  /** When old task entries were last pruned (epoch ms): when the next prune is due. */
-  prunedAt: number;
-  /** The time that prune judged ages by (epoch ms; 0: none yet): see `pruneClock` in policy/task-ledger.ts. */
-  prunedAsOf: number;
-}
-
-/**
- * A map keyed by user input (task ids, model names) with no prototype: `constructor`, `toString`
- * or `__proto__` are then ordinary keys, not Object.prototype's members.
- */
-export function dict<T>(): Record<string, T> {
-  return Object.create(null) as Record<string, T>;
-}
+import type { BreakerState } from '../../policy/breaker-state.js';
+import { dict, type StateData } from '../state-backend.js';
+import { RECENT_RUNS, type TaskLedgerEntry } from '../../policy/task-ledger.js';
+import { ESCALATION_REASONS, RUN_STATUSES } from '../../policy/run-status.js';
 
 const count = z.number().int().nonnegative();
 const time = z.number().nonnegative();

@@ -1,6 +1,6 @@
 import { readFileSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
-import { parseStartTime, type ProcessId, type ProcessPlace, type ProcView } from '../policy/process-identity.js';
+import { parseStartTime, type ProcessId, type ProcessPlace, type ProcView } from '../../policy/process-identity.js';
 
 /** This process and where it runs, as records written by it name them. */
 export interface SelfIdentity {

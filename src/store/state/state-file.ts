@@ -1,6 +1,6 @@
 import { copyFile, rename } from 'node:fs/promises';
 import { Low, type Adapter } from 'lowdb';
-import { readTextIfAny, writeFileAtomic } from './durable-fs.js';
+import { readTextIfAny, writeFileAtomic } from '../durable-fs.js';
 import { isUnusableDocument, type Parsed } from './state-schema.js';
 
 export interface StateFileOptions<T> {

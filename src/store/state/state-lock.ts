@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { link, open, stat, unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { livenessOf } from '../policy/process-identity.js';
-import { readTextIfAny, STATE_FILE_MODE, tempPathFor } from './durable-fs.js';
-import { parseHolder, type Holder } from './holder.js';
+import { livenessOf } from '../../policy/process-identity.js';
+import { readTextIfAny, STATE_FILE_MODE, tempPathFor } from '../durable-fs.js';
+import { parseHolder, type Holder } from '../holder.js';
 import { CONTENDED, judgeLock, nextLockAttempt, type HolderLiveness, type LockJudgement } from './lock-policy.js';
-import { liveProcView, selfIdentity, type SelfIdentity } from './proc-reader.js';
+import { liveProcView, selfIdentity, type SelfIdentity } from '../processes/proc-reader.js';
 import { StateStoreError } from './state-store-error.js';
 
 export interface StateLockOptions {

@@ -1,5 +1,5 @@
-import { livenessOf, type ProcessPlace, type ProcView } from '../policy/process-identity.js';
-import type { Holder } from './holder.js';
+import { livenessOf, type ProcessPlace, type ProcView } from '../../policy/process-identity.js';
+import type { Holder } from '../holder.js';
 
 /** One slot as `ollama_health` shows it. */
 export interface SlotView {
@@ -24,7 +24,7 @@ export type ReleaseSharedSlot = () => void;
 
 /**
  * Where the slots live and how one is taken: the files of the state dir (one machine), or a
- * Redis shared by every server of a team (store/redis-slot-table.ts). SharedSlots keeps the
+ * Redis shared by every server of a team (store/slots/redis-slot-table.ts). SharedSlots keeps the
  * queue, the polling and the abort logic, the same for both.
  */
 export interface SlotTable {

@@ -2,11 +2,18 @@ import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createClient } from '@redis/client';
 import { describeRedisError, isOffline } from './redis-errors.js';
-import type { DescribedStateBackend, StateBackendStatus } from './state-backend.js';
-import { ESCALATED_AGE_FACTOR, NEVER_PRUNE } from '../policy/task-ledger.js';
-import { dict, mainFileJson, parseMainFile, parseShardFile, type StateData } from './state-schema.js';
-import { checkScope, StateStoreError, type StoreWriteFailure, type TaskScope } from './state-store.js';
-import { parseRedisUrl, isRedisUrlError, withoutSecret, type RedisTarget } from '../config/redis-url.js';
+import {
+  dict,
+  type DescribedStateBackend,
+  type StateBackendStatus,
+  type StateData,
+  type StoreWriteFailure,
+  type TaskScope,
+} from '../state-backend.js';
+import { ESCALATED_AGE_FACTOR, NEVER_PRUNE } from '../../policy/task-ledger.js';
+import { mainFileJson, parseMainFile, parseShardFile } from './state-schema.js';
+import { checkScope, StateStoreError } from './state-store.js';
+import { parseRedisUrl, isRedisUrlError, withoutSecret, type RedisTarget } from '../../config/redis-url.js';
 import { CAS_SCRIPT, KEEP, casArguments, conflictBackoffMs, redisKeys, type RedisKeys } from './redis-cas.js';
 
 export interface RedisStateStoreOptions {

@@ -1,21 +1,14 @@
 import { constants } from 'node:fs';
 import { access, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { TaskLedgerEntry } from '../policy/task-ledger.js';
-import { ensureDirSync } from '../config/telemetry-dir.js';
+import type { TaskLedgerEntry } from '../../policy/task-ledger.js';
+import { ensureDirSync } from '../../config/telemetry-dir.js';
 import { StateFile } from './state-file.js';
 import { StateLock } from './state-lock.js';
-import { removeAbandonedTemps } from './temp-files.js';
+import { removeAbandonedTemps } from '../temp-files.js';
 import { isStateStoreError, StateStoreError } from './state-store-error.js';
-import {
-  dict,
-  mainFileJson,
-  parseMainFile,
-  parseShardFile,
-  type MainFile,
-  type ShardFile,
-  type StateData,
-} from './state-schema.js';
+import { dict, type StateData, type StoreWriteFailure, type TaskScope } from '../state-backend.js';
+import { mainFileJson, parseMainFile, parseShardFile, type MainFile, type ShardFile } from './state-schema.js';
 
 export interface StateStoreOptions {
   /** Where problems that do not stop the server are reported (a corrupt file set aside, a lock taken over). */
@@ -26,18 +19,8 @@ export interface StateStoreOptions {
 
 export { isStateStoreError, StateStoreError };
 
-/** The last transaction that could not be saved, while no later one was. */
-export interface StoreWriteFailure {
-  /** Epoch ms. */
-  readonly at: number;
-  readonly message: string;
-}
-
 /** The task ledger is split into this many files, so a transaction's cost does not grow with the number of tasks. */
 export const TASK_SHARDS = 64;
-
-/** Which tasks a transaction reads and writes: the ids it touches, or every task (pruning). */
-export type TaskScope = readonly string[] | 'all';
 
 /**
  * The state shared by every server process on one telemetry dir: `state.json` (every model's

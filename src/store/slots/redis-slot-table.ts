@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { ProcView } from '../policy/process-identity.js';
-import type { SelfIdentity } from './proc-reader.js';
-import { parseHolder } from './holder.js';
+import type { ProcView } from '../../policy/process-identity.js';
+import type { SelfIdentity } from '../processes/proc-reader.js';
+import { parseHolder } from '../holder.js';
 import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
 
 /** A slot is held for this long unless renewed; its holder renews it every third of it. */

@@ -1,9 +1,9 @@
 import { lstatSync, readdirSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { livenessOf, type ProcView, type ProcessPlace } from '../policy/process-identity.js';
-import { ensureDirSync } from '../config/telemetry-dir.js';
-import { parseHolder, type Holder } from './holder.js';
-import type { SelfIdentity } from './proc-reader.js';
+import { livenessOf, type ProcView, type ProcessPlace } from '../../policy/process-identity.js';
+import { ensureDirSync } from '../../config/telemetry-dir.js';
+import { parseHolder, type Holder } from '../holder.js';
+import type { SelfIdentity } from '../processes/proc-reader.js';
 import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
 
 /** The folder of the state dir holding the shared slots. */

@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseStartTime, type ChildRecord } from '../policy/process-identity.js';
+import { parseStartTime, type ChildRecord } from '../../policy/process-identity.js';
 import type { SelfIdentity } from './proc-reader.js';
 
 /** The folder of the state dir that holds one file per running model process. */
