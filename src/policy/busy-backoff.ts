@@ -1,4 +1,5 @@
-import type { RunStatus } from './run-status.js';
+import { OUTCOME_POLICY } from './outcome-policy.js';
+import { RUN_STATUSES, type RunStatus } from './run-status.js';
 import { MIN_ATTEMPT_MS } from './fallback.js';
 
 /**
@@ -12,12 +13,7 @@ import { MIN_ATTEMPT_MS } from './fallback.js';
  * them). The waits are short and bounded by the call's own budget, so a limit that does not lift
  * costs a few seconds at most before the next model of a fallback chain, or the caller, gets the status.
  */
-export const BUSY_STATUSES: ReadonlySet<string> = new Set<RunStatus>(['server_busy', 'rate_limited', 'spawn_failed']);
-
-/** Is this status a "not now" that the call retries itself, after a wait (see {@link BUSY_STATUSES})? */
-export function isBusy(status: RunStatus): boolean {
-  return BUSY_STATUSES.has(status);
-}
+export const BUSY_STATUSES: ReadonlySet<string> = new Set(RUN_STATUSES.filter((status) => OUTCOME_POLICY[status].busy));
 
 export interface BackoffSchedule {
   /** The first retry waits up to this long. */
@@ -55,7 +51,7 @@ export type BusyRetryDecision = { readonly retry: true; readonly waitMs: number 
 
 /** Retry a busy answer after a wait? Only while retries are left and the wait leaves time for another try. */
 export function decideBusyRetry(input: BusyRetryInput): BusyRetryDecision {
-  if (!isBusy(input.status) || input.retriesDone >= input.maxRetries) return { retry: false };
+  if (!OUTCOME_POLICY[input.status].busy || input.retriesDone >= input.maxRetries) return { retry: false };
   const waitMs = busyBackoffMs(input.retriesDone + 1, input.random);
   if (input.now + waitMs + MIN_ATTEMPT_MS > input.budgetEndsAt) return { retry: false };
   return { retry: true, waitMs };

@@ -6,8 +6,6 @@ import type { Chains } from './summary-schema.js';
 /** Chains whose last line has not come yet, kept at most (the oldest are dropped). */
 const MAX_OPEN_CHAINS = 10_000;
 const MAX_ROWS = 500;
-/** The "not now" statuses the server retries inside a call (its busy retries). */
-export { BUSY_STATUSES };
 
 interface Row {
   calls: number;

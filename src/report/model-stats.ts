@@ -1,4 +1,4 @@
-import { BUSY_STATUSES } from './chains.js';
+import { BUSY_STATUSES } from '../policy/busy-backoff.js';
 import { compareStatuses, compareText } from './format.js';
 import { DURATION_BUCKETS_MS, durationBucketIndex, LogHistogram, roundMs } from './histogram.js';
 import type { RunLine } from './run-line.js';

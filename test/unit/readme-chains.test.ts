@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FALLTHROUGH } from '../../src/policy/fallback.js';
+import { OUTCOME_POLICY } from '../../src/policy/outcome-policy.js';
 import { RUN_STATUSES, type RunStatus } from '../../src/policy/run-status.js';
 
 const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
 
 describe('README: fallback chains', () => {
-  it('the "when it moves on" table says what FALLTHROUGH does, status by status', () => {
+  it("the 'when it moves on' table says what each status's fall-through rule does", () => {
     const section = readme.slice(readme.indexOf('### Fallback chains'), readme.indexOf('**Time.**'));
     const said = new Map<RunStatus, string>();
     for (const line of section.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| ---'))) {
@@ -21,6 +21,6 @@ describe('README: fallback chains', () => {
     }
     expect([...said.keys()].sort()).toEqual([...RUN_STATUSES].sort());
     const expected = { always: /^yes/, if_time_left: /^only with `deadline_ms`/, never: /^no$/ };
-    for (const status of RUN_STATUSES) expect(said.get(status), status).toMatch(expected[FALLTHROUGH[status]]);
+    for (const status of RUN_STATUSES) expect(said.get(status), status).toMatch(expected[OUTCOME_POLICY[status].fallthrough]);
   });
 });

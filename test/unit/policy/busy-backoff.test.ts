@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BUSY_BACKOFF, busyBackoffMs, decideBusyRetry, isBusy } from '../../../src/policy/busy-backoff.js';
+import { BUSY_BACKOFF, BUSY_STATUSES, busyBackoffMs, decideBusyRetry } from '../../../src/policy/busy-backoff.js';
 import { MIN_ATTEMPT_MS } from '../../../src/policy/fallback.js';
 import { prng } from '../../helpers/seeded-random.js';
 
@@ -41,7 +41,7 @@ describe('busy retry decision', () => {
   });
 
   it('retries a 429 usage limit and a machine that could not start the CLI like a busy server, and no other status', () => {
-    expect(isBusy('rate_limited')).toBe(true);
+    expect(BUSY_STATUSES.has('rate_limited')).toBe(true);
     expect(decideBusyRetry({ ...base, status: 'rate_limited' })).toEqual({ retry: true, waitMs: 125 });
     expect(decideBusyRetry({ ...base, status: 'spawn_failed' })).toEqual({ retry: true, waitMs: 125 });
     for (const status of ['crashed', 'ok', 'timeout', 'ollama_unreachable', 'pull_failed', 'cli_not_found'] as const) {

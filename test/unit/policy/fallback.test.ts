@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FALLTHROUGH, fallsThrough, MIN_ATTEMPT_MS } from '../../../src/policy/fallback.js';
+import { fallsThrough, MIN_ATTEMPT_MS } from '../../../src/policy/fallback.js';
 import { OUTCOME_POLICY } from '../../../src/policy/outcome-policy.js';
 import { RUN_STATUSES, type RunStatus } from '../../../src/policy/run-status.js';
 
@@ -55,13 +55,12 @@ describe('when a fallback chain moves on', () => {
   });
 
   it('has a rule for every status, and never moves on from a success or from what only a human can fix about Ollama', () => {
-    expect(Object.keys(FALLTHROUGH).sort()).toEqual([...RUN_STATUSES].sort());
     for (const status of RUN_STATUSES) {
-      if (OUTCOME_POLICY[status].ok) expect(FALLTHROUGH[status]).toBe('never');
+      if (OUTCOME_POLICY[status].ok) expect(OUTCOME_POLICY[status].fallthrough).toBe('never');
     }
-    expect(FALLTHROUGH.ollama_unreachable).toBe('never');
-    expect(FALLTHROUGH.cli_not_found).toBe('never');
+    expect(OUTCOME_POLICY.ollama_unreachable.fallthrough).toBe('never');
+    expect(OUTCOME_POLICY.cli_not_found.fallthrough).toBe('never');
     // Another model on the same machine could not be started either.
-    expect(FALLTHROUGH.spawn_failed).toBe('never');
+    expect(OUTCOME_POLICY.spawn_failed.fallthrough).toBe('never');
   });
 });
