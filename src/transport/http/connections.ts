@@ -11,11 +11,15 @@ import { ConnectionTable, type ConnectionLimits } from './connection-table.js';
 /** The defaults of OLLAMA_MCP_HTTP_MAX_CONNECTIONS and OLLAMA_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS. */
 export const DEFAULT_CONNECTION_CAPS = HTTP_CONNECTIONS;
 
-/** A connection with no request in flight (none sent yet, or between two) is closed after this long. */
+/** A connection that has sent no request is closed after this long. */
 export const IDLE_CONNECTION_MS = 5_000;
 
-/** Past a cap, a connection is closed for room only once it has had this long to send its request. */
-export const ROOM_GRACE_MS = 1_000;
+/**
+ * Past a cap, a connection is closed for room only once it has had this long to send its request:
+ * a burst of a client's own connections waits on this server's event loop, not on the client. The
+ * hard limit (half the open-file limit) closes the oldest at once, whatever its age.
+ */
+export const ROOM_GRACE_MS = 10_000;
 
 /** Connections closed for room or idleness are logged at most this often (one line with the counts). */
 const LOG_EVERY_MS = 60_000;
@@ -41,8 +45,11 @@ export interface GuardOptions {
 }
 
 /**
- * Hold every connection of `server` to the limits (see ConnectionTable) and close it after `idleMs`
- * with no request in flight. Returns the number of open connections.
+ * Hold every connection of `server` to the limits (see ConnectionTable), and close one that sends no
+ * request within `idleMs` of opening. A connection kept alive between requests is left to the
+ * server's own keep-alive timeout, which it announces to the client (`Keep-Alive: timeout=5`):
+ * closing it on a timer of ours would race a client reusing it, which then sees ECONNRESET.
+ * Returns the number of open connections.
  */
 export function guardConnections(server: HttpServer, options: GuardOptions): { readonly size: () => number } {
   const table = new ConnectionTable<Socket>(options.limits, ROOM_GRACE_MS);
@@ -78,7 +85,7 @@ export function guardConnections(server: HttpServer, options: GuardOptions): { r
     table.requestBegan(socket);
     idle.stop(socket);
     res.once('close', () => {
-      if (table.requestEnded(socket) && !socket.destroyed) idle.start(socket);
+      table.requestEnded(socket);
       trimSoon();
     });
   });
