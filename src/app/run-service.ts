@@ -1,23 +1,24 @@
 import { setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { AnswerFiles } from './answer-files.js';
-import { AttemptLedger } from './attempt-ledger.js';
-import { AttemptRecorder } from './attempt-record.js';
-import { AttemptRunner, failure } from './attempt.js';
-import { NOT_STARTED_ERROR } from './attempt-errors.js';
-import { runCall, type CallRunnerDeps } from './call-runner.js';
-import { CallSlots } from './call-slots.js';
-import { cliContextCheck } from './context-check.js';
-import { Dispatcher } from './dispatcher.js';
-import { ledgerReserve } from './disk-room.js';
-import { ProbeWaiters } from './probe-waiters.js';
-import { Residency } from './residency.js';
-import type { Attempt } from './run-report.js';
-import { salvageRequest, type PreflightResult, type RunContext, type RunRequest } from './run-request.js';
-import type { RunResult } from './run-result.js';
-import { TurnScheduler } from './turn-scheduler.js';
-import { InterruptedAttempts } from './interrupted-attempts.js';
+import { AnswerFiles } from './reply/answer-files.js';
+import { AttemptLedger } from './attempt/ledger.js';
+import { AttemptRecorder, type RecordContext } from './attempt/record.js';
+import { Attempts } from './attempt/attempt.js';
+import { failure, NOT_STARTED_ERROR } from './attempt/errors.js';
+import { runCall, type CallDeps } from './call/run-call.js';
+import { Calls, type CallHandle } from './call/calls.js';
+import { TurnSlots } from './queue/turn-slots.js';
+import { CallEvents } from './attempt/events.js';
+import { cliContextCheck } from './attempt/context-check.js';
+import { Dispatcher } from './queue/dispatcher.js';
+import { ledgerReserve } from './reply/disk-room.js';
+import { Residency } from './queue/residency.js';
+import type { WriteUp } from './attempt/write-up.js';
+import { salvageRequest } from './attempt/request.js';
+import type { RunResult } from './reply/run-result.js';
+import { TurnScheduler } from './attempt/turn.js';
+import { InterruptedAttempts, recordUnderWay } from './attempt/interrupted.js';
 import { AttemptJournal } from '../store/attempt-journal.js';
 import { liveProcView, selfIdentity, type SelfIdentity } from '../store/processes/proc-reader.js';
 import { livenessOf, type ProcView } from '../policy/process-identity.js';
@@ -31,9 +32,8 @@ import { circuitGate, rebase } from '../policy/breaker.js';
 import type { SharedSlots } from '../store/slots/shared-slots.js';
 import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
+import type { CallListener, PreflightResult, RunContext, RunRequest } from './attempt/types.js';
 import { RETENTION_CLOCK_FILE_NAME, RetentionClockFile } from '../telemetry/retention-clock.js';
-
-export type { ModelSettings, PreflightResult, RunContext, RunRequest };
 
 /** This server's queue, for `ollama_health`. */
 export interface QueueView {
@@ -87,9 +87,10 @@ export interface RunServiceDeps {
 }
 
 /**
- * The runs of one server: every `ollama_run` call and `ollama_run_many` job goes through `run` (its
- * chain of models and busy retries, runCall), each attempt through the AttemptRunner, each turn through
- * the one dispatcher; refusals of invalid input and of batch jobs never started are logged here too.
+ * The calls of one server: every `ollama_run` call and `ollama_run_many` job starts here (`start`),
+ * is tracked in flight (`Calls`), runs its loop (call/run-call.ts) over attempts (attempt/attempt.ts)
+ * that take their turns from the one dispatcher; refusals of invalid input and of batch jobs never
+ * started are logged here too.
  */
 export class RunService {
   readonly #config: Config;
@@ -101,14 +102,14 @@ export class RunService {
   readonly #answers: AnswerFiles | null;
   /** The attempts dead servers left under way: settled at start-up and every minute once started. */
   readonly interrupted: InterruptedAttempts;
-  readonly #inFlight = new Set<Promise<RunResult>>();
-  /** Calls in flight per task id: a status read sees them before their verdicts are recorded. */
-  readonly #inFlightByTask = new Map<string, number>();
+  readonly #calls = new Calls();
+  /** Told every event of every call (the journal of attempts under way). */
+  readonly #listeners: CallListener[] = [];
   readonly #journal: AttemptJournal | null;
   readonly #identity: SelfIdentity;
   readonly #proc: ProcView;
   readonly #shutdown = new AbortController();
-  readonly #calls: CallRunnerDeps;
+  readonly #callDeps: CallDeps;
 
   constructor(deps: RunServiceDeps) {
     const config = deps.config;
@@ -124,45 +125,37 @@ export class RunService {
     this.#dispatcher = dispatcherFor(config, deps, warn);
     this.#recorder = new AttemptRecorder({ log: deps.log, clock: this.#clock, answers });
     const env = cliEnvironment(config, deps.env);
-    const journal = deps.journal === undefined ? new AttemptJournal(config.telemetryDir) : deps.journal;
-    const identity = deps.identity ?? selfIdentity();
-    this.#journal = journal;
-    this.#identity = identity;
+    this.#journal = deps.journal === undefined ? new AttemptJournal(config.telemetryDir) : deps.journal;
+    this.#identity = deps.identity ?? selfIdentity();
     this.#proc = deps.proc ?? liveProcView;
-    const probes = new ProbeWaiters((modelKey) => this.#ledger.circuitOf(modelKey), this.#clock);
-    const attempts = new AttemptRunner({
-      config,
-      clock: this.#clock,
-      spawn: deps.spawn ?? runModelProcess,
-      env,
-      settingsFor: this.#settingsFor,
-      preflight: deps.preflight,
-      ledger: this.#ledger,
-      probes,
-      contextCheck: cliContextCheck(config, env, this.#clock),
-      recorder: this.#recorder,
-      journal,
-      identity,
-      warn,
-    });
+    if (this.#journal !== null) {
+      this.#listeners.push(recordUnderWay({ journal: this.#journal, identity: this.#identity, clock: this.#clock, warn }));
+    }
     this.interrupted = new InterruptedAttempts({
-      journal: journal ?? new AttemptJournal(config.telemetryDir),
-      identity,
+      journal: this.#journal ?? new AttemptJournal(config.telemetryDir),
+      identity: this.#identity,
       proc: this.#proc,
       ledger: this.#ledger,
       recorder: this.#recorder,
       warn,
     });
-    attempts.scheduler = new TurnScheduler({
-      ledger: this.#ledger,
-      slots: new CallSlots(this.#dispatcher, deps.sharedSlots ?? null),
-      probes,
+    const attempts = new Attempts({
+      config,
       clock: this.#clock,
-      settle: (attempt, status, transition, willRetry) => attempts.settle(attempt, status, transition, willRetry),
+      spawn: deps.spawn ?? runModelProcess,
+      env,
+      preflight: deps.preflight,
+      ledger: this.#ledger,
+      turns: new TurnScheduler({
+        ledger: this.#ledger,
+        slots: new TurnSlots(this.#dispatcher, deps.sharedSlots ?? null),
+        clock: this.#clock,
+      }),
+      contextCheck: cliContextCheck(config, env, this.#clock),
+      recorder: this.#recorder,
     });
-    this.#calls = {
-      attempt: (request, context, step) => attempts.run(request, context, step),
-      cancelledWaiting: (request, context, step) => attempts.cancelledWaiting(request, context, step),
+    this.#callDeps = {
+      attempts,
       refuses: (model) => this.#refuses(model),
       settingsFor: this.#settingsFor,
       busyRetries: config.busyRetries,
@@ -173,7 +166,7 @@ export class RunService {
     };
   }
 
-  /** This server's queue: calls running and waiting, the limit (OLLAMA_MCP_CONCURRENCY), and what it believes Ollama has loaded. */
+  /** This server's queue: attempts running and waiting, the limit (OLLAMA_MCP_CONCURRENCY), and what it believes Ollama has loaded. */
   get queue(): QueueView {
     const { loaded, capacity, memoryBudget } = this.#dispatcher.residency();
     return {
@@ -188,12 +181,12 @@ export class RunService {
 
   /** Calls started and not yet logged. */
   get inFlight(): number {
-    return this.#inFlight.size;
+    return this.#calls.size;
   }
 
   /** Resolves when every call started so far has finished and been logged. */
-  async drain(): Promise<void> {
-    await Promise.allSettled([...this.#inFlight]);
+  drain(): Promise<void> {
+    return this.#calls.drain();
   }
 
   /** Stop every queued and running call (server shutdown); later calls end as cancelled at once. */
@@ -206,20 +199,24 @@ export class RunService {
     return this.#settingsFor(model);
   }
 
-  /** One call. Unless it is a job of a batch, its reply is built next: the answer files it names are dated then. */
-  run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
-    const untrack = this.#trackTask(request.taskId);
-    const replied = (result: RunResult) => (context.batchId === undefined ? this.replied([result]) : Promise.resolve());
-    const run = (signal: AbortSignal) =>
-      runCall(this.#calls, request, { ...context, signal }).then(async (result) => (await replied(result), result));
-    if (!context.signal) return this.#track(run(this.#shutdown.signal).finally(untrack));
+  /** One call, tracked from now until its result is logged. Unless it is a batch's job, its reply is built next. */
+  start(request: RunRequest, context: RunContext = {}): CallHandle {
+    const { listen, ...rest } = context;
+    const events = new CallEvents(listen ? [...this.#listeners, listen] : this.#listeners);
     const { signal, unlink } = eitherAborts(context.signal, this.#shutdown.signal);
-    return this.#track(
-      run(signal).finally(() => {
+    return this.#calls.start(request.taskId, events, async () => {
+      try {
+        const result = await runCall(this.#callDeps, request, { ...rest, signal, events });
+        if (context.batchId === undefined) await this.replied([result]);
+        return result;
+      } finally {
         unlink();
-        untrack();
-      }),
-    );
+      }
+    });
+  }
+
+  run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {
+    return this.start(request, context).result;
   }
 
   /** The reply naming these results is built: the grace of the answer files they name starts now. */
@@ -233,7 +230,7 @@ export class RunService {
    * the attempts other live servers on the same data dir are running.
    */
   async inFlightFor(taskId: string): Promise<number> {
-    const here = this.#inFlightByTask.get(taskId) ?? 0;
+    const here = this.#calls.ofTask(taskId);
     if (this.#journal === null) return here;
     const open = await this.#journal.list().catch(() => []);
     const elsewhere = open.filter(
@@ -245,21 +242,11 @@ export class RunService {
     return here + elsewhere.length;
   }
 
-  #trackTask(taskId: string | undefined): () => void {
-    if (taskId === undefined) return noop;
-    this.#inFlightByTask.set(taskId, (this.#inFlightByTask.get(taskId) ?? 0) + 1);
-    return () => {
-      const left = (this.#inFlightByTask.get(taskId) ?? 1) - 1;
-      if (left === 0) this.#inFlightByTask.delete(taskId);
-      else this.#inFlightByTask.set(taskId, left);
-    };
-  }
-
   /** A call refused before anything ran because its arguments were invalid: logged, never spawned. */
-  rejectInvalid(rawArgs: unknown, message: string, context: RunContext & { tool?: string } = {}): Promise<RunResult> {
+  rejectInvalid(rawArgs: unknown, message: string, tool?: string): Promise<RunResult> {
     const { request, maxRetries, retryCount } = salvageRequest(rawArgs);
     const max = maxRetries ?? this.#config.maxRetries;
-    return this.#refuse(request, context, 'invalid_input', message, max, retryCount, context.tool);
+    return this.#refuse(request, { tool }, 'invalid_input', message, max, retryCount);
   }
 
   /** A batch job that never started because the batch deadline passed: logged, never spawned. */
@@ -278,15 +265,14 @@ export class RunService {
   /** Log and answer a call that touched neither the ledger nor a circuit, and spawned nothing. */
   #refuse(
     request: RunRequest,
-    context: RunContext,
+    context: RecordContext,
     status: 'invalid_input' | 'not_started',
     message: string,
     maxRetries: number,
     retryCount: number,
-    tool?: string,
   ): Promise<RunResult> {
     const settled = this.#ledger.unsettled(retryCount, { escalate: false, reason: null });
-    const attempt: Attempt = {
+    const writeUp: WriteUp = {
       runId: randomUUID(),
       request,
       timeoutMs: null,
@@ -295,14 +281,9 @@ export class RunService {
       status,
       classification: failure(status, message),
       settled,
+      willRetry: false,
     };
-    return this.#track(this.#recorder.record(attempt, { warnings: [], ...(tool ? { tool } : {}), willRetry: false }, context));
-  }
-
-  #track(call: Promise<RunResult>): Promise<RunResult> {
-    this.#inFlight.add(call);
-    void call.finally(() => this.#inFlight.delete(call)).catch(noop);
-    return call;
+    return this.#calls.start(request.taskId, new CallEvents(), () => this.#recorder.record(writeUp, [], context)).result;
   }
 }
 
@@ -341,7 +322,8 @@ function dispatcherFor(config: Config, deps: RunServiceDeps, warn: (message: str
 function noop(): void {}
 
 /** A signal that aborts when either does (with that one's reason), and `unlink` to drop its listeners once the call is over. */
-function eitherAborts(a: AbortSignal, b: AbortSignal): { signal: AbortSignal; unlink: () => void } {
+function eitherAborts(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; unlink: () => void } {
+  if (a === undefined) return { signal: b, unlink: noop };
   if (a.aborted) return { signal: a, unlink: noop };
   if (b.aborted) return { signal: b, unlink: noop };
   const controller = new AbortController();

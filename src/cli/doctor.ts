@@ -6,13 +6,13 @@ import { cliEnvironment } from '../ollama/child-env.js';
 import { InstalledModels } from '../ollama/installed-models.js';
 import { terminalText } from '../ollama/terminal-text.js';
 import { prepareTelemetryDir } from '../config/telemetry-dir.js';
-import { NO_PROC_REASON, teamConnectionOf, type ProcessesStatus } from '../app/process-hygiene.js';
-import { SWEEP_INTERVAL_MS } from '../app/orphan-sweep.js';
+import { NO_PROC_REASON, teamConnectionOf, type ProcessesStatus } from '../app/hygiene/process-hygiene.js';
+import { SWEEP_INTERVAL_MS } from '../app/hygiene/orphan-sweep.js';
 import { liveProcView, selfIdentity } from '../store/processes/proc-reader.js';
 import { SLOTS_DIR_NAME, viewSlots, type SlotView } from '../store/slots/shared-slots.js';
 import { RedisSlotTable } from '../store/slots/redis-slot-table.js';
 import { isDescribedBackend } from '../store/state-backend.js';
-import { openStateBackend } from '../store/open-state-backend.js';
+import { openStateBackend } from '../store/state/open-state-backend.js';
 
 /**
  * `ollama-runner-mcp doctor`: check the setup the way the server sees it, print the report to

@@ -6,7 +6,7 @@ import { probeCli, withDeadline, type CliProbe } from '../ollama/cli-probe.js';
 import type { InstalledModels } from '../ollama/installed-models.js';
 import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData, StoreWriteFailure, TaskScope } from '../store/state-backend.js';
-import type { ProcessesStatus } from '../app/process-hygiene.js';
+import type { ProcessesStatus } from '../app/hygiene/process-hygiene.js';
 import type { QueueView } from '../app/run-service.js';
 import { RUN_LOG_FILE_NAME } from '../telemetry/log-files.js';
 import { redactRedisUrl } from '../config/redis-url.js';

@@ -5,7 +5,7 @@ import type { Config } from '../config/config.js';
 import { registerTools } from './tool-registry.js';
 import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
 import type { RunService } from '../app/run-service.js';
-import type { ProcessHygiene } from '../app/process-hygiene.js';
+import type { ProcessHygiene } from '../app/hygiene/process-hygiene.js';
 import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
 import type { InstalledModels } from '../ollama/installed-models.js';
@@ -77,9 +77,9 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     { preloadExeca },
   ] = await Promise.all([
     import('../app/run-service.js'),
-    import('../app/process-hygiene.js'),
+    import('../app/hygiene/process-hygiene.js'),
     import('../ollama/model-process.js'),
-    import('../store/open-state-backend.js'),
+    import('../store/state/open-state-backend.js'),
     import('../telemetry/run-log.js'),
     import('../ollama/child-env.js'),
     import('../ollama/installed-models.js'),

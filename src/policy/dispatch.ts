@@ -1,18 +1,18 @@
 /**
- * Which waiting call to send to Ollama next. Pure: the dispatcher (app/dispatcher.ts) feeds it what
+ * Which waiting attempt to send to Ollama next. Pure: the dispatcher (app/dispatcher.ts) feeds it what
  * it knows and starts what it picks.
  *
  * Ollama runs `parallel` requests of a loaded model at once and keeps as many models loaded as its
  * room allows (a count the user set, or what fits in the memory learned from sizes: memory-fit.ts);
  * a request beyond either waits inside Ollama, where it is invisible, cannot be cancelled without
- * aborting a load, and (worse) is timed by its caller. So a call is sent only when Ollama will run it
+ * aborting a load, and (worse) is timed by its caller. So an attempt is sent only when Ollama will run it
  * now: its model is loaded and has a free parallel slot, or it can be loaded beside the busy models
- * (Ollama unloads idle ones to make room). Among the calls that can start, those for a loaded model go first (a load
- * costs seconds to a minute); the oldest first within each kind. A call for a model that is not
- * loaded waits behind the loaded models' calls until their queues are empty, or until it has waited
- * `switchAfterMs` since its model was last served: then the loaded model with the fewest calls in
+ * (Ollama unloads idle ones to make room). Among the attempts that can start, those for a loaded model go first (a load
+ * costs seconds to a minute); the oldest first within each kind. An attempt for a model that is not
+ * loaded waits behind the loaded models' attempts until their queues are empty, or until it has waited
+ * `switchAfterMs` since its model was last served: then the loaded model with the fewest attempts in
  * flight gets no new ones, and once it is idle the waiting model takes its place. A busy model can
- * therefore hold another off for at most `switchAfterMs` plus the calls already running on it.
+ * therefore hold another off for at most `switchAfterMs` plus the attempts already running on it.
  */
 
 import { fitOf, type MemoryView } from './memory-fit.js';
@@ -25,15 +25,15 @@ export type Room =
   | { readonly kind: 'memory'; readonly memory: MemoryView };
 
 /**
- * Where a started call's model stands in Ollama: `loaded` already; loading `alone` (no busy model
+ * Where a started attempt's model stands in Ollama: `loaded` already; loading `alone` (no busy model
  * beside it: Ollama unloads idle ones as it needs); or loading beside busy models that it was
  * `known` to fit with (sizes seen, or a count the user set), or only `guessed` to (a size that is a
- * lower bound). A guess that proves wrong makes Ollama hold the call until the busy models are done.
+ * lower bound). A guess that proves wrong makes Ollama hold the attempt until the busy models are done.
  */
 export type Placement = 'loaded' | 'alone' | 'known' | 'guessed';
 
-/** A call waiting for its turn. */
-export interface QueuedCall {
+/** An attempt waiting for its turn. */
+export interface QueuedAttempt {
   readonly id: number;
   readonly modelKey: string;
   /** Requests of its model Ollama runs at once. */
@@ -48,38 +48,38 @@ export interface QueuedCall {
 export interface DispatchView {
   /** ms, monotonic. */
   readonly now: number;
-  /** Calls waiting, in the order they arrived. */
-  readonly waiting: readonly QueuedCall[];
-  /** This server's calls in flight, per model. */
+  /** Attempts waiting, in the order they arrived. */
+  readonly waiting: readonly QueuedAttempt[];
+  /** This server's attempts in flight, per model. */
   readonly running: ReadonlyMap<string, number>;
-  /** This server's calls in flight, per batch. */
+  /** This server's attempts in flight, per batch. */
   readonly batchRunning: ReadonlyMap<string, number>;
   /** Models believed loaded in Ollama, least recently used first. */
   readonly loaded: readonly string[];
-  /** When a call of each model was last started (ms, monotonic); absent: never. */
+  /** When an attempt of each model was last started (ms, monotonic); absent: never. */
   readonly lastStarted: ReadonlyMap<string, number>;
   /** How many models Ollama keeps loaded together. */
   readonly room: Room;
-  /** This server's calls in flight at most (OLLAMA_MCP_CONCURRENCY). */
+  /** This server's attempts in flight at most (OLLAMA_MCP_CONCURRENCY). */
   readonly concurrency: number;
-  /** How long a call for a model that is not loaded waits before the server switches models. */
+  /** How long an attempt for a model that is not loaded waits before the server switches models. */
   readonly switchAfterMs: number;
 }
 
-/** Why a call is still waiting, for progress messages. */
+/** Why an attempt is still waiting, for progress messages. */
 export type WaitReason =
-  /** The server runs `concurrency` calls already. */
+  /** The server runs `concurrency` attempts already. */
   | { readonly kind: 'concurrency'; readonly ahead: number }
-  /** Its model runs `parallel` calls already; `ahead` more of its calls wait before it. */
+  /** Its model runs `parallel` attempts already; `ahead` more of its attempts wait before it. */
   | { readonly kind: 'parallel'; readonly running: number; readonly ahead: number }
   /** Its batch runs as many jobs as it may. */
   | { readonly kind: 'batch' }
   /**
-   * Its model does not fit beside the busy models: it waits for `loaded` to finish their calls, or
-   * for the switch in `switchInMs` (0: the switch is under way, the busy model takes no new calls).
+   * Its model does not fit beside the busy models: it waits for `loaded` to finish their attempts, or
+   * for the switch in `switchInMs` (0: the switch is under way, the busy model takes no new attempts).
    */
   | { readonly kind: 'load'; readonly loaded: readonly string[]; readonly switchInMs: number }
-  /** Its model is the one being unloaded for a call that waited longer. */
+  /** Its model is the one being unloaded for an attempt that waited longer. */
   | { readonly kind: 'unloading'; readonly for: string };
 
 const count = (map: ReadonlyMap<string, number>, key: string): number => map.get(key) ?? 0;
@@ -90,13 +90,13 @@ function totalRunning(view: DispatchView): number {
   return total;
 }
 
-/** Can `call` take a slot of its model and of its batch? */
-function hasSlot(view: DispatchView, call: QueuedCall): boolean {
-  if (count(view.running, call.modelKey) >= call.parallel) return false;
-  return call.batch === null || count(view.batchRunning, call.batch.id) < call.batch.limit;
+/** Can `attempt` take a slot of its model and of its batch? */
+function hasSlot(view: DispatchView, attempt: QueuedAttempt): boolean {
+  if (count(view.running, attempt.modelKey) >= attempt.parallel) return false;
+  return attempt.batch === null || count(view.batchRunning, attempt.batch.id) < attempt.batch.limit;
 }
 
-/** The loaded models other than `model` with calls in flight: Ollama cannot unload them now. */
+/** The loaded models other than `model` with attempts in flight: Ollama cannot unload them now. */
 export function busyBeside(view: DispatchView, model: string): string[] {
   return view.loaded.filter((loaded) => loaded !== model && count(view.running, loaded) > 0);
 }
@@ -109,7 +109,7 @@ function canLoad(view: DispatchView, model: string): boolean {
   return fitOf(room.memory, [...busyBeside(view, model), model]) !== 'no';
 }
 
-/** How a call for `model` would be placed if it started now (see {@link Placement}). */
+/** How an attempt for `model` would be placed if it started now (see {@link Placement}). */
 export function placementOf(view: DispatchView, model: string): Placement {
   if (view.loaded.includes(model)) return 'loaded';
   const busy = busyBeside(view, model);
@@ -123,19 +123,20 @@ function overRoom(room: Room, loaded: readonly string[]): boolean {
   return room.kind === 'count' ? loaded.length > room.capacity : fitOf(room.memory, loaded) === 'no';
 }
 
-/** How long `call` has waited for its model to be served: since it arrived, or since its model last started a call. */
-function waitedForModel(view: DispatchView, call: QueuedCall): number {
-  return view.now - Math.max(call.since, view.lastStarted.get(call.modelKey) ?? -Infinity);
+/** How long `attempt` has waited for its model to be served: since it arrived, or since its model last started an attempt. */
+function waitedForModel(view: DispatchView, attempt: QueuedAttempt): number {
+  return view.now - Math.max(attempt.since, view.lastStarted.get(attempt.modelKey) ?? -Infinity);
 }
 
-/** The oldest call for a model that is not loaded that has waited past the switch bound, if any. */
-function overdueCall(view: DispatchView): QueuedCall | undefined {
+/** The oldest attempt for a model that is not loaded that has waited past the switch bound, if any. */
+function overdueCall(view: DispatchView): QueuedAttempt | undefined {
   return view.waiting.find(
-    (call) => !view.loaded.includes(call.modelKey) && hasSlot(view, call) && waitedForModel(view, call) >= view.switchAfterMs,
+    (attempt) =>
+      !view.loaded.includes(attempt.modelKey) && hasSlot(view, attempt) && waitedForModel(view, attempt) >= view.switchAfterMs,
   );
 }
 
-/** The loaded model to unload for an overdue call: the one with the fewest calls in flight, least recently used on a tie. */
+/** The loaded model to unload for an overdue attempt: the one with the fewest attempts in flight, least recently used on a tie. */
 function modelToUnload(view: DispatchView): string | undefined {
   let best: string | undefined;
   for (const model of view.loaded) {
@@ -144,8 +145,8 @@ function modelToUnload(view: DispatchView): string | undefined {
   return best;
 }
 
-/** The call to start now, or null when none should. */
-export function nextCall(view: DispatchView): QueuedCall | null {
+/** The attempt to start now, or null when none should. */
+export function nextToStart(view: DispatchView): QueuedAttempt | null {
   if (totalRunning(view) >= view.concurrency) return null;
   const overdue = overdueCall(view);
   let unloading: string | undefined;
@@ -154,19 +155,20 @@ export function nextCall(view: DispatchView): QueuedCall | null {
     unloading = modelToUnload(view);
   }
   const loaded = view.waiting.find(
-    (call) => call.modelKey !== unloading && view.loaded.includes(call.modelKey) && hasSlot(view, call),
+    (attempt) => attempt.modelKey !== unloading && view.loaded.includes(attempt.modelKey) && hasSlot(view, attempt),
   );
   if (loaded !== undefined) return loaded;
-  if (unloading !== undefined) return null; // the overdue call goes first once the model it replaces is idle
-  return view.waiting.find((call) => hasSlot(view, call) && canLoad(view, call.modelKey)) ?? null;
+  if (unloading !== undefined) return null; // the overdue attempt goes first once the model it replaces is idle
+  return view.waiting.find((attempt) => hasSlot(view, attempt) && canLoad(view, attempt.modelKey)) ?? null;
 }
 
-/** The view once `call` has started: its slots taken, its model loaded (idle models given up, least recently used first, while over the room). */
-export function afterStart(view: DispatchView, call: QueuedCall): DispatchView {
-  const running = new Map(view.running).set(call.modelKey, count(view.running, call.modelKey) + 1);
-  const batchRunning = call.batch === null ? view.batchRunning : new Map(view.batchRunning);
-  if (call.batch !== null) (batchRunning as Map<string, number>).set(call.batch.id, count(view.batchRunning, call.batch.id) + 1);
-  let loaded = [...view.loaded.filter((model) => model !== call.modelKey), call.modelKey];
+/** The view once `attempt` has started: its slots taken, its model loaded (idle models given up, least recently used first, while over the room). */
+export function afterStart(view: DispatchView, attempt: QueuedAttempt): DispatchView {
+  const running = new Map(view.running).set(attempt.modelKey, count(view.running, attempt.modelKey) + 1);
+  const batchRunning = attempt.batch === null ? view.batchRunning : new Map(view.batchRunning);
+  if (attempt.batch !== null)
+    (batchRunning as Map<string, number>).set(attempt.batch.id, count(view.batchRunning, attempt.batch.id) + 1);
+  let loaded = [...view.loaded.filter((model) => model !== attempt.modelKey), attempt.modelKey];
   while (overRoom(view.room, loaded)) {
     const idle = loaded.find((model) => count(running, model) === 0);
     if (idle === undefined) break;
@@ -174,48 +176,48 @@ export function afterStart(view: DispatchView, call: QueuedCall): DispatchView {
   }
   return {
     ...view,
-    waiting: view.waiting.filter((waiting) => waiting !== call),
+    waiting: view.waiting.filter((waiting) => waiting !== attempt),
     running,
     batchRunning,
     loaded,
-    lastStarted: new Map(view.lastStarted).set(call.modelKey, view.now),
+    lastStarted: new Map(view.lastStarted).set(attempt.modelKey, view.now),
   };
 }
 
-/** Every call to start now, in order. */
-export function callsToStart(view: DispatchView): QueuedCall[] {
-  const started: QueuedCall[] = [];
-  for (let next = nextCall(view); next !== null; next = nextCall(view)) {
+/** Every attempt to start now, in order. */
+export function attemptsToStart(view: DispatchView): QueuedAttempt[] {
+  const started: QueuedAttempt[] = [];
+  for (let next = nextToStart(view); next !== null; next = nextToStart(view)) {
     started.push(next);
     view = afterStart(view, next);
   }
   return started;
 }
 
-/** Why `call` (still waiting after {@link callsToStart}) waits. */
-export function whyWaiting(view: DispatchView, call: QueuedCall): WaitReason {
-  const ahead = Math.max(0, view.waiting.indexOf(call));
+/** Why `attempt` (still waiting after {@link attemptsToStart}) waits. */
+export function whyWaiting(view: DispatchView, attempt: QueuedAttempt): WaitReason {
+  const ahead = Math.max(0, view.waiting.indexOf(attempt));
   const overdue = overdueCall(view);
   const unloading = overdue !== undefined && !canLoad(view, overdue.modelKey) ? modelToUnload(view) : undefined;
-  if (unloading === call.modelKey && overdue !== undefined) return { kind: 'unloading', for: overdue.modelKey };
-  const running = count(view.running, call.modelKey);
-  if (running >= call.parallel) {
-    const before = view.waiting.slice(0, ahead).filter((other) => other.modelKey === call.modelKey).length;
+  if (unloading === attempt.modelKey && overdue !== undefined) return { kind: 'unloading', for: overdue.modelKey };
+  const running = count(view.running, attempt.modelKey);
+  if (running >= attempt.parallel) {
+    const before = view.waiting.slice(0, ahead).filter((other) => other.modelKey === attempt.modelKey).length;
     return { kind: 'parallel', running, ahead: before };
   }
   if (totalRunning(view) >= view.concurrency) return { kind: 'concurrency', ahead };
-  if (!hasSlot(view, call)) return { kind: 'batch' };
-  const others = busyBeside(view, call.modelKey);
-  const switchInMs = overdue === call ? 0 : Math.max(0, view.switchAfterMs - waitedForModel(view, call));
+  if (!hasSlot(view, attempt)) return { kind: 'batch' };
+  const others = busyBeside(view, attempt.modelKey);
+  const switchInMs = overdue === attempt ? 0 : Math.max(0, view.switchAfterMs - waitedForModel(view, attempt));
   return { kind: 'load', loaded: others, switchInMs };
 }
 
-/** When a waiting call becomes overdue and the order may change, in ms from `view.now`; null when none will. */
+/** When a waiting attempt becomes overdue and the order may change, in ms from `view.now`; null when none will. */
 export function nextSwitchInMs(view: DispatchView): number | null {
   let soonest: number | null = null;
-  for (const call of view.waiting) {
-    if (view.loaded.includes(call.modelKey)) continue;
-    const left = view.switchAfterMs - waitedForModel(view, call);
+  for (const attempt of view.waiting) {
+    if (view.loaded.includes(attempt.modelKey)) continue;
+    const left = view.switchAfterMs - waitedForModel(view, attempt);
     if (left > 0 && (soonest === null || left < soonest)) soonest = left;
   }
   return soonest;

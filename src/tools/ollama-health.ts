@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import type { HealthDeps } from '../health/collect-health.js';
 import { healthReportSchema, type HealthReport } from '../health/health-report-schema.js';
-import type { ResponseFormat } from '../app/run-reply.js';
+import type { ResponseFormat } from '../app/reply/run-reply.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 

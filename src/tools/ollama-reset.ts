@@ -3,13 +3,13 @@ import { canonicalModelName } from '../ollama/model-name.js';
 import type { AnyToolDefinition, ControlLogger, ToolOutcome } from './tool-definition.js';
 import { resetBreaker, viewCircuit } from '../policy/breaker.js';
 import { CLOSED } from '../policy/breaker-state.js';
-import type { ModelSettings } from '../app/run-service.js';
+import type { ModelSettings } from '../config/model-tiers.js';
 import type { StateBackend } from '../store/state-backend.js';
 import { isStateStoreError } from '../store/state/state-store-error.js';
 import { MODEL_FIELD, RESPONSE_FORMAT_FIELD, requestedFormat, TASK_ID_FIELD } from './shared-fields.js';
-import type { ResponseFormat } from '../app/run-reply.js';
+import type { ResponseFormat } from '../app/reply/run-reply.js';
 import { describeTask, taskStatusSchema } from './ollama-task-status.js';
-import { circuitViewSchema } from '../app/run-result.js';
+import { circuitViewSchema } from '../app/reply/run-result.js';
 
 /** The concise result is `done`, `cleared` and `message`; `detailed` adds what was there before. */
 export const resetResultSchema = z.object({

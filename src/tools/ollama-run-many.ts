@@ -11,8 +11,8 @@ import {
   type BatchProgress,
   type BatchReply,
   type BatchResult,
-} from '../app/run-batch.js';
-import type { ResponseFormat } from '../app/run-reply.js';
+} from '../app/call/run-batch.js';
+import type { ResponseFormat } from '../app/reply/run-reply.js';
 import type { RunService } from '../app/run-service.js';
 import { ollamaRunJobSchema, toRunRequest } from './ollama-run.js';
 import { renderRunText } from './run-text.js';
@@ -94,6 +94,7 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
           {
             concurrency: Math.min(input.concurrency ?? 3, config.concurrency),
             signal: extra.signal,
+            meta: extra._meta,
             ...(input.deadline_ms !== undefined ? { deadlineAt: Date.now() + input.deadline_ms } : {}),
           },
           progress,
@@ -104,7 +105,7 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
       }
     },
     async onInvalidInput(problem, rawArguments) {
-      await (await service()).rejectInvalid({}, problem, { tool: 'ollama_run_many' });
+      await (await service()).rejectInvalid({}, problem, 'ollama_run_many');
       const empty: BatchResult = { batch_id: '', results: [], summary: summarize([]) };
       const structured: BatchReply = {
         ...toBatchReply(empty, requestedFormat(rawArguments)),

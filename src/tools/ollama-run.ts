@@ -2,11 +2,10 @@ import * as z from 'zod';
 import type { Config } from '../config/config.js';
 import { SETTING_RANGES } from '../config/ranges.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
-import type { RunResult } from '../app/run-result.js';
-import { runReplySchema, toRunReply, type ResponseFormat, type RunReply } from '../app/run-reply.js';
-import { LiveRun } from '../app/run-progress.js';
-import type { QueueReason } from '../app/call-slots.js';
-import type { RunRequest, RunService } from '../app/run-service.js';
+import type { RunResult } from '../app/reply/run-result.js';
+import { runReplySchema, toRunReply, type ResponseFormat, type RunReply } from '../app/reply/run-reply.js';
+import type { LiveCall } from '../app/call/live-call.js';
+import type { RunService } from '../app/run-service.js';
 import { formatElapsed, startHeartbeat } from './progress.js';
 import { renderRunText } from './run-text.js';
 import {
@@ -19,6 +18,8 @@ import {
   TASK_ID_FIELD,
   timeoutField,
 } from './shared-fields.js';
+import type { QueueReason } from '../app/queue/queue-reason.js';
+import type { RunRequest } from '../app/attempt/types.js';
 
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
@@ -127,14 +128,15 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
     outputSchema: runReplySchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handle(input: OllamaRunInput, extra) {
-      const live = new LiveRun();
       const startedAt = performance.now();
+      const call = (await service()).start(toRunRequest(input), { signal: extra.signal, meta: extra._meta });
+      const { live } = call;
       const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
         progress: (performance.now() - startedAt) / 1000,
         message: describeLiveRun(live.model ?? input.model, live, performance.now() - startedAt),
       }));
       try {
-        const result = await (await service()).run(toRunRequest(input), { signal: extra.signal, ...live.listeners });
+        const result = await call.result;
         return present(result, input.response_format ?? 'concise');
       } finally {
         stop();
@@ -147,7 +149,7 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
 }
 
 /** A heartbeat message: model, where the run is, elapsed time, output so far, why it waits. */
-export function describeLiveRun(model: string, live: LiveRun, elapsedMs: number): string {
+export function describeLiveRun(model: string, live: LiveCall, elapsedMs: number): string {
   const elapsed = formatElapsed(elapsedMs);
   switch (live.phase) {
     case 'queued': {

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
-import type { ResponseFormat } from '../app/run-reply.js';
+import type { ResponseFormat } from '../app/reply/run-reply.js';
 import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
 import { isReportUsageError, parseSince, type RunFilters } from '../report/filters.js';

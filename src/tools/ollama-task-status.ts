@@ -4,7 +4,7 @@ import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
 import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
 import type { StateBackend } from '../store/state-backend.js';
 import { RESPONSE_FORMAT_FIELD, requestedFormat, TASK_ID_VALUE } from './shared-fields.js';
-import type { ResponseFormat } from '../app/run-reply.js';
+import type { ResponseFormat } from '../app/reply/run-reply.js';
 
 export const taskStatusSchema = z.object({
   task_id: z.string(),

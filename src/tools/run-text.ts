@@ -1,7 +1,7 @@
-import { fitJsonBytes, replyBudget } from '../app/reply-budget.js';
-import type { ResponseFormat } from '../app/run-reply.js';
-import { nextStep } from '../app/next-step.js';
-import type { RunResult } from '../app/run-result.js';
+import { fitJsonBytes, replyBudget } from '../app/reply/reply-budget.js';
+import type { ResponseFormat } from '../app/reply/run-reply.js';
+import { nextStep } from '../app/reply/next-step.js';
+import type { RunResult } from '../app/reply/run-result.js';
 import { usageLine } from './usage-line.js';
 
 /**

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { SETTING_RANGES } from '../config/ranges.js';
 import { MODEL_NAME_MAX_LENGTH, MODEL_NAME_PATTERN, canonicalModelName } from '../ollama/model-name.js';
 import { MAX_FALLBACK_MODELS } from '../policy/fallback.js';
-import { RESPONSE_FORMATS, type ResponseFormat } from '../app/run-reply.js';
+import { RESPONSE_FORMATS, type ResponseFormat } from '../app/reply/run-reply.js';
 
 /** Every tool's `response_format`: the concise reply by default, the full record on request. */
 export const RESPONSE_FORMAT_FIELD = z.enum(RESPONSE_FORMATS, { error: 'must be "concise" or "detailed"' }).optional();

@@ -1,4 +1,4 @@
-import type { RunMetadata } from '../app/run-result.js';
+import type { RunMetadata } from '../app/reply/run-result.js';
 
 /** A load longer than this is worth a word in the verdict: the model was not in memory. */
 const COLD_LOAD_MS = 1_000;

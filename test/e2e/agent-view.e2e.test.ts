@@ -4,7 +4,7 @@
  * bytes, what to do now, and an escalation must say to stop and escalate.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { RunReply } from '../../src/app/run-reply.js';
+import type { RunReply } from '../../src/app/reply/run-reply.js';
 import { readRuns, startTestServer, useServer, type RunningServer } from './harness.js';
 
 /** What such a client hands the model, and the reply it came from. */

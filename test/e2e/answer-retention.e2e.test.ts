@@ -7,7 +7,7 @@
 import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunReply } from '../../src/app/run-reply.js';
+import type { RunReply } from '../../src/app/reply/run-reply.js';
 import { makeSandbox, startServer, type RunningServer, type Sandbox } from './harness.js';
 
 interface BatchReply {

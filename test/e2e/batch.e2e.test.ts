@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BatchResult } from '../../src/app/run-batch.js';
+import type { BatchResult } from '../../src/app/call/run-batch.js';
 import { maxConcurrent, readRuns, readRunTrace, startTestServer, useServer, type RunningServer } from './harness.js';
 
 async function runMany(

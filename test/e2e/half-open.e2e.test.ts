@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RunResult } from '../../src/app/run-result.js';
+import type { RunResult } from '../../src/app/reply/run-result.js';
 import {
   readRunTrace,
   readRuns,

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, onTestFinished } from 'vitest';
-import type { RunMetadata, RunResult } from '../../src/app/run-result.js';
-import type { RunReply } from '../../src/app/run-reply.js';
+import type { RunMetadata, RunResult } from '../../src/app/reply/run-result.js';
+import type { RunReply } from '../../src/app/reply/run-reply.js';
 import { removeTempDir, tempDir } from '../helpers/temp-dir.js';
 
 export const ROOT = path.resolve(__dirname, '../..');

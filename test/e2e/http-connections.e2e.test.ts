@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { RunReply } from '../../src/app/run-reply.js';
+import type { RunReply } from '../../src/app/reply/run-reply.js';
 import { makeSandbox, startHttpServerChild, waitFor, type HttpServerChild } from './harness.js';
 
 /** `count` connections from `localAddress` that send nothing; each is kept until the server closes it. */

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { isLoopbackHost } from '../../src/transport/http/guards.js';
 import { HttpServerError, startHttpServer, type RunningHttpServer } from '../../src/transport/http/server.js';
 import { createApp, createMcpServer, type App } from '../../src/mcp/server.js';
-import type { RunReply } from '../../src/app/run-reply.js';
+import type { RunReply } from '../../src/app/reply/run-reply.js';
 import { makeSandbox, readTrace, ROOT, serverEnv, useHttpServer, waitFor, type Sandbox } from './harness.js';
 
 const CONFORMANCE_BIN = path.join(ROOT, 'node_modules/.bin/conformance');

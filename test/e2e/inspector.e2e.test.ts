@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { RunReply } from '../../src/app/run-reply.js';
+import type { RunReply } from '../../src/app/reply/run-reply.js';
 import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, useHttpServer, type Sandbox } from './harness.js';
 
 // Smoke tests with a real MCP client: the MCP Inspector's CLI mode (@modelcontextprotocol/inspector-cli 1.0.3).

@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AnswerFiles } from '../../src/app/answer-files.js';
-import { fitReply } from '../../src/app/reply-fit.js';
+import { AnswerFiles } from '../../src/app/reply/answer-files.js';
+import { fitReply } from '../../src/app/reply/reply-fit.js';
 import { startServer, type RunningServer } from '../e2e/harness.js';
 import { fillDiskLeaving, isMounted, mountTmpfs, sandboxAt, type Tmpfs } from './fault-env.js';
 

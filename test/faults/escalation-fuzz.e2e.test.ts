@@ -217,11 +217,10 @@ async function fuzz(seed: number, block: boolean, steps: number): Promise<void> 
       const expected = apply(task, step.effect(task, block));
       const result = await step.run({ sandbox, server, env }, taskId);
       if (result !== null) {
-        expect(result, `result of step ${log.at(-1)}`).toEqual({
-          escalate: expected.escalate,
-          reason: expected.reason,
-          retryCount: expected.retryCount,
-        });
+        const want = { escalate: expected.escalate, reason: expected.reason, retryCount: expected.retryCount };
+        expect(result, `result of step ${log.at(-1)}: ${JSON.stringify(result)}, the rules say ${JSON.stringify(want)}`).toEqual(
+          want,
+        );
       }
       if (pendingSettle !== null) {
         await settleByANewServer({ sandbox, server, env }, pendingSettle);

@@ -1,6 +1,6 @@
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import type { BatchResult } from '../../src/app/run-batch.js';
+import type { BatchResult } from '../../src/app/call/run-batch.js';
 import { readRuns, SERVER_ENTRY, useServer, type RunningServer } from '../e2e/harness.js';
 
 /** Task ids that are members of Object.prototype: they pass validation and must be ordinary ids. */

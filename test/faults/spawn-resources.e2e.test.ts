@@ -10,7 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { describe, expect, it } from 'vitest';
 import type { HealthReport } from '../../src/health/health-report-schema.js';
-import type { RunMetadata } from '../../src/app/run-result.js';
+import type { RunMetadata } from '../../src/app/reply/run-result.js';
 import { makeSandbox, readRuns, serverEnv, SERVER_ENTRY, startTestServer, type RunningServer } from '../e2e/harness.js';
 import { cannotReach, NOBODY, serverFor } from '../helpers/other-user.js';
 import { isRunning } from '../helpers/proc-state.js';

@@ -9,11 +9,11 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(__dirname, '../..');
 const SRC = path.join(ROOT, 'src');
 
-/** The folders each folder may import, as src/README.md's table says. */
-function readArrows(readme: string): Map<string, Set<string>> {
+/** The folders each folder may import, as src/README.md's table whose first column is `first` says. */
+function readArrows(readme: string, first = 'folder'): Map<string, Set<string>> {
   const lines = readme.split('\n');
-  const header = lines.findIndex((line) => /^\|\s*folder\s*\|/.test(line) && line.includes('may import'));
-  if (header === -1) throw new Error('src/README.md has no table with the columns "folder" and "may import"');
+  const header = lines.findIndex((line) => new RegExp(`^\\|\\s*${first}\\s*\\|`).test(line) && line.includes('may import'));
+  if (header === -1) throw new Error(`src/README.md has no table with the columns "${first}" and "may import"`);
   const column = cellsOf(lines[header]!).indexOf('may import');
   const arrows = new Map<string, Set<string>>();
   for (const line of lines.slice(header + 2)) {
@@ -73,7 +73,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** `src/app/x.ts` -> `app`; a file directly in src/ belongs to the folder of its name (`cli.ts` -> `cli`). */
-function folderOf(file: string): string {
+function outerFolderOf(file: string): string {
   const [first, ...rest] = path.relative(SRC, file).split(path.sep);
   return rest.length === 0 ? first!.replace(/\.[cm]?[jt]s$/, '') : first!;
 }
@@ -86,9 +86,15 @@ interface Edge {
   readonly to: string;
 }
 
+/** Inside a folder with sub-folders (`app/`, `store/`): `src/app/call/x.ts` -> `app/call`; a file at its top -> `app`. */
+function innerFolderOf(file: string): string {
+  const parts = path.relative(SRC, file).split(path.sep);
+  return parts.length > 2 ? `${parts[0]}/${parts[1]}` : parts[0]!;
+}
+
 /** The imports of src/ that cross from one folder to another (packages and node: builtins are not folders). */
-function crossingImports(): Edge[] {
-  return sourceFiles(SRC).flatMap((file) =>
+function crossingImports(files = sourceFiles(SRC), folderOf: (file: string) => string = outerFolderOf): Edge[] {
+  return files.flatMap((file) =>
     importsOf(file, readFileSync(file, 'utf8')).flatMap(({ specifier, line }) => {
       if (!specifier.startsWith('.') && specifier !== '<computed>') return [];
       const target = path.resolve(path.dirname(file), specifier);
@@ -124,8 +130,37 @@ function findCycle(graph: Map<string, Set<string>>): string | null {
   return null;
 }
 
-const arrows = readArrows(readFileSync(path.join(SRC, 'README.md'), 'utf8'));
+const README = readFileSync(path.join(SRC, 'README.md'), 'utf8');
+const arrows = readArrows(README);
 const edges = crossingImports();
+const INNER = ['app', 'store'];
+const innerArrows = readArrows(README, 'inside');
+const innerFiles = sourceFiles(SRC).filter((file) => INNER.includes(outerFolderOf(file)));
+const innerEdges = crossingImports(innerFiles, innerFolderOf).filter((edge) => edge.to.split('/')[0] === edge.from.split('/')[0]);
+
+/** How many floors of imports the files of `folder` stand on: a file that imports none of them is on floor 1. */
+function floorsOf(folder: string): Map<string, number> {
+  const files = sourceFiles(path.join(SRC, folder));
+  const within = new Map(
+    files.map((file) => [
+      file,
+      importsOf(file, readFileSync(file, 'utf8'))
+        .map(({ specifier }) => path.resolve(path.dirname(file), specifier).replace(/\.js$/, '.ts'))
+        .filter((target) => files.includes(target)),
+    ]),
+  );
+  const floors = new Map<string, number>();
+  const floorOf = (file: string): number => {
+    const known = floors.get(file);
+    if (known !== undefined) return known;
+    floors.set(file, Infinity); // a cycle shows as Infinity
+    const floor = 1 + Math.max(0, ...(within.get(file) ?? []).map(floorOf));
+    floors.set(file, floor);
+    return floor;
+  };
+  for (const file of files) floorOf(file);
+  return floors;
+}
 
 describe("src/README.md's arrows", () => {
   it('the import finder sees static, type-only, re-exported and dynamic imports', () => {
@@ -161,7 +196,7 @@ describe("src/README.md's arrows", () => {
   });
 
   it('the table names every folder of src/ once, and only folders that exist', () => {
-    const folders = new Set(sourceFiles(SRC).map(folderOf));
+    const folders = new Set(sourceFiles(SRC).map(outerFolderOf));
     expect([...arrows.keys()].sort()).toEqual([...folders].sort());
     for (const [folder, allowed] of arrows) {
       for (const target of allowed) expect(arrows.has(target), `${folder} may import \`${target}\`, which has no row`).toBe(true);
@@ -186,5 +221,26 @@ describe("src/README.md's arrows", () => {
     const graph = new Map<string, Set<string>>();
     for (const edge of edges) graph.set(edge.from, (graph.get(edge.from) ?? new Set()).add(edge.to));
     expect(findCycle(graph)).toBeNull();
+  });
+});
+
+describe("src/README.md's arrows inside app/ and store/", () => {
+  it('the table names every folder inside app/ and store/ once, and allows no cycle', () => {
+    expect([...innerArrows.keys()].sort()).toEqual([...new Set(innerFiles.map(innerFolderOf))].sort());
+    expect(findCycle(innerArrows)).toBeNull();
+  });
+
+  it('every import between them follows an arrow of the table: none from a lower folder to a higher one', () => {
+    const broken = innerEdges
+      .filter((edge) => !innerArrows.get(edge.from)?.has(edge.to))
+      .map((edge) => `${edge.file}:${edge.line} imports '${edge.specifier}' (${edge.from} -> ${edge.to})`);
+    expect(broken, broken.join('\n')).toEqual([]);
+  });
+
+  it("app/'s files stand on at most 6 floors of imports", () => {
+    const floors = floorsOf('app');
+    const highest = Math.max(...floors.values());
+    const top = [...floors].filter(([, floor]) => floor === highest).map(([file]) => path.relative(ROOT, file));
+    expect(highest, `on floor ${highest}: ${top.join(', ')}`).toBeLessThanOrEqual(6);
   });
 });

@@ -1,217 +1,254 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config/config.js';
-import type { ModelSettings } from '../config/model-tiers.js';
-import { buildRunArgs } from '../ollama/cli-args.js';
-import { classifyOutcome, type Classification } from '../ollama/classify-outcome.js';
-import type { ModelProcessRequest, ProcessOutcome } from '../ollama/model-process.js';
-import { canonicalModelName, isCloudModel } from '../ollama/model-name.js';
-import { parseGoDuration, parseUsage } from '../ollama/verbose-stats.js';
-import type { CircuitTransition } from '../policy/breaker-state.js';
-import type { RunStatus } from '../policy/run-status.js';
-import { ownEscalation } from '../policy/task-verdict.js';
-import { notInstalledError } from './attempt-errors.js';
-import type { AttemptLedger } from './attempt-ledger.js';
-import type { AttemptRecorder } from './attempt-record.js';
-import { BUSY_WAIT_CANCELLED, STOP, type AttemptResult, type CallStep, type Next } from './call-runner.js';
+import type { Config } from '../../config/config.js';
+import { buildRunArgs } from '../../ollama/cli-args.js';
+import { classifyOutcome, type Classification } from '../../ollama/classify-outcome.js';
+import type { ModelProcessRequest, ProcessOutcome } from '../../ollama/model-process.js';
+import { isCloudModel } from '../../ollama/model-name.js';
+import { parseUsage, type RunUsage } from '../../ollama/verbose-stats.js';
+import type { CircuitTransition } from '../../policy/breaker-state.js';
+import type { RunStatus } from '../../policy/run-status.js';
+import { ownEscalation } from '../../policy/task-verdict.js';
+import type { Grant } from '../queue/dispatcher.js';
+import type { RunWarning } from '../reply/run-result.js';
+import { notCounted } from '../reply/run-warnings.js';
 import type { ContextCheck } from './context-check.js';
-import type { Grant } from './dispatcher.js';
-import type { ProbeWaiters } from './probe-waiters.js';
-import type { Attempt, Settled } from './run-report.js';
-import type { PreflightResult, RunContext, RunRequest } from './run-request.js';
-import type { RunResult, RunWarning } from './run-result.js';
-import { notCounted } from './run-warnings.js';
-import { nextAfter, type ScheduledAttempt, type TurnScheduler } from './turn-scheduler.js';
-import type { AttemptJournal } from '../store/attempt-journal.js';
-import type { SelfIdentity } from '../store/processes/proc-reader.js';
+import { failure, notInstalledError } from './errors.js';
+import type { AttemptLedger, Blocked } from './ledger.js';
+import type { AttemptRecorder } from './record.js';
+import type { Turn, TurnScheduler, WaitingAttempt } from './turn.js';
+import type {
+  AttemptDriver,
+  AttemptInfo,
+  AttemptOutcome,
+  AttemptSource,
+  CallContext,
+  CallEvent,
+  Ended,
+  PreflightResult,
+  RunRequest,
+  Settled,
+  Step,
+} from './types.js';
 
-export interface AttemptRunnerDeps {
-  readonly config: Config;
+export interface AttemptsDeps {
+  readonly config: Pick<Config, 'ollamaBin' | 'killGraceMs' | 'maxOutputBytes'>;
   /** Epoch ms. */
   readonly clock: () => number;
   readonly spawn: (request: ModelProcessRequest) => Promise<ProcessOutcome>;
   /** The CLI's environment. */
   readonly env: Readonly<Record<string, string | undefined>>;
-  readonly settingsFor: (model: string) => ModelSettings;
   /** Checks a model is installed before spawning (OLLAMA_MCP_PREFLIGHT); none: no check. */
   readonly preflight: ((model: string) => Promise<PreflightResult>) | undefined;
   readonly ledger: AttemptLedger;
-  readonly probes: ProbeWaiters;
+  readonly turns: TurnScheduler;
   readonly contextCheck: ContextCheck;
   readonly recorder: AttemptRecorder;
-  /** Where attempts under way are recorded, so a crash cannot lose them (app/interrupted-attempts.ts); null: nowhere. */
-  readonly journal: AttemptJournal | null;
-  readonly identity: SelfIdentity;
-  readonly warn: (message: string) => void;
 }
 
-/** An attempt on its way, with the warnings its result will carry. */
-interface LiveAttempt extends ScheduledAttempt {
-  readonly warnings: RunWarning[];
-}
+/** How an attempt ended before it is settled: what `end` records, once the call said whether it goes on. */
+type Ending =
+  | { readonly kind: 'missing'; readonly installed: readonly string[] }
+  | { readonly kind: 'blocked'; readonly blocked: Blocked; readonly queueMs?: number }
+  | Extract<Turn, { kind: 'refused' | 'stopped' }>
+  | {
+      readonly kind: 'ran';
+      readonly grant: Grant;
+      readonly transition: CircuitTransition;
+      readonly queueMs: number;
+      readonly outcome: ProcessOutcome;
+      readonly classification: Classification;
+      readonly excused: boolean;
+    };
 
-type Ending = Omit<Attempt, 'runId' | 'request' | 'timeoutMs' | 'startTimeoutMs' | 'maxRetries'>;
+/** Makes the attempts of calls: each one is begun, run, then ended by its call. */
+export class Attempts implements AttemptSource {
+  readonly #deps: AttemptsDeps;
 
-/**
- * One attempt of one model, from admission to its runs.jsonl line: preflight, its turn (circuit
- * admission, the dispatcher's queue), the CLI process, the verdict for the task and the circuit, the
- * line and the result. Every path, refusals included, ends in the recorder, so every attempt is
- * logged exactly once and every result has the same shape.
- */
-export class AttemptRunner {
-  readonly #deps: AttemptRunnerDeps;
-  #scheduler: TurnScheduler | null = null;
-  #journalWarned = false;
-
-  constructor(deps: AttemptRunnerDeps) {
+  constructor(deps: AttemptsDeps) {
     this.#deps = deps;
   }
 
-  /** The scheduler the attempts take their turn from (it settles through this runner). */
-  set scheduler(scheduler: TurnScheduler) {
-    this.#scheduler = scheduler;
+  begin(step: Step, context: CallContext): Attempt {
+    return new Attempt(this.#deps, step, context);
+  }
+}
+
+/**
+ * One attempt of one model, in two phases. `run`: preflight (is the model installed?), a turn
+ * (circuit admission, the dispatcher's queue), the CLI process, and its status; the turn is still
+ * held. `end`: the verdict recorded for the circuit and, unless the call goes on, for the task; the
+ * turn given back; the runs.jsonl line and the result. Every attempt, refusals included, ends once.
+ */
+export class Attempt implements AttemptDriver {
+  readonly info: AttemptInfo;
+  readonly #deps: AttemptsDeps;
+  readonly #step: Step;
+  readonly #context: CallContext;
+  readonly #waiting: WaitingAttempt;
+  readonly #warnings: RunWarning[] = [];
+  #ending: Ending | null = null;
+
+  constructor(deps: AttemptsDeps, step: Step, context: CallContext) {
+    this.#deps = deps;
+    this.#step = step;
+    this.#context = context;
+    const { request, limits, modelKey } = step;
+    this.info = {
+      runId: randomUUID(),
+      model: request.model,
+      taskId: request.taskId ?? null,
+      callerRetryCount: request.retryCount ?? null,
+      chainId: step.chainId,
+      chainStep: step.chainStep,
+      busyTry: step.busyTry,
+      batchId: context.batchId ?? null,
+      maxRetries: limits.maxRetries,
+      timeoutMs: limits.timeoutMs,
+      startTimeoutMs: limits.startTimeoutMs,
+      promptChars: request.prompt.length,
+    };
+    const batch = context.batchId !== undefined ? { id: context.batchId, limit: context.batchLimit ?? 1 } : undefined;
+    this.#waiting = {
+      runId: this.info.runId,
+      modelKey,
+      request,
+      maxRetries: limits.maxRetries,
+      timeoutMs: limits.timeoutMs,
+      startTimeoutMs: limits.startTimeoutMs,
+      breaker: limits.breaker,
+      before: step.tried.map(({ model, run_id, status, own }) => ({ model, runId: run_id, status, own })),
+      dispatch: { modelKey, parallel: limits.parallel, batch, keepAliveMs: limits.keepAliveMs },
+      // The circuit is checked twice (admission, leaving the queue): say each thing once.
+      note: (warning) => void (this.#warnings.some((w) => w.kind === warning.kind) || this.#warnings.push(warning)),
+    };
   }
 
-  async run(request: RunRequest, context: RunContext, step?: CallStep): Promise<AttemptResult> {
-    const attempt = this.#newAttempt(request, context, step);
-    // 0. Is the model installed? A missing one fails fast instead of starting a multi-GB pull.
-    // (Without a check nothing is awaited here: the attempt reaches the queue in the same tick.)
+  async run(): Promise<AttemptOutcome> {
+    const { request } = this.#step;
+    // 1. Is the model installed? A missing one fails fast instead of starting a multi-GB pull
+    //    (without a check nothing is awaited: the attempt reaches the queue in the same tick).
     const preflight = request.allowPull || isCloudModel(request.model) ? undefined : this.#deps.preflight;
     const check = preflight ? await preflight(request.model) : null;
-    if (check?.kind === 'missing') {
-      const blocked = await this.#deps.ledger.blocked(attempt);
-      if (blocked !== null) {
-        const ending = {
-          status: blocked.status,
-          classification: failure(blocked.status, blocked.error),
-          settled: blocked.settled,
-        };
-        return this.#end(attempt, ending, STOP, context);
-      }
-      const next = await nextAfter(attempt, 'model_not_found');
-      const settled = await this.settle(attempt, 'model_not_found', null, next.kind !== 'stop');
-      const classification = failure('model_not_found', notInstalledError(request.model, check.installed));
-      return this.#end(attempt, { status: 'model_not_found', classification, settled }, next, context);
-    }
-
-    // 1. Circuit admission, 2. a turn in the dispatcher's queue, and the circuit again once it is
-    //    granted (it may have opened while the attempt waited).
-    const turn = await this.#scheduler!.takeTurn(attempt, context);
-    if (!turn.go) {
-      const { status, error, settled, queueMs, next } = turn;
-      const ending = { status, classification: failure(status, error), settled, ...(queueMs !== undefined ? { queueMs } : {}) };
-      return this.#end(attempt, ending, next, context);
-    }
-
-    // 3. The model process, 4. what it means for the task, the circuit and the caller. The turn is
-    //    given back only once the verdict is recorded, so the next in line sees a circuit this run opened.
-    //    The attempt is recorded as under way until its line is written: a crash cannot lose it.
-    const journaled = await this.#journalOpen(attempt, context);
-    const outcome = await this.#runModel(attempt, turn.grant, context);
-    context.onPhase?.({ phase: 'finishing' });
+    if (check?.kind === 'missing') return this.#ends(await this.#missing(check.installed));
+    // 2. Its circuit admits it, and the dispatcher grants it a turn (the circuit is checked again then).
+    const turn = await this.#deps.turns.takeTurn(this.#waiting, {
+      signal: this.#context.signal,
+      deadlineAt: this.#context.deadlineAt,
+      inBatch: this.#context.batchId !== undefined,
+      emit: (event) => void this.#emit(event),
+    });
+    if (turn.kind !== 'go') return this.#ends(turn);
+    // 3. The CLI, with its two clocks; 4. its status. The turn is held until the attempt ends, so the
+    //    next in line sees a circuit this run opened.
+    await this.#emit({ type: 'started', cold: turn.grant.cold });
+    const outcome = await this.#runModel(turn.grant);
     const classification = classifyOutcome(outcome);
-    // A start that timed out beside models this server only guessed it would fit with is not the task's failure.
+    // A start that timed out beside models this server only guessed would fit is not the task's failure.
     const excuse = classification.status === 'start_timeout' ? turn.grant.startTimedOut() : null;
-    if (excuse !== null) attempt.note(notCounted(excuse));
-    const next = await nextAfter(attempt, classification.status);
-    let settled: Settled;
-    try {
-      settled = await this.settle(attempt, classification.status, turn.transition, next.kind !== 'stop', excuse !== null);
-    } finally {
-      turn.grant.release();
-    }
-    const usage = parseUsage(outcome.stderrTail);
-    const truncation = await this.#deps.contextCheck.warningFor(request.model, usage); // spawns only for a large prompt
-    if (truncation !== null) attempt.warnings.push(truncation);
-    const ending = { status: classification.status, classification, outcome, queueMs: turn.queueMs, settled, usage };
-    const ended = await this.#end(attempt, ending, next, context);
-    if (journaled) await this.#deps.journal!.close(attempt.runId).catch((error: Error) => this.#journalProblem(error));
-    return ended;
+    if (excuse !== null) this.#warnings.push(notCounted(excuse));
+    const { grant, transition, queueMs } = turn;
+    return this.#ends({ kind: 'ran', grant, transition, queueMs, outcome, classification, excused: excuse !== null });
   }
 
-  /** Record the attempt as under way; false (and one warning) when it cannot be: the run goes on. */
-  async #journalOpen(attempt: LiveAttempt, context: RunContext): Promise<boolean> {
-    const { journal, identity, clock } = this.#deps;
-    if (journal === null) return false;
-    const { request, step } = attempt;
-    try {
-      await journal.open({
-        runId: attempt.runId,
-        taskId: request.taskId ?? null,
-        model: request.model,
-        tool: context.batchId ? 'ollama_run_many' : 'ollama_run',
-        batchId: context.batchId ?? null,
-        chainId: step?.chainId ?? null,
-        chainStep: step?.chainStep ?? null,
-        maxRetries: attempt.maxRetries,
-        callerRetryCount: request.retryCount ?? null,
-        timeoutMs: attempt.timeoutMs,
-        startTimeoutMs: attempt.startTimeoutMs,
-        promptChars: request.prompt.length,
-        startedAt: clock(),
-        server: { ...identity.self, ...identity.place },
-      });
-      return true;
-    } catch (error) {
-      this.#journalProblem(error as Error);
-      return false;
-    }
+  /** The call stopped before this attempt could run (cancelled while it waited to retry a "not now"). */
+  stopBeforeRun(error: string): void {
+    this.#ending = { kind: 'stopped', status: 'cancelled', error, transition: null };
   }
 
-  #journalProblem(error: Error): void {
-    if (this.#journalWarned) return;
-    this.#journalWarned = true;
-    this.#deps.warn(
-      `cannot record the attempts under way (${error.message}): runs go on, but one cut off by a crash of this server will not be settled by the next`,
+  /** Record the verdict (for the task only if the call does not go on), give the turn back, write the line. */
+  async end(willRetry: boolean): Promise<Ended> {
+    const ending = this.#ending;
+    if (ending === null) throw new Error('an attempt ends after it ran');
+    const status = statusOf(ending);
+    const settled = await this.#settle(ending, willRetry);
+    const usage = ending.kind === 'ran' ? await this.#usage(ending.outcome) : undefined;
+    const result = await this.#deps.recorder.record(
+      {
+        runId: this.info.runId,
+        request: this.#step.request,
+        timeoutMs: this.info.timeoutMs,
+        startTimeoutMs: this.info.startTimeoutMs,
+        maxRetries: this.info.maxRetries,
+        status,
+        classification:
+          ending.kind === 'ran' ? ending.classification : failure(status, errorOf(ending, this.#step.request.model)),
+        settled,
+        outcome: ending.kind === 'ran' ? ending.outcome : undefined,
+        queueMs: ending.kind === 'missing' ? undefined : ending.queueMs,
+        usage,
+        step: this.#step,
+        willRetry,
+      },
+      this.#warnings,
+      this.#context,
     );
+    await this.#emit({ type: 'ended', status, willRetry });
+    const { transition } = settled;
+    return { result, own: ownEscalation(status, transition === 'opened' || transition === 'reopened') };
   }
 
-  /** A call cancelled while it waited to retry a busy server: settled and logged, nothing spawned. */
-  async cancelledWaiting(request: RunRequest, context: RunContext, step: CallStep): Promise<RunResult> {
-    const attempt = this.#newAttempt(request, context, step);
-    const settled = await this.settle(attempt, 'cancelled', null, false);
-    const classification = failure('cancelled', BUSY_WAIT_CANCELLED);
-    return (await this.#end(attempt, { status: 'cancelled', classification, settled }, STOP, context)).result;
+  #ends(ending: Ending): AttemptOutcome {
+    this.#ending = ending;
+    return { status: statusOf(ending) };
   }
 
-  /** Record a verdict for the circuit (and the task, unless the call goes on or it is `excused`), then wake the model's probe waiters. */
-  async settle(
-    attempt: ScheduledAttempt,
-    status: RunStatus,
-    transition: CircuitTransition,
-    willRetry: boolean,
-    excused = false,
-  ): Promise<Settled> {
-    try {
-      return await this.#deps.ledger.settle(attempt, status, transition, willRetry, excused);
-    } finally {
-      // This may have been the probe others wait for: let them read its verdict now.
-      this.#deps.probes.wake(attempt.modelKey);
+  /** A missing model: a blocked task is refused as blocked whatever else is wrong with the call. */
+  async #missing(installed: readonly string[]): Promise<Ending> {
+    const blocked = await this.#deps.ledger.blocked(this.#waiting);
+    return blocked === null ? { kind: 'missing', installed } : { kind: 'blocked', blocked };
+  }
+
+  async #settle(ending: Ending, willRetry: boolean): Promise<Settled> {
+    const { ledger } = this.#deps;
+    const attempt = this.#waiting;
+    switch (ending.kind) {
+      case 'missing':
+        return ledger.settle(attempt, 'model_not_found', null, willRetry);
+      case 'blocked':
+        return ending.blocked.settled;
+      case 'refused':
+        return ledger.settleRefusal(attempt, willRetry, ending.own);
+      case 'stopped':
+        return ledger.settle(attempt, ending.status, ending.transition, false);
+      case 'ran':
+        try {
+          return await ledger.settle(attempt, ending.classification.status, ending.transition, willRetry, ending.excused);
+        } finally {
+          ending.grant.release();
+        }
     }
+  }
+
+  /** What the CLI reported, and the warning of a prompt that probably did not fit (spawns only for a large prompt). */
+  async #usage(outcome: ProcessOutcome): Promise<RunUsage> {
+    const usage = parseUsage(outcome.stderrTail);
+    const truncation = await this.#deps.contextCheck.warningFor(this.#step.request.model, usage);
+    if (truncation !== null) this.#warnings.push(truncation);
+    return usage;
   }
 
   /** The CLI with its two clocks: the start allowance until the first byte of answer, then timeout_ms; a deadline over both. */
-  async #runModel(attempt: LiveAttempt, grant: Grant, context: RunContext): Promise<ProcessOutcome> {
-    const { config, clock, env } = this.#deps;
-    const { request } = attempt;
-    const deadlineMs = context.deadlineAt === undefined ? undefined : Math.max(1, context.deadlineAt - clock());
-    context.onPhase?.({ phase: 'starting', cold: grant.cold });
+  async #runModel(grant: Grant): Promise<ProcessOutcome> {
+    const { config, clock, env, spawn } = this.#deps;
+    const { request } = this.#step;
+    const { deadlineAt, signal } = this.#context;
     try {
-      return await this.#deps.spawn({
+      return await spawn({
         bin: config.ollamaBin,
         args: buildRunArgs(request.model, grant.sendKeepAlive ? request : withoutKeepAlive(request)),
         prompt: request.prompt,
         env,
-        timeoutMs: attempt.timeoutMs,
-        startTimeoutMs: attempt.startTimeoutMs,
-        ...(deadlineMs !== undefined ? { deadlineMs } : {}),
+        timeoutMs: this.info.timeoutMs,
+        startTimeoutMs: this.info.startTimeoutMs,
+        deadlineMs: deadlineAt === undefined ? undefined : Math.max(1, deadlineAt - clock()),
         killGraceMs: config.killGraceMs,
         maxOutputBytes: config.maxOutputBytes,
         onFirstByte: () => {
           grant.answerBegan();
-          context.onPhase?.({ phase: 'running' });
+          void this.#emit({ type: 'first_byte' });
         },
-        ...(context.signal ? { signal: context.signal } : {}),
-        ...(context.onOutput ? { onOutput: context.onOutput } : {}),
+        signal,
+        onOutput: (bytes) => void this.#emit({ type: 'output', bytes }),
       });
     } catch (error) {
       grant.release();
@@ -219,44 +256,36 @@ export class AttemptRunner {
     }
   }
 
-  async #end(attempt: LiveAttempt, ending: Ending, next: Next, context: RunContext): Promise<AttemptResult> {
-    const { runId, request, timeoutMs, startTimeoutMs, maxRetries, warnings, step } = attempt;
-    const result = await this.#deps.recorder.record(
-      { runId, request, timeoutMs, startTimeoutMs, maxRetries, ...ending },
-      { warnings, ...(step ? { step } : {}), willRetry: next.kind !== 'stop' },
-      context,
-    );
-    const { transition } = ending.settled;
-    return { result, next, own: ownEscalation(ending.status, transition === 'opened' || transition === 'reopened') };
+  #emit(event: DistributiveOmit<CallEvent, 'attempt'>): Promise<void> {
+    return this.#context.events.emit({ ...event, attempt: this.info } as CallEvent);
   }
+}
 
-  #newAttempt(request: RunRequest, context: RunContext, step?: CallStep): LiveAttempt {
-    const settings = this.#deps.settingsFor(request.model);
-    const warnings: RunWarning[] = [];
-    const modelKey = canonicalModelName(request.model);
-    const keepAliveMs = keepAliveMsOf(request.keepalive);
-    return {
-      runId: randomUUID(),
-      modelKey,
-      request,
-      dispatch: {
-        modelKey,
-        parallel: settings.parallel,
-        ...(context.batchId !== undefined && context.batchLimit !== undefined
-          ? { batch: { id: context.batchId, limit: context.batchLimit } }
-          : {}),
-        ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
-      },
-      breaker: { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs },
-      timeoutMs: step?.timeoutMs ?? request.timeoutMs ?? settings.timeoutMs,
-      startTimeoutMs: step?.startTimeoutMs ?? request.startTimeoutMs ?? settings.startTimeoutMs,
-      maxRetries: step?.maxRetries ?? request.maxRetries ?? settings.maxRetries,
-      warnings,
-      ...(step ? { step } : {}),
-      before: (step?.tried ?? []).map(({ model, run_id, status, own }) => ({ model, runId: run_id, status, own })),
-      // The circuit is checked twice (admission, leaving the queue): say each thing once.
-      note: (warning) => void (warnings.some((w) => w.kind === warning.kind) || warnings.push(warning)),
-    };
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+function statusOf(ending: Ending): RunStatus {
+  switch (ending.kind) {
+    case 'missing':
+      return 'model_not_found';
+    case 'blocked':
+      return 'blocked';
+    case 'refused':
+      return 'circuit_open';
+    case 'stopped':
+      return ending.status;
+    case 'ran':
+      return ending.classification.status;
+  }
+}
+
+function errorOf(ending: Exclude<Ending, { kind: 'ran' }>, model: string): string {
+  switch (ending.kind) {
+    case 'missing':
+      return notInstalledError(model, ending.installed);
+    case 'blocked':
+      return ending.blocked.error;
+    default:
+      return ending.error;
   }
 }
 
@@ -264,16 +293,4 @@ export class AttemptRunner {
 function withoutKeepAlive(request: RunRequest): RunRequest {
   const { keepalive: _dropped, ...rest } = request;
   return rest;
-}
-
-/** A `keepalive` argument in ms (negative: forever); undefined when the call gives none. */
-function keepAliveMsOf(keepalive: string | undefined): number | undefined {
-  if (keepalive === undefined) return undefined;
-  const ns = parseGoDuration(keepalive);
-  if (ns === null) return undefined;
-  return ns < 0 ? Infinity : ns / 1e6;
-}
-
-export function failure(status: RunStatus, error: string): Classification {
-  return { status, error, answer: '', thinking: '' };
 }

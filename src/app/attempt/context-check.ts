@@ -1,10 +1,10 @@
-import type { Config } from '../config/config.js';
-import { lookupContextWindow } from '../ollama/context-window.js';
-import { canonicalModelName } from '../ollama/model-name.js';
-import type { RunUsage } from '../ollama/verbose-stats.js';
-import { judgePromptFit, NO_EVIDENCE, worthLookingUp, type ContextEvidence } from '../policy/prompt-fit.js';
-import type { RunWarning } from './run-result.js';
-import { promptMayBeTruncated } from './run-warnings.js';
+import type { Config } from '../../config/config.js';
+import { lookupContextWindow } from '../../ollama/context-window.js';
+import { canonicalModelName } from '../../ollama/model-name.js';
+import type { RunUsage } from '../../ollama/verbose-stats.js';
+import { judgePromptFit, NO_EVIDENCE, worthLookingUp, type ContextEvidence } from '../../policy/prompt-fit.js';
+import type { RunWarning } from '../reply/run-result.js';
+import { promptMayBeTruncated } from '../reply/run-warnings.js';
 
 /** How long what the CLI said of a model's context is trusted (`ps` shows the loaded instance, which a reload may change). */
 export const CONTEXT_CACHE_TTL_MS = 60_000;

@@ -1,5 +1,7 @@
-import type { CircuitView } from '../policy/breaker.js';
-import type { EscalationReason } from '../policy/run-status.js';
+import type { Classification } from '../../ollama/classify-outcome.js';
+import type { CircuitView } from '../../policy/breaker.js';
+import type { RunStatus } from '../../policy/run-status.js';
+import type { EscalationReason } from '../../policy/run-status.js';
 
 /** The error texts of attempts that did not run or were cut short: each says what to do next. */
 
@@ -29,14 +31,17 @@ export function stoppedWaitingError(late: boolean, waitingFor: string, inBatch =
     : `the call's deadline_ms passed while it waited for ${waitingFor}`;
 }
 
-export function probeWaitTimedOutError(startTimeoutMs: number, circuit: CircuitView): string {
-  const retry =
-    circuit.retry_after_seconds === null ? '' : ` The model takes no runs for about ${circuit.retry_after_seconds} s.`;
-  return `this call waited its whole start allowance (start_timeout_ms, ${Math.round(startTimeoutMs / 1000)} s) for the model's half-open probe run, which is still in flight; the probe's verdict decides whether the model takes runs again.${retry}`;
+export function probeWaitTimedOutError(startTimeoutMs: number): string {
+  return `this call waited its whole start allowance (start_timeout_ms, ${Math.round(startTimeoutMs / 1000)} s) for the model's half-open probe run, which is still in flight; the probe's verdict decides whether the model takes runs again.`;
 }
 
 export function probeFailedError(circuitError: string): string {
   return `the model's probe run failed while this call waited for it: ${circuitError}`;
+}
+
+/** What is known of an attempt that produced no answer: its status and why. */
+export function failure(status: RunStatus, error: string): Classification {
+  return { status, error, answer: '', thinking: '' };
 }
 
 export const NOT_STARTED_ERROR = 'the batch deadline passed before this job started';

@@ -1,12 +1,12 @@
-import { livenessOf, type ProcView } from '../policy/process-identity.js';
-import type { AttemptJournal, OpenAttempt } from '../store/attempt-journal.js';
-import type { SelfIdentity } from '../store/processes/proc-reader.js';
-import { terminalText } from '../ollama/terminal-text.js';
-import { canonicalModelName } from '../ollama/model-name.js';
-import { failure } from './attempt.js';
-import type { AttemptLedger } from './attempt-ledger.js';
-import type { AttemptRecorder } from './attempt-record.js';
-import { STOP, type CallStep } from './call-runner.js';
+import { livenessOf, type ProcView } from '../../policy/process-identity.js';
+import type { AttemptJournal, OpenAttempt } from '../../store/attempt-journal.js';
+import type { SelfIdentity } from '../../store/processes/proc-reader.js';
+import { terminalText } from '../../ollama/terminal-text.js';
+import { canonicalModelName } from '../../ollama/model-name.js';
+import { failure } from './errors.js';
+import type { AttemptLedger } from './ledger.js';
+import type { AttemptRecorder } from './record.js';
+import type { CallListener } from './types.js';
 
 /** How often the attempts of dead servers are looked for, besides once at start-up. */
 export const SETTLE_EVERY_MS = 60_000;
@@ -84,6 +84,8 @@ export class InterruptedAttempts {
         ? died
         : `it ended ${status}, but ${died.replace('before the attempt ended', 'before logging it')}`;
     const request = { model: open.model, prompt: '', ...(open.taskId !== null ? { taskId: open.taskId } : {}) };
+    // Its place in a fallback chain, for its line (what the chain tried before it is not known here).
+    const step = { chainId: open.chainId, chainStep: open.chainStep, busyTry: 0, tried: [], busyRetries: 0 };
     await recorder.record(
       {
         runId: open.runId,
@@ -95,26 +97,61 @@ export class InterruptedAttempts {
         classification: failure(status, error),
         settled,
         promptChars: open.promptChars,
+        step: open.chainId !== null ? step : undefined,
+        willRetry: false,
       },
-      { warnings: [], tool: open.tool, ...(open.chainId !== null ? { step: stepOf(open) } : {}), willRetry: false },
-      open.batchId !== null ? { batchId: open.batchId } : {},
+      [],
+      { tool: open.tool, batchId: open.batchId ?? undefined },
     );
     const what = terminalText(`${open.model}${open.taskId !== null ? `, task ${open.taskId}` : ''}`);
     warn(`attempt ${open.runId} (${what}) settled as ${status}: ${died}`);
   }
 }
 
-/** Its place in a fallback chain, for its line (what the chain tried before it is not known here). */
-function stepOf(open: OpenAttempt): CallStep {
-  return {
-    chainId: open.chainId,
-    chainStep: open.chainStep,
-    busyTry: 0,
-    timeoutMs: open.timeoutMs,
-    startTimeoutMs: open.startTimeoutMs,
-    maxRetries: open.maxRetries,
-    tried: [],
-    busyRetries: 0,
-    after: async () => STOP,
+/**
+ * Records each attempt as under way from the moment its CLI is about to start until its line is
+ * written (a listener of every call's events), so that the next server settles it if this one dies.
+ * A journal that cannot be written costs one warning: the runs go on.
+ */
+export function recordUnderWay(deps: {
+  readonly journal: AttemptJournal;
+  readonly identity: SelfIdentity;
+  readonly clock: () => number;
+  readonly warn: (message: string) => void;
+}): CallListener {
+  const { journal, identity, clock, warn } = deps;
+  const open = new Set<string>();
+  let warned = false;
+  const problem = (error: Error) => {
+    if (warned) return;
+    warned = true;
+    warn(
+      `cannot record the attempts under way (${error.message}): runs go on, but one cut off by a crash of this server will not be settled by the next`,
+    );
+  };
+  return async (event) => {
+    const { attempt } = event;
+    if (event.type === 'started') {
+      await journal
+        .open({
+          runId: attempt.runId,
+          taskId: attempt.taskId,
+          model: attempt.model,
+          tool: attempt.batchId !== null ? 'ollama_run_many' : 'ollama_run',
+          batchId: attempt.batchId,
+          chainId: attempt.chainId,
+          chainStep: attempt.chainStep,
+          maxRetries: attempt.maxRetries,
+          callerRetryCount: attempt.callerRetryCount,
+          timeoutMs: attempt.timeoutMs,
+          startTimeoutMs: attempt.startTimeoutMs,
+          promptChars: attempt.promptChars,
+          startedAt: clock(),
+          server: { ...identity.self, ...identity.place },
+        })
+        .then(() => void open.add(attempt.runId), problem);
+    } else if (event.type === 'ended' && open.delete(attempt.runId)) {
+      await journal.close(attempt.runId).catch(problem);
+    }
   };
 }

@@ -1,10 +1,10 @@
-import type { Config } from '../config/config.js';
-import { admit, circuitGate, recordVerdict, viewCircuit, type BreakerSettings } from '../policy/breaker.js';
-import { CLOSED, type BreakerState } from '../policy/breaker-state.js';
-import type { EscalationDecision } from '../policy/escalation.js';
-import { ownEscalation, taskVerdict, type ModelVerdict } from '../policy/task-verdict.js';
-import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
-import type { EscalationReason, RunStatus } from '../policy/run-status.js';
+import type { Config } from '../../config/config.js';
+import { admit, circuitGate, recordVerdict, viewCircuit, type BreakerSettings } from '../../policy/breaker.js';
+import { CLOSED, type BreakerState } from '../../policy/breaker-state.js';
+import type { EscalationDecision } from '../../policy/escalation.js';
+import { ownEscalation, taskVerdict, type ModelVerdict } from '../../policy/task-verdict.js';
+import { OUTCOME_POLICY } from '../../policy/outcome-policy.js';
+import type { EscalationReason, RunStatus } from '../../policy/run-status.js';
 import {
   pruneClock,
   pruneDue,
@@ -14,13 +14,14 @@ import {
   retryCountFor,
   type AttemptFacts,
   type TaskLedgerEntry,
-} from '../policy/task-ledger.js';
-import type { RunWarning } from './run-result.js';
-import { circuitNotUpdated, unsavedVerdict } from './run-warnings.js';
-import type { StateBackend, StateData } from '../store/state-backend.js';
-import { blockedError, circuitOpenError } from './attempt-errors.js';
-import type { Settled } from './run-report.js';
-import { taskScope, type RunRequest } from './run-request.js';
+} from '../../policy/task-ledger.js';
+import type { RunWarning } from '../reply/run-result.js';
+import { circuitNotUpdated, unsavedVerdict } from '../reply/run-warnings.js';
+import type { StateBackend, StateData } from '../../store/state-backend.js';
+import { blockedError, circuitOpenError } from './errors.js';
+import type { RunRequest } from './types.js';
+import { ProbeWaiters } from '../queue/probe-waiters.js';
+import type { Settled } from './types.js';
 
 /** Time a half-open probe keeps its lease beyond its own limits (start allowance, timeout) and kill grace. */
 const PROBE_LEASE_MARGIN_MS = 5_000;
@@ -66,13 +67,19 @@ export type Admission =
   | { readonly admitted: true; readonly transition: Settled['transition'] }
   /** Another call's half-open probe is in flight: wait for its verdict, then ask again. */
   | { readonly admitted: false; readonly probeInFlight: true }
-  | {
-      readonly admitted: false;
-      readonly probeInFlight?: false;
-      readonly status: 'circuit_open' | 'blocked';
-      readonly settled: Settled;
-      readonly error: string;
-    };
+  /** The model's circuit refuses runs now: nothing is recorded for the task until the attempt ends (`settleRefusal`). */
+  | { readonly admitted: false; readonly probeInFlight?: false; readonly status: 'circuit_open'; readonly error: string }
+  /** The task escalated before and block mode refuses it: recorded, the call ends with it. */
+  | Blocked;
+
+/** A refusal of a task that escalated before, in block mode (recorded as `blocked` for the task). */
+export interface Blocked {
+  readonly admitted: false;
+  readonly probeInFlight?: false;
+  readonly status: 'blocked';
+  readonly error: string;
+  readonly settled: Settled;
+}
 
 export interface AttemptLedgerDeps {
   readonly store: StateBackend;
@@ -96,12 +103,15 @@ export class AttemptLedger {
   readonly #clock: () => number;
   readonly #config: AttemptLedgerDeps['config'];
   readonly #warn: (message: string) => void;
+  /** Attempts waiting for a model's half-open probe: every settle here wakes those of its model. */
+  readonly probes: ProbeWaiters;
 
   constructor(deps: AttemptLedgerDeps) {
     this.#store = deps.store;
     this.#clock = deps.clock;
     this.#config = deps.config;
     this.#warn = deps.warn;
+    this.probes = new ProbeWaiters((modelKey) => this.circuitOf(modelKey), deps.clock);
   }
 
   /** The model's circuit as last saved (unlocked, cached read). */
@@ -110,10 +120,10 @@ export class AttemptLedger {
   }
 
   /**
-   * May the attempt run now? A refusal is recorded for the task unless `willRetryIfRefused` (the call
-   * would then go on to a busy retry or the next model, and the task counts calls).
+   * May the attempt run now? A circuit's refusal is recorded for the task only when the attempt
+   * ends (`settleRefusal`): whether its call goes on is decided then.
    */
-  async admit(a: LedgerAttempt, willRetryIfRefused: boolean): Promise<Admission> {
+  async admit(a: LedgerAttempt): Promise<Admission> {
     const { request, modelKey, runId } = a;
     const blocking = this.#config.escalationMode === 'block' && request.taskId !== undefined;
     try {
@@ -135,11 +145,7 @@ export class AttemptLedger {
         state.breakers[modelKey] = decision.next;
         if (decision.admitted) return { admitted: true, transition: decision.transition };
         if (decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
-        const circuit = viewCircuit(decision.next, now, a.breaker);
-        if (willRetryIfRefused) return circuitOpen(retryCountFor(entry, request.retryCount), circuit, CIRCUIT_OPEN);
-        const call = judgeCall(entry, a, 'circuit_open', 'circuit_open');
-        recordCall(state, a, call, now);
-        return circuitOpen(call.retryCount, circuit, call.escalation, call.standing.status);
+        return circuitOpen(viewCircuit(decision.next, now, a.breaker));
       });
     } catch (error) {
       return this.#admitUnsaved(a, (error as Error).message);
@@ -151,7 +157,7 @@ export class AttemptLedger {
    * the task may run. For an attempt that ends before its admission (its model is not installed): a
    * blocked task is refused as blocked whatever else is wrong with the call.
    */
-  async blocked(a: LedgerAttempt): Promise<Extract<Admission, { status: 'blocked' | 'circuit_open' }> | null> {
+  async blocked(a: LedgerAttempt): Promise<Blocked | null> {
     if (this.#config.escalationMode !== 'block' || a.request.taskId === undefined) return null;
     try {
       const snapshot = await this.#store.snapshot(taskScope(a.request));
@@ -165,12 +171,7 @@ export class AttemptLedger {
     }
   }
 
-  #recordBlocked(
-    state: StateData,
-    a: LedgerAttempt,
-    entry: TaskLedgerEntry,
-    now: number,
-  ): Extract<Admission, { status: 'blocked' | 'circuit_open' }> {
+  #recordBlocked(state: StateData, a: LedgerAttempt, entry: TaskLedgerEntry, now: number): Blocked {
     const reason = entry.escalationReason ?? 'max_retries_exceeded';
     const retryCount = retryCountFor(entry, a.request.retryCount);
     recordTask(state, a, { status: 'blocked', counted: false, retryCount, escalationReason: reason }, now);
@@ -228,37 +229,34 @@ export class AttemptLedger {
       await this.#pruneIfDue(prunedAt).catch((error: Error) => this.#warn(`pruning the task ledger failed: ${error.message}`));
       return settled;
     } catch (error) {
-      return this.#settleUnsaved(a, status, (error as Error).message, excused);
+      return this.#settleUnsaved(a, status, (error as Error).message, ownEscalation(status, false), excused);
+    } finally {
+      // This may have been the probe others wait for: let them read its verdict now.
+      this.probes.wake(a.modelKey);
     }
   }
 
   /**
-   * A call whose own limit ran out while the probe was still in flight: not escalated (the model has
-   * not failed again yet), and recorded for its task unless the call will retry.
+   * An attempt its model's circuit refused ends: recorded for its task unless its call goes on.
+   * `own`: the refusal's own escalation: `circuit_open` when the circuit refused it (the model failed
+   * too often), null when the attempt's start allowance ran out while a probe was still in flight
+   * (the model has not failed again yet).
    */
-  async settleProbeWaitTimeout(a: LedgerAttempt, willRetry: boolean): Promise<Settled> {
-    const noEscalation: EscalationDecision = { escalate: false, reason: null };
+  async settleRefusal(a: LedgerAttempt, willRetry: boolean, own: 'circuit_open' | null): Promise<Settled> {
     try {
       return await this.#store.transact(taskScope(a.request), (state): Settled => {
         const now = this.#clock();
         const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
         const entry = a.request.taskId === undefined ? undefined : state.tasks[a.request.taskId];
-        if (willRetry)
-          return { retryCount: retryCountFor(entry, a.request.retryCount), escalation: noEscalation, circuit, transition: null };
-        // The model has not failed again yet: its refusal is no escalation of its own.
-        const call = judgeCall(entry, a, 'circuit_open', null);
-        recordCall(state, a, call, now);
-        return {
-          retryCount: call.retryCount,
-          escalation: call.escalation,
-          standing: call.standing.status,
-          circuit,
-          transition: null,
-        };
+        const call = judgeCall(entry, a, 'circuit_open', own);
+        if (!willRetry) recordCall(state, a, call, now);
+        const { retryCount, escalation, standing } = call;
+        return { retryCount, escalation, standing: standing.status, circuit, transition: null };
       });
     } catch (error) {
-      this.#warn(`ledger not updated for run ${a.runId}: ${(error as Error).message}`);
-      return this.unsettled(a.request.retryCount ?? 0, noEscalation);
+      return this.#settleUnsaved(a, 'circuit_open', (error as Error).message, own, false);
+    } finally {
+      this.probes.wake(a.modelKey);
     }
   }
 
@@ -309,7 +307,7 @@ export class AttemptLedger {
     request: RunRequest,
     reason: NonNullable<EscalationDecision['reason']>,
     s: Pick<Settled, 'retryCount' | 'circuit'>,
-  ): Extract<Admission, { status: 'blocked' | 'circuit_open' }> {
+  ): Blocked {
     return {
       admitted: false,
       status: 'blocked',
@@ -345,11 +343,17 @@ export class AttemptLedger {
     if (!decision.admitted && decision.reason === 'probe_in_flight') return { admitted: false, probeInFlight: true };
     a.note(circuitNotUpdated(modelKey, message, decision.admitted));
     if (decision.admitted) return { admitted: true, transition: null };
-    return circuitOpen(retryCountFor(entry, request.retryCount), viewCircuit(decision.next, now, a.breaker), CIRCUIT_OPEN);
+    return circuitOpen(viewCircuit(decision.next, now, a.breaker));
   }
 
   /** The ledger could not be updated: count from what can still be read, and say so in the result. */
-  async #settleUnsaved(a: LedgerAttempt, status: RunStatus, error: string, excused: boolean): Promise<Settled> {
+  async #settleUnsaved(
+    a: LedgerAttempt,
+    status: RunStatus,
+    error: string,
+    own: EscalationReason | null,
+    excused: boolean,
+  ): Promise<Settled> {
     this.#warn(`ledger not updated for run ${a.runId}: ${error}`);
     let snapshot: StateData | null = null;
     try {
@@ -358,7 +362,7 @@ export class AttemptLedger {
       this.#warn(`ledger not readable either: ${(readError as Error).message}`);
     }
     const entry = snapshot && a.request.taskId !== undefined ? snapshot.tasks[a.request.taskId] : undefined;
-    const call = judgeCall(entry, a, status, ownEscalation(status, false), excused);
+    const call = judgeCall(entry, a, status, own, excused);
     const verdict = unsavedVerdict({
       ledger: snapshot ? { entry } : 'unreadable',
       taskId: a.request.taskId,
@@ -392,21 +396,10 @@ export class AttemptLedger {
   }
 }
 
-const CIRCUIT_OPEN: EscalationDecision = { escalate: true, reason: 'circuit_open' };
 const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
 
-function circuitOpen(
-  retryCount: number,
-  circuit: Settled['circuit'],
-  escalation: EscalationDecision,
-  standing?: RunStatus,
-): Admission {
-  return {
-    admitted: false,
-    status: 'circuit_open',
-    error: circuitOpenError(circuit),
-    settled: { retryCount, escalation, circuit, transition: null, ...(standing !== undefined ? { standing } : {}) },
-  };
+function circuitOpen(circuit: Settled['circuit']): Admission {
+  return { admitted: false, status: 'circuit_open', error: circuitOpenError(circuit) };
 }
 
 /** The task's verdict of the call an attempt ends, and the retry_count it was judged at. */
@@ -457,4 +450,9 @@ function recordTask(
   const { request, runId } = a;
   if (request.taskId === undefined) return;
   state.tasks[request.taskId] = recordAttempt(state.tasks[request.taskId], { ...facts, runId, model: request.model, now });
+}
+
+/** The task ids a store transaction for this request touches. */
+function taskScope(request: RunRequest): string[] {
+  return request.taskId === undefined ? [] : [request.taskId];
 }

@@ -1,19 +1,16 @@
-import type { AnswerFiles } from './answer-files.js';
-import type { CallStep } from './call-runner.js';
-import { fitReply, type FittedReply } from './reply-fit.js';
-import { toRunMetadata, toRunRecord, type Attempt, type StepFacts } from './run-report.js';
-import type { RunContext } from './run-request.js';
-import type { RunResult, RunWarning } from './run-result.js';
-import type { RunLog } from '../telemetry/run-log.js';
+import type { AnswerFiles } from '../reply/answer-files.js';
+import { fitReply, type FittedReply } from '../reply/reply-fit.js';
+import type { RunResult, RunWarning } from '../reply/run-result.js';
+import { toRunMetadata, toRunRecord, type WriteUp } from './write-up.js';
+import type { RunLog } from '../../telemetry/run-log.js';
 
-/** What the attempt's write-up needs beyond the attempt itself. */
-export interface RecordExtras {
-  readonly warnings: readonly RunWarning[];
+/** What the write-up of an attempt needs of its call. */
+export interface RecordContext {
+  readonly batchId?: string | undefined;
+  /** How many results share the reply (a batch's job count): each gets that share of its size. @default 1 */
+  readonly replyShare?: number | undefined;
   /** The tool the line names when not `ollama_run`/`ollama_run_many` (an invalid call's). */
-  readonly tool?: string;
-  /** Its place in its call, and whether the call goes on after it. */
-  readonly step?: CallStep;
-  readonly willRetry: boolean;
+  readonly tool?: string | undefined;
 }
 
 export interface AttemptRecorderDeps {
@@ -35,27 +32,26 @@ export class AttemptRecorder {
     this.#deps = deps;
   }
 
-  async record(plain: Attempt, extras: RecordExtras, context: RunContext): Promise<RunResult> {
-    const facts = extras.step ? stepFacts(extras.step, extras.willRetry) : undefined;
-    const attempt = facts ? inCall(plain, facts, extras.step!) : plain;
-    if (!extras.willRetry) context.onPhase?.({ phase: 'done' });
+  async record(plain: WriteUp, warnings: readonly RunWarning[], context: RecordContext): Promise<RunResult> {
+    const attempt = inCall(plain);
     const includeThinking = attempt.request.includeThinking === true;
     // Decided before the line is written, so that the line says what the caller received.
-    const reply = await this.#fitReply(attempt, extras.willRetry, context.replyShare ?? 1);
-    const metadata = toRunMetadata(attempt, [...extras.warnings, ...reply.warnings], {
+    const reply = await this.#fitReply(attempt, context.replyShare ?? 1);
+    const metadata = toRunMetadata(attempt, [...warnings, ...reply.warnings], {
       output: reply.outputFile,
       thinking: reply.thinkingFile,
     });
+    const { step, willRetry } = attempt;
     await this.#deps.log.record(
       toRunRecord(metadata, {
         ts: this.#deps.clock(),
         batchId: context.batchId ?? null,
-        tool: extras.tool ?? (context.batchId ? 'ollama_run_many' : 'ollama_run'),
+        tool: context.tool ?? (context.batchId ? 'ollama_run_many' : 'ollama_run'),
         transition: attempt.settled.transition,
         prompt: attempt.request.prompt,
         output: attempt.classification.answer,
         serverPid: process.pid,
-        ...(facts ? { step: facts } : {}),
+        step: step ? { chainStep: step.chainStep, busyTry: step.busyTry, willRetry } : undefined,
         returned: { outputChars: reply.output.length, thinkingChars: includeThinking ? (reply.thinking ?? '').length : null },
       }),
     );
@@ -63,40 +59,28 @@ export class AttemptRecorder {
   }
 
   /** The answer as the reply carries it. An attempt its call goes past reaches no caller: left whole. */
-  #fitReply(attempt: Attempt, willRetry: boolean, share: number): Promise<FittedReply> {
+  #fitReply(attempt: WriteUp, share: number): Promise<FittedReply> {
     const { answer, thinking } = attempt.classification;
     const includeThinking = attempt.request.includeThinking === true;
-    if (willRetry) return Promise.resolve({ output: answer, thinking, outputFile: null, thinkingFile: null, warnings: [] });
+    if (attempt.willRetry)
+      return Promise.resolve({ output: answer, thinking, outputFile: null, thinkingFile: null, warnings: [] });
     return fitReply({ runId: attempt.runId, answer, thinking, includeThinking, share }, this.#deps.answers);
   }
-}
-
-/** What an attempt's line and metadata say of its place in the call. */
-function stepFacts(step: CallStep, willRetry: boolean): StepFacts {
-  return {
-    chainId: step.chainId,
-    chainStep: step.chainStep,
-    busyTry: step.busyTry,
-    willRetry,
-    fallback: step.tried.map(({ model, status, run_id }) => ({ model, status, run_id })),
-    busyRetries: step.busyRetries,
-  };
 }
 
 /**
  * An attempt as its call tells it: one the call goes past escalates nothing (the call goes on);
  * the call's failed result names the models tried before it, and how each ended.
  */
-function inCall(attempt: Attempt, facts: StepFacts, step: CallStep): Attempt {
-  if (facts.willRetry) {
-    return { ...attempt, step: facts, settled: { ...attempt.settled, escalation: { escalate: false, reason: null } } };
-  }
+function inCall(attempt: WriteUp): WriteUp {
+  if (attempt.willRetry) return { ...attempt, settled: { ...attempt.settled, escalation: { escalate: false, reason: null } } };
   const error = attempt.classification.error;
-  if (step.tried.length === 0 || error === undefined || error === null) return { ...attempt, step: facts };
-  const before = step.tried.map((t) => `${t.model} (${t.status})`).join(', ');
+  const tried = attempt.step?.tried ?? [];
+  if (tried.length === 0 || error === undefined || error === null) return attempt;
+  const before = tried.map((t) => `${t.model} (${t.status})`).join(', ');
   const classification = {
     ...attempt.classification,
     error: `models tried before: ${before}; ${attempt.request.model}: ${error}`,
   };
-  return { ...attempt, step: facts, classification };
+  return { ...attempt, classification };
 }

@@ -1,48 +1,51 @@
-import type { RunStatus } from '../policy/run-status.js';
-import type { CircuitTransition } from '../policy/breaker-state.js';
-import { probeFailedError, probeWaitTimedOutError, stoppedWaitingError } from './attempt-errors.js';
-import type { Admission, AttemptLedger, LedgerAttempt } from './attempt-ledger.js';
-import type { CallSlots } from './call-slots.js';
-import { STOP, type CallStep, type Next } from './call-runner.js';
-import type { DispatchRequest, Grant } from './dispatcher.js';
-import type { ProbeWaiters } from './probe-waiters.js';
-import type { Settled } from './run-report.js';
-import type { RunContext } from './run-request.js';
-import { deadlineSignal } from './deadline-signal.js';
+import type { CircuitTransition } from '../../policy/breaker-state.js';
+import { deadlineSignal } from '../queue/deadline-signal.js';
+import type { DispatchRequest, Grant } from '../queue/dispatcher.js';
+import type { TurnSlots } from '../queue/turn-slots.js';
+import { probeFailedError, probeWaitTimedOutError, stoppedWaitingError } from './errors.js';
+import type { AttemptLedger, Blocked, LedgerAttempt } from './ledger.js';
+import type { QueueReason } from '../queue/queue-reason.js';
 
-/** An attempt waiting for its turn: what the ledger needs, what the dispatcher needs, its place in its call. */
-export interface ScheduledAttempt extends LedgerAttempt {
+/** An attempt waiting for its turn: what the ledger needs, and what the dispatcher needs. */
+export interface WaitingAttempt extends LedgerAttempt {
   readonly dispatch: DispatchRequest;
-  readonly step?: CallStep;
 }
 
-/** A granted turn to spawn in, or why the attempt ends without running (and what its call does then). */
+/** What the wait for a turn needs of the attempt's call. */
+export interface TurnContext {
+  /** Cancel and shutdown. */
+  readonly signal: AbortSignal | undefined;
+  /** Epoch ms by which the call ends (its deadline_ms, or its batch's); undefined: none. */
+  readonly deadlineAt: number | undefined;
+  readonly inBatch: boolean;
+  /** Tells the call's listeners where the wait stands. */
+  readonly emit: (event: { type: 'queued'; reason: () => QueueReason | null } | { type: 'waiting_for_probe' }) => void;
+}
+
+/**
+ * A granted turn to spawn in, or why the attempt ends without running. Nothing is recorded for the
+ * task here but a block (which always ends its call): the attempt records the rest when it ends,
+ * once its call decided whether it goes on.
+ */
 export type Turn =
-  | { readonly go: true; readonly grant: Grant; readonly transition: CircuitTransition; readonly queueMs: number }
+  | { readonly kind: 'go'; readonly grant: Grant; readonly transition: CircuitTransition; readonly queueMs: number }
+  /** The model's circuit refused it; `own`: null when only the attempt's start allowance ran out while a probe ran. */
+  | { readonly kind: 'refused'; readonly error: string; readonly own: 'circuit_open' | null; readonly queueMs?: number }
+  | { readonly kind: 'blocked'; readonly blocked: Blocked; readonly queueMs?: number }
+  /** Cancelled while it waited, or the call's deadline passed first. */
   | {
-      readonly go: false;
-      readonly status: RunStatus;
+      readonly kind: 'stopped';
+      readonly status: 'cancelled' | 'not_started';
       readonly error: string;
-      readonly settled: Settled;
-      readonly next: Next;
+      readonly transition: CircuitTransition;
       readonly queueMs?: number;
     };
 
 export interface TurnSchedulerDeps {
   readonly ledger: AttemptLedger;
-  readonly slots: CallSlots;
-  readonly probes: ProbeWaiters;
+  readonly slots: TurnSlots;
   readonly clock: () => number;
-  /** Record a verdict (and wake the model's probe waiters). */
-  readonly settle: (
-    attempt: ScheduledAttempt,
-    status: RunStatus,
-    transition: CircuitTransition,
-    willRetry: boolean,
-  ) => Promise<Settled>;
 }
-
-type Refusal = Exclude<Admission, { admitted: true }>;
 
 /**
  * Circuit admission, a place in the dispatcher's queue, and the circuit checked again once the
@@ -59,7 +62,7 @@ export class TurnScheduler {
     this.#deps = deps;
   }
 
-  async takeTurn(attempt: ScheduledAttempt, context: RunContext): Promise<Turn> {
+  async takeTurn(attempt: WaitingAttempt, context: TurnContext): Promise<Turn> {
     const wait = new TurnWait(this.#deps, attempt, context);
     try {
       return await this.#take(wait, attempt);
@@ -68,24 +71,17 @@ export class TurnScheduler {
     }
   }
 
-  async #take(wait: TurnWait, attempt: ScheduledAttempt): Promise<Turn> {
+  async #take(wait: TurnWait, attempt: WaitingAttempt): Promise<Turn> {
     for (;;) {
-      // What the call does if the circuit refuses: the ledger records the refusal for the task only if
-      // the call ends with it, so the same answer goes back to the call.
-      let refusedNext = await nextAfter(attempt, 'circuit_open');
-      const admission = await this.#admitInOrder(attempt, refusedNext, wait.signal);
-      let refusal: Refusal;
+      const admission = await this.#admitInOrder(attempt, wait.signal);
       if (admission.admitted) {
         const granted = await wait.inQueue(admission);
         if (granted.kind === 'stopped') return wait.stopped('its turn to run');
-        refusedNext = await nextAfter(attempt, 'circuit_open');
-        const recheck = await this.#deps.ledger.admit(attempt, refusedNext.kind !== 'stop');
+        const recheck = await this.#deps.ledger.admit(attempt);
         if (recheck.admitted) return wait.go(granted.grant, recheck.transition);
-        granted.grant.release(); // not spawning now: the turn goes to the next in line, perhaps another model's call
-        refusal = recheck;
-      } else refusal = admission;
-      // A blocked task ends its call (blocked never falls through); a circuit refusal does what was decided.
-      if (!refusal.probeInFlight) return wait.refused(refusal, refusal.status === 'circuit_open' ? refusedNext : STOP);
+        granted.grant.release(); // not spawning now: the turn goes to the next in line, perhaps another model's attempt
+        if (!recheck.probeInFlight) return wait.refused(recheck);
+      } else if (!admission.probeInFlight) return wait.refused(admission);
       const outcome = await wait.forProbe();
       if (outcome === 'aborted') return wait.stopped("the model's probe run");
       if (outcome === 'timed_out') return wait.probeWaitTimedOut();
@@ -93,10 +89,10 @@ export class TurnScheduler {
   }
 
   /** Admissions are taken one at a time so attempts reach the queue in the order they arrived, whatever their I/O timing. */
-  async #admitInOrder(attempt: ScheduledAttempt, refusedNext: Next, signal: AbortSignal | undefined) {
+  async #admitInOrder(attempt: WaitingAttempt, signal: AbortSignal | undefined) {
     const { ledger, slots } = this.#deps;
     const turn = this.#admissions.then(async () => {
-      const admission = await ledger.admit(attempt, refusedNext.kind !== 'stop');
+      const admission = await ledger.admit(attempt);
       if (!admission.admitted) return admission;
       return { ...admission, slots: slots.request(attempt.dispatch, signal) };
     });
@@ -107,23 +103,23 @@ export class TurnScheduler {
 
 /** One attempt's wait for its turn: in the queue, for a probe; how long it waited; how it ends. */
 class TurnWait {
-  /** Cancel, shutdown and (for a batch job) the batch deadline end every kind of waiting. */
+  /** Cancel, shutdown and the call's deadline end every kind of waiting. */
   readonly signal: AbortSignal | undefined;
   /** Stops the deadline's timer once the wait is over. */
   readonly dispose: () => void;
   readonly #deps: TurnSchedulerDeps;
-  readonly #attempt: ScheduledAttempt;
-  readonly #context: RunContext;
+  readonly #attempt: WaitingAttempt;
+  readonly #context: TurnContext;
   readonly #startedAt = performance.now();
   #waited = false;
   #transition: CircuitTransition = null;
   #probeWaitUntil: number | null = null;
 
-  constructor(deps: TurnSchedulerDeps, attempt: ScheduledAttempt, context: RunContext) {
+  constructor(deps: TurnSchedulerDeps, attempt: WaitingAttempt, context: TurnContext) {
     this.#deps = deps;
     this.#attempt = attempt;
     this.#context = context;
-    // Waiting ends on cancel, and at the call's (or its batch's) deadline; a running attempt ends by its own cut timeout.
+    // A running attempt ends by its own cut timeout instead.
     const { signal, dispose } = deadlineSignal(context.signal, context.deadlineAt, deps.clock());
     this.signal = signal;
     this.dispose = dispose;
@@ -131,11 +127,11 @@ class TurnWait {
 
   async inQueue(admission: {
     transition: CircuitTransition;
-    slots: ReturnType<CallSlots['request']>;
+    slots: ReturnType<TurnSlots['request']>;
   }): Promise<{ kind: 'granted'; grant: Grant } | { kind: 'stopped' }> {
     this.#waited = true;
     this.#transition = admission.transition ?? this.#transition;
-    this.#context.onPhase?.({ phase: 'queued', reason: admission.slots.reason });
+    this.#context.emit({ type: 'queued', reason: admission.slots.reason });
     try {
       return { kind: 'granted', grant: await admission.slots.granted };
     } catch {
@@ -144,51 +140,50 @@ class TurnWait {
   }
 
   go(grant: Grant, transition: CircuitTransition): Turn {
-    return { go: true, grant, transition: transition ?? this.#transition, queueMs: this.#waitedMs() };
+    return { kind: 'go', grant, transition: transition ?? this.#transition, queueMs: this.#waitedMs() };
   }
 
   /** Waiting for the model's probe: bounded by the attempt's start allowance, as any wait before its answer. */
   forProbe(): Promise<'settled' | 'aborted' | 'timed_out'> {
     this.#waited = true;
     this.#probeWaitUntil ??= this.#deps.clock() + this.#attempt.startTimeoutMs;
-    this.#context.onPhase?.({ phase: 'waiting_for_probe' });
-    return this.#deps.probes.wait(this.#attempt.modelKey, this.#attempt.runId, this.signal, this.#probeWaitUntil);
+    this.#context.emit({ type: 'waiting_for_probe' });
+    const { modelKey, runId } = this.#attempt;
+    return this.#deps.ledger.probes.wait(modelKey, runId, this.signal, this.#probeWaitUntil);
   }
 
-  async probeWaitTimedOut(): Promise<Turn> {
-    const next = await nextAfter(this.#attempt, 'circuit_open');
-    const settled = await this.#deps.ledger.settleProbeWaitTimeout(this.#attempt, next.kind !== 'stop');
-    return this.#end('circuit_open', probeWaitTimedOutError(this.#attempt.startTimeoutMs, settled.circuit), settled, next);
+  probeWaitTimedOut(): Turn {
+    return { kind: 'refused', error: probeWaitTimedOutError(this.#attempt.startTimeoutMs), own: null, ...this.#queued() };
   }
 
-  refused(refusal: Exclude<Refusal, { probeInFlight: true }>, next: Next): Turn {
-    const waitedForProbe = this.#probeWaitUntil !== null && refusal.status === 'circuit_open';
+  refused(refusal: { status: 'circuit_open'; error: string } | Blocked): Turn {
+    if (refusal.status === 'blocked') return { kind: 'blocked', blocked: refusal, ...this.#queued() };
+    const waitedForProbe = this.#probeWaitUntil !== null;
     const error = waitedForProbe ? probeFailedError(refusal.error) : refusal.error;
-    return this.#end(refusal.status, error, refusal.settled, next);
+    return { kind: 'refused', error, own: 'circuit_open', ...this.#queued() };
   }
 
   /** Cancelled while it waited, or its deadline passed: its call ends (neither goes on to another attempt). */
-  async stopped(waitingFor: string): Promise<Turn> {
-    const context = this.#context;
-    context.onPhase?.({ phase: 'finishing' });
-    const late = context.deadlineAt !== undefined && this.#deps.clock() >= context.deadlineAt;
-    const status = late ? 'not_started' : 'cancelled';
-    const settled = await this.#deps.settle(this.#attempt, status, this.#transition, false);
-    return this.#end(status, stoppedWaitingError(late, waitingFor, context.batchId !== undefined), settled, STOP);
+  stopped(waitingFor: string): Turn {
+    const { deadlineAt, inBatch } = this.#context;
+    const late = deadlineAt !== undefined && this.#deps.clock() >= deadlineAt;
+    const error = stoppedWaitingError(late, waitingFor, inBatch);
+    return {
+      kind: 'stopped',
+      status: late ? 'not_started' : 'cancelled',
+      error,
+      transition: this.#transition,
+      ...this.#queued(),
+    };
   }
 
-  #end(status: RunStatus, error: string, settled: Settled, next: Next): Turn {
-    return { go: false, status, error, settled, next, ...(this.#waited ? { queueMs: this.#waitedMs() } : {}) };
+  #queued(): { queueMs?: number } {
+    return this.#waited ? { queueMs: this.#waitedMs() } : {};
   }
 
   #waitedMs(): number {
     return Math.round(performance.now() - this.#startedAt);
   }
-}
-
-/** What the attempt's call does if the attempt ends with `status`; a call's only attempt just ends. */
-export function nextAfter(attempt: { readonly step?: CallStep }, status: RunStatus): Promise<Next> {
-  return attempt.step ? attempt.step.after(status) : Promise.resolve(STOP);
 }
 
 function noop(): void {}

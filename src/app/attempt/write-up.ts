@@ -1,38 +1,21 @@
-import { modelKeyOf } from '../ollama/model-name.js';
-import type { CircuitView } from '../policy/breaker.js';
-import type { CircuitTransition } from '../policy/breaker-state.js';
-import type { EscalationDecision } from '../policy/escalation.js';
-import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
-import type { RunStatus } from '../policy/run-status.js';
-import type { FallbackEntry, RunMetadata, RunWarning } from './run-result.js';
-import type { SavedText } from './answer-files.js';
-import type { Classification } from '../ollama/classify-outcome.js';
-import type { ProcessOutcome } from '../ollama/model-process.js';
-import { NO_USAGE, type RunUsage } from '../ollama/verbose-stats.js';
-import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../telemetry/run-record.js';
-import type { RunRequest } from './run-request.js';
+import { modelKeyOf } from '../../ollama/model-name.js';
+import type { CircuitTransition } from '../../policy/breaker-state.js';
+import { OUTCOME_POLICY } from '../../policy/outcome-policy.js';
+import type { RunStatus } from '../../policy/run-status.js';
+import type { RunMetadata, RunWarning } from '../reply/run-result.js';
+import type { SavedText } from '../reply/answer-files.js';
+import type { Classification } from '../../ollama/classify-outcome.js';
+import type { ProcessOutcome } from '../../ollama/model-process.js';
+import { NO_USAGE, type RunUsage } from '../../ollama/verbose-stats.js';
+import { RUN_RECORD_SCHEMA_VERSION, type RunRecord } from '../../telemetry/run-record.js';
+import type { RunRequest, Settled, Step } from './types.js';
 
 const ERROR_TEXT_MAX = 500;
 /** A `load duration` this long means the model was loaded for the call (a loaded model reports 0 or a few ms). */
 export const COLD_LOAD_MS = 100;
 
-/** What the ledger and the circuit said of an attempt. */
-export interface Settled {
-  readonly retryCount: number;
-  readonly escalation: EscalationDecision;
-  /**
-   * The status the task records for the call when it is an earlier model's (a fallback after it could
-   * not serve, or the call stopped before it ran): what decides whether the result is retryable.
-   */
-  readonly standing?: RunStatus;
-  readonly circuit: CircuitView;
-  readonly transition: CircuitTransition;
-  /** The failure is this server's own misjudgement: recorded for the task, not counted (absent: counted as its status says). */
-  readonly excused?: boolean;
-}
-
 /** Everything known about one attempt when it is written up. */
-export interface Attempt {
+export interface WriteUp {
   readonly runId: string;
   readonly request: RunRequest;
   readonly timeoutMs: number | null;
@@ -41,25 +24,16 @@ export interface Attempt {
   readonly status: RunStatus;
   readonly settled: Settled;
   readonly classification: Classification;
-  readonly outcome?: ProcessOutcome;
-  readonly queueMs?: number;
+  readonly outcome?: ProcessOutcome | undefined;
+  readonly queueMs?: number | undefined;
   /** What the CLI reported (`--verbose`); none when nothing ran. */
-  readonly usage?: RunUsage;
-  /** Where the attempt stands in its call (fallback chain, busy retries); absent for a call's only attempt. */
-  readonly step?: StepFacts;
-  /** The prompt's length when its text is not at hand (an attempt settled by another server). */
-  readonly promptChars?: number;
-}
-
-/** An attempt's place in its call, for its metadata and its runs.jsonl line. */
-export interface StepFacts {
-  readonly chainId: string | null;
-  readonly chainStep: number | null;
-  readonly busyTry: number;
-  /** The server went on after this attempt (a busy retry, or the next model): the caller never saw it. */
+  readonly usage?: RunUsage | undefined;
+  /** Where the attempt stands in its call; absent for one refused before its call began (invalid arguments). */
+  readonly step?: Pick<Step, 'chainId' | 'chainStep' | 'busyTry' | 'tried' | 'busyRetries'> | undefined;
+  /** The call goes on after this attempt (a busy retry, or the next model): the caller never sees it. */
   readonly willRetry: boolean;
-  readonly fallback: readonly FallbackEntry[];
-  readonly busyRetries: number;
+  /** The prompt's length when its text is not at hand (an attempt settled by another server). */
+  readonly promptChars?: number | undefined;
 }
 
 /** Texts of an attempt kept in files because the reply carries only their start. */
@@ -71,7 +45,7 @@ export interface SavedTexts {
 const NO_FILES: SavedTexts = { output: null, thinking: null };
 
 /** The result's metadata of an attempt. Pure. */
-export function toRunMetadata(attempt: Attempt, warnings: RunWarning[], files: SavedTexts = NO_FILES): RunMetadata {
+export function toRunMetadata(attempt: WriteUp, warnings: RunWarning[], files: SavedTexts = NO_FILES): RunMetadata {
   const { request, settled, outcome, status, classification, maxRetries } = attempt;
   const policy = OUTCOME_POLICY[status];
   const standing = settled.standing ?? status;
@@ -109,7 +83,7 @@ export function toRunMetadata(attempt: Attempt, warnings: RunWarning[], files: S
     error: errorText === null ? null : { kind: status, message: errorText },
     warnings,
     chain_id: attempt.step?.chainId ?? null,
-    fallback: attempt.step ? [...attempt.step.fallback] : [],
+    fallback: (attempt.step?.tried ?? []).map(({ model, status, run_id }) => ({ model, status, run_id })),
     busy_retries: attempt.step?.busyRetries ?? 0,
     output_file: files.output,
     thinking_file: files.thinking,
@@ -148,8 +122,8 @@ export interface RecordContext {
   readonly prompt: string;
   readonly output: string;
   readonly serverPid: number;
-  /** The attempt's place in its call; absent for a call's only attempt. */
-  readonly step?: Pick<StepFacts, 'chainStep' | 'busyTry' | 'willRetry'>;
+  /** The attempt's place in its call. */
+  readonly step?: { readonly chainStep: number | null; readonly busyTry: number; readonly willRetry: boolean };
   /** Characters of the output (and thinking, when asked for) the reply carries. @default all of them */
   readonly returned?: { readonly outputChars: number; readonly thinkingChars: number | null };
 }

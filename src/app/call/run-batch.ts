@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
-import type { RunResult } from './run-result.js';
-import { runReplySchema, toRunReply, type ResponseFormat } from './run-reply.js';
-import type { RunContext, RunRequest, RunService } from './run-service.js';
-import type { RunPhase } from './run-progress.js';
+import type { RunResult } from '../reply/run-result.js';
+import { runReplySchema, toRunReply, type ResponseFormat } from '../reply/run-reply.js';
+import type { CallEvent, RunContext, RunRequest } from '../attempt/types.js';
 
 export interface BatchOptions {
   /** Jobs running at once (the batch's own limit, within the server's). */
@@ -12,6 +11,8 @@ export interface BatchOptions {
   readonly deadlineAt?: number;
   /** Client cancel / shutdown. */
   readonly signal?: AbortSignal;
+  /** The request's `_meta`, passed to every job (a `traceparent` arrives there). */
+  readonly meta?: Readonly<Record<string, unknown>> | undefined;
   readonly clock?: () => number;
   /** Called after each job settles, for progress. */
   readonly onJobDone?: (done: number) => void;
@@ -61,8 +62,17 @@ export interface BatchProgress {
  * (their limits are cut to it) and jobs still waiting as `not_started`: the caller always gets one
  * result per job, in input order.
  */
+/** What runs a batch's jobs: the server's calls. */
+export interface BatchRunner {
+  run(request: RunRequest, context: RunContext): Promise<RunResult>;
+  /** A job that never started because the batch deadline passed: logged, never spawned. */
+  notStarted(request: RunRequest, context: RunContext): Promise<RunResult>;
+  /** The reply naming these results is built: the grace of the answer files they name starts now. */
+  replied(results: readonly RunResult[]): Promise<void>;
+}
+
 export async function runBatch(
-  service: RunService,
+  service: BatchRunner,
   jobs: readonly RunRequest[],
   options: BatchOptions,
   progress: BatchProgress = { done: 0, running: 0, total: jobs.length },
@@ -77,10 +87,11 @@ export async function runBatch(
       batchLimit: Math.max(1, options.concurrency),
       // Every job's answer shares the one reply.
       replyShare: jobs.length,
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.deadlineAt !== undefined ? { deadlineAt: options.deadlineAt } : {}),
-      onPhase: (event) => {
-        if (RUNNING_PHASES.has(event.phase)) running.add(index);
+      signal: options.signal,
+      deadlineAt: options.deadlineAt,
+      meta: options.meta,
+      listen: (event) => {
+        if (RUNNING_EVENTS.has(event.type)) running.add(index);
         else running.delete(index);
         progress.running = running.size;
       },
@@ -98,8 +109,8 @@ export async function runBatch(
   return { batch_id: batchId, results, summary: summarize(results) };
 }
 
-/** A job in one of these phases has its model process running. */
-const RUNNING_PHASES: ReadonlySet<RunPhase['phase']> = new Set(['starting', 'running']);
+/** After one of these events a job has its model process running. */
+const RUNNING_EVENTS: ReadonlySet<CallEvent['type']> = new Set(['started', 'first_byte', 'output']);
 
 export function summarize(results: readonly RunResult[]): BatchSummary {
   const count = (test: (r: RunResult) => boolean) => results.filter(test).length;

@@ -1,8 +1,8 @@
 import { unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { isSameProcess, judgeChildRecord, type ProcView } from '../policy/process-identity.js';
-import { readChildRecords } from '../store/processes/child-registry.js';
-import type { SelfIdentity } from '../store/processes/proc-reader.js';
+import { isSameProcess, judgeChildRecord, type ProcView } from '../../policy/process-identity.js';
+import { readChildRecords } from '../../store/processes/child-registry.js';
+import type { SelfIdentity } from '../../store/processes/proc-reader.js';
 
 /** How often each server sweeps, besides once at start-up. */
 export const SWEEP_INTERVAL_MS = 60_000;

@@ -1,12 +1,12 @@
-import type { Config } from '../config/config.js';
-import type { ModelProcessRequest, ProcessOutcome } from '../ollama/model-process.js';
-import { signalGroup } from '../ollama/process-group.js';
-import type { ProcView } from '../policy/process-identity.js';
+import type { Config } from '../../config/config.js';
+import type { ModelProcessRequest, ProcessOutcome } from '../../ollama/model-process.js';
+import { signalGroup } from '../../ollama/process-group.js';
+import type { ProcView } from '../../policy/process-identity.js';
 import path from 'node:path';
-import { CHILDREN_DIR_NAME, ChildRegistry } from '../store/processes/child-registry.js';
-import { liveProcView, selfIdentity, type SelfIdentity } from '../store/processes/proc-reader.js';
-import { SharedSlots, type SlotView } from '../store/slots/shared-slots.js';
-import { RedisSlotTable, type SlotRedisConnection } from '../store/slots/redis-slot-table.js';
+import { CHILDREN_DIR_NAME, ChildRegistry } from '../../store/processes/child-registry.js';
+import { liveProcView, selfIdentity, type SelfIdentity } from '../../store/processes/proc-reader.js';
+import { SharedSlots, type SlotView } from '../../store/slots/shared-slots.js';
+import { RedisSlotTable, type SlotRedisConnection } from '../../store/slots/redis-slot-table.js';
 import { OrphanSweeper } from './orphan-sweep.js';
 
 type Spawn = (request: ModelProcessRequest) => Promise<ProcessOutcome>;

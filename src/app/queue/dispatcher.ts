@@ -1,32 +1,32 @@
 import {
   afterStart,
   busyBeside,
-  callsToStart,
+  attemptsToStart,
   nextSwitchInMs,
   placementOf,
   whyWaiting,
   type DispatchView,
   type Placement,
-  type QueuedCall,
+  type QueuedAttempt,
   type WaitReason,
-} from '../policy/dispatch.js';
+} from '../../policy/dispatch.js';
 import type { Residency } from './residency.js';
 
-/** A call's place in line: the grant arrives through `granted`; `reason()` says why it still waits (null once granted). */
+/** An attempt's place in line: the grant arrives through `granted`; `reason()` says why it still waits (null once granted). */
 export interface Ticket {
   readonly granted: Promise<Grant>;
   reason(): WaitReason | null;
 }
 
-/** A call sent on to Ollama. */
+/** An attempt sent on to Ollama. */
 export interface Grant {
-  /** Frees the call's slots once its verdict is recorded. Calling it twice is harmless. */
+  /** Frees the attempt's slots once its verdict is recorded. Calling it twice is harmless. */
   readonly release: () => void;
-  /** Its model was not loaded as far as this server knew: the call will wait for a load. */
+  /** Its model was not loaded as far as this server knew: the attempt will wait for a load. */
   readonly cold: boolean;
   /** Where its model stands in Ollama: loaded, loading alone, or beside busy models known or guessed to fit. */
   readonly placement: Placement;
-  /** Tell the dispatcher the answer has begun: a cold call's model is loaded now (see Residency.loadedOne). */
+  /** Tell the dispatcher the answer has begun: a cold attempt's model is loaded now (see Residency.loadedOne). */
   readonly answerBegan: () => void;
   /**
    * Tell the dispatcher no answer began within the start allowance: the model is not loaded, and
@@ -35,9 +35,9 @@ export interface Grant {
    */
   readonly startTimedOut: () => string | null;
   /**
-   * Send the keep-alive the call asked for. False while calls for other models wait here: Ollama
+   * Send the keep-alive the attempt asked for. False while attempts for other models wait here: Ollama
    * copies a request's keep-alive onto its loaded model, so a long one would keep a model loaded that
-   * a waiting call needs to replace, and that call would wait the whole keep-alive inside Ollama.
+   * a waiting attempt needs to replace, and that attempt would wait the whole keep-alive inside Ollama.
    */
   readonly sendKeepAlive: boolean;
 }
@@ -46,13 +46,13 @@ export interface DispatchRequest {
   readonly modelKey: string;
   /** Requests of the model Ollama runs at once. */
   readonly parallel: number;
-  /** The batch the call belongs to, and the batch's limit on its jobs at once. */
+  /** The batch the attempt belongs to, and the batch's limit on its jobs at once. */
   readonly batch?: { readonly id: string; readonly limit: number };
-  /** The keep-alive the call asks Ollama for, in ms (undefined: Ollama's default). */
+  /** The keep-alive the attempt asks Ollama for, in ms (undefined: Ollama's default). */
   readonly keepAliveMs?: number;
 }
 
-/** Thrown (as `granted`'s rejection) when a waiting call is aborted before it was sent on. */
+/** Thrown (as `granted`'s rejection) when a waiting attempt is aborted before it was sent on. */
 export class DispatchAbortedError extends Error {
   readonly kind = 'dispatch_aborted';
   constructor() {
@@ -62,22 +62,22 @@ export class DispatchAbortedError extends Error {
 }
 
 export interface DispatcherOptions {
-  /** This server's calls in flight at most (OLLAMA_MCP_CONCURRENCY). */
+  /** This server's attempts in flight at most (OLLAMA_MCP_CONCURRENCY). */
   readonly concurrency: number;
-  /** How long a call for a model that is not loaded waits before the server switches models. */
+  /** How long an attempt for a model that is not loaded waits before the server switches models. */
   readonly switchAfterMs: number;
   readonly residency: Residency;
   /** ms, monotonic. */
   readonly clock: () => number;
 }
 
-interface Waiter extends QueuedCall {
+interface Waiter extends QueuedAttempt {
   readonly keepAliveMs: number | undefined;
   readonly grant: (grant: Grant) => void;
 }
 
 /**
- * The one queue every call of this server waits in, `ollama_run` and `ollama_run_many` alike: a call
+ * The one queue every attempt of this server waits in, `ollama_run` and `ollama_run_many` alike: an attempt
  * is sent on only when Ollama will run it at once (policy/dispatch.ts says which), so the waiting
  * happens here, visible, cancellable and untimed, and not inside Ollama. No I/O of its own: the
  * residency view asks `ollama ps` when the order depends on it.
@@ -95,14 +95,14 @@ export class Dispatcher {
     this.#options = options;
   }
 
-  /** Calls sent on and not yet released. */
+  /** Attempts sent on and not yet released. */
   get running(): number {
     let total = 0;
     for (const n of this.#running.values()) total += n;
     return total;
   }
 
-  /** Calls waiting for their turn. */
+  /** Attempts waiting for their turn. */
   get waiting(): number {
     return this.#waiting.length;
   }
@@ -177,19 +177,19 @@ export class Dispatcher {
     };
   }
 
-  /** Send on every call that may start now, and look again when a waiting call becomes overdue. */
+  /** Send on every attempt that may start now, and look again when a waiting attempt becomes overdue. */
   #dispatch(): void {
     clearTimeout(this.#timer);
     let view = this.#view();
-    for (const call of callsToStart(view)) {
-      const next = afterStart(view, call);
-      this.#start(call as Waiter, view, next);
+    for (const attempt of attemptsToStart(view)) {
+      const next = afterStart(view, attempt);
+      this.#start(attempt as Waiter, view, next);
       view = next;
     }
     if (this.#waiting.length === 0) return;
-    // A call waits for a model that is not loaded: which goes next depends on what is loaded, so have
-    // `ollama ps` say it again if stale. (A call waiting for its loaded model's slot needs no news.)
-    if (view.waiting.some((call) => !view.loaded.includes(call.modelKey))) this.#options.residency.refreshIfStale();
+    // An attempt waits for a model that is not loaded: which goes next depends on what is loaded, so have
+    // `ollama ps` say it again if stale. (An attempt waiting for its loaded model's slot needs no news.)
+    if (view.waiting.some((attempt) => !view.loaded.includes(attempt.modelKey))) this.#options.residency.refreshIfStale();
     const switchIn = nextSwitchInMs(view);
     if (switchIn !== null) {
       this.#timer = setTimeout(() => this.#dispatch(), Math.ceil(switchIn));
@@ -197,48 +197,48 @@ export class Dispatcher {
     }
   }
 
-  #start(call: Waiter, before: DispatchView, after: DispatchView): void {
-    this.#waiting.splice(this.#waiting.indexOf(call), 1);
-    this.#running.set(call.modelKey, (this.#running.get(call.modelKey) ?? 0) + 1);
-    if (call.batch !== null) this.#batchRunning.set(call.batch.id, (this.#batchRunning.get(call.batch.id) ?? 0) + 1);
-    this.#lastStarted.set(call.modelKey, before.now);
-    const evicted = before.loaded.filter((model) => model !== call.modelKey && !after.loaded.includes(model));
-    const sendKeepAlive = !this.#waiting.some((waiting) => waiting.modelKey !== call.modelKey);
+  #start(attempt: Waiter, before: DispatchView, after: DispatchView): void {
+    this.#waiting.splice(this.#waiting.indexOf(attempt), 1);
+    this.#running.set(attempt.modelKey, (this.#running.get(attempt.modelKey) ?? 0) + 1);
+    if (attempt.batch !== null) this.#batchRunning.set(attempt.batch.id, (this.#batchRunning.get(attempt.batch.id) ?? 0) + 1);
+    this.#lastStarted.set(attempt.modelKey, before.now);
+    const evicted = before.loaded.filter((model) => model !== attempt.modelKey && !after.loaded.includes(model));
+    const sendKeepAlive = !this.#waiting.some((waiting) => waiting.modelKey !== attempt.modelKey);
     const residency = this.#options.residency;
-    residency.started(call.modelKey, sendKeepAlive ? call.keepAliveMs : undefined, evicted);
-    const placement = placementOf(before, call.modelKey);
+    residency.started(attempt.modelKey, sendKeepAlive ? attempt.keepAliveMs : undefined, evicted);
+    const placement = placementOf(before, attempt.modelKey);
     const cold = placement !== 'loaded';
-    const beside = busyBeside(before, call.modelKey);
-    call.grant({
-      release: this.#releaser(call),
+    const beside = busyBeside(before, attempt.modelKey);
+    attempt.grant({
+      release: this.#releaser(attempt),
       cold,
       placement,
       sendKeepAlive,
-      answerBegan: () => cold && residency.loadedOne(call.modelKey),
+      answerBegan: () => cold && residency.loadedOne(attempt.modelKey),
       startTimedOut: () => {
         if (!cold) return null;
-        residency.startTimedOut(call.modelKey, beside);
-        return placement === 'guessed' ? guessedWrong(call.modelKey, beside) : null;
+        residency.startTimedOut(attempt.modelKey, beside);
+        return placement === 'guessed' ? guessedWrong(attempt.modelKey, beside) : null;
       },
     });
   }
 
-  #releaser(call: Waiter): () => void {
+  #releaser(attempt: Waiter): () => void {
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.#running.set(call.modelKey, (this.#running.get(call.modelKey) ?? 1) - 1);
-      if (call.batch !== null) this.#batchRunning.set(call.batch.id, (this.#batchRunning.get(call.batch.id) ?? 1) - 1);
-      if (this.#running.get(call.modelKey) === 0) this.#running.delete(call.modelKey);
-      if (call.batch !== null && this.#batchRunning.get(call.batch.id) === 0) this.#batchRunning.delete(call.batch.id);
-      this.#options.residency.finished(call.modelKey);
+      this.#running.set(attempt.modelKey, (this.#running.get(attempt.modelKey) ?? 1) - 1);
+      if (attempt.batch !== null) this.#batchRunning.set(attempt.batch.id, (this.#batchRunning.get(attempt.batch.id) ?? 1) - 1);
+      if (this.#running.get(attempt.modelKey) === 0) this.#running.delete(attempt.modelKey);
+      if (attempt.batch !== null && this.#batchRunning.get(attempt.batch.id) === 0) this.#batchRunning.delete(attempt.batch.id);
+      this.#options.residency.finished(attempt.modelKey);
       this.#dispatch();
     };
   }
 }
 
-/** Why a call sent beside busy models on a guess that they fit, whose answer never began, is not its task's failure. */
+/** Why an attempt sent beside busy models on a guess that they fit, whose answer never began, is not its task's failure. */
 function guessedWrong(model: string, beside: readonly string[]): string {
   return (
     `this server sent ${model} to Ollama beside ${beside.join(', ')}, guessing that they fit in its memory together ` +

@@ -1,5 +1,5 @@
-import { circuitGate } from '../policy/breaker.js';
-import type { BreakerState } from '../policy/breaker-state.js';
+import { circuitGate } from '../../policy/breaker.js';
+import type { BreakerState } from '../../policy/breaker-state.js';
 
 /**
  * How often a call waiting for a probe re-reads the circuit (an unlocked, cached read): the probe

@@ -1,6 +1,6 @@
-import type { LoadedModelsResult } from '../ollama/loaded-models.js';
-import type { Room } from '../policy/dispatch.js';
-import { afterMisfit, afterPs, NOTHING_LEARNED, sizeOf, type MemoryFacts } from '../policy/memory-fit.js';
+import type { LoadedModelsResult } from '../../ollama/loaded-models.js';
+import type { Room } from '../../policy/dispatch.js';
+import { afterMisfit, afterPs, NOTHING_LEARNED, sizeOf, type MemoryFacts } from '../../policy/memory-fit.js';
 
 /** `ollama ps` is asked again only when what it said is older than this and a choice depends on it. */
 export const PS_FRESH_MS = 5_000;

@@ -1,11 +1,8 @@
-import type { WaitReason } from '../policy/dispatch.js';
-import type { SharedSlots } from '../store/slots/shared-slots.js';
+import type { QueueReason } from './queue-reason.js';
+import type { SharedSlots } from '../../store/slots/shared-slots.js';
 import type { DispatchRequest, Dispatcher, Grant } from './dispatcher.js';
 
-/** Why a call still waits: the dispatcher's reason, or a slot of the cap shared by every server process. */
-export type QueueReason = WaitReason | { readonly kind: 'shared_cap'; readonly ahead: number };
-
-/** A call's place in line for everything it needs before it spawns. */
+/** An attempt's place in line for everything it needs before it spawns. */
 export interface SlotTicket {
   readonly granted: Promise<Grant>;
   /** Why it still waits; null once it has every slot. */
@@ -13,11 +10,11 @@ export interface SlotTicket {
 }
 
 /**
- * The slots a call takes before it spawns: its turn from this server's dispatcher, then, when
+ * The slots an attempt takes before it spawns: its turn from this server's dispatcher, then, when
  * OLLAMA_MCP_SHARED_CONCURRENCY is set, one of the slots shared by every server process
  * (store/slots/shared-slots.ts). Released together; a refused second slot gives the first back.
  */
-export class CallSlots {
+export class TurnSlots {
   readonly #dispatcher: Dispatcher;
   readonly #shared: SharedSlots | null;
 

@@ -1,6 +1,6 @@
 import { mkdir, open, readdir, stat, unlink, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import type { RetentionClockFile } from '../telemetry/retention-clock.js';
+import type { RetentionClockFile } from '../../telemetry/retention-clock.js';
 import { planAnswerRetention, type AnswerFileFacts, type AnswerRetentionLimits } from './answer-retention.js';
 import { freeBytes, MIN_RESERVE_BYTES } from './disk-room.js';
 

@@ -1,5 +1,5 @@
-import { OUTCOME_POLICY } from '../policy/outcome-policy.js';
-import type { EscalationReason } from '../policy/run-status.js';
+import { OUTCOME_POLICY } from '../../policy/outcome-policy.js';
+import type { EscalationReason } from '../../policy/run-status.js';
 import type { RunMetadata } from './run-result.js';
 
 /**

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
+import { ESCALATION_REASONS, RUN_STATUSES } from '../../policy/run-status.js';
 import { nextStep } from './next-step.js';
 import { runMetadataSchema, runWarningSchema, savedTextSchema, type RunResult } from './run-result.js';
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { ESCALATION_REASONS, RUN_STATUSES } from '../policy/run-status.js';
+import { ESCALATION_REASONS, RUN_STATUSES } from '../../policy/run-status.js';
 
 /** The model's circuit as the caller sees it. */
 export const circuitViewSchema = z.object({

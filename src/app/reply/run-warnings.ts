@@ -1,6 +1,6 @@
-import type { EscalationDecision } from '../policy/escalation.js';
-import type { PromptFit } from '../policy/prompt-fit.js';
-import { retryCountFor, type TaskLedgerEntry } from '../policy/task-ledger.js';
+import type { EscalationDecision } from '../../policy/escalation.js';
+import type { PromptFit } from '../../policy/prompt-fit.js';
+import { retryCountFor, type TaskLedgerEntry } from '../../policy/task-ledger.js';
 import type { RunWarning } from './run-result.js';
 
 /** What the caller is told about an attempt whose ledger update failed. */

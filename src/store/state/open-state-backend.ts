@@ -1,7 +1,7 @@
 import path from 'node:path';
-import type { Config } from '../config/config.js';
-import type { StateBackend } from './state-backend.js';
-import { StateStore } from './state/state-store.js';
+import type { Config } from '../../config/config.js';
+import type { StateBackend } from '../state-backend.js';
+import { StateStore } from './state-store.js';
 
 /**
  * The ledger's and circuits' home: the files in the telemetry dir, or (OLLAMA_MCP_STATE_URL) a
@@ -13,6 +13,6 @@ export async function openStateBackend(
   warn: (message: string) => void,
 ): Promise<StateBackend> {
   if (!config.stateUrl) return new StateStore(path.join(config.telemetryDir, 'state.json'), { onWarning: warn });
-  const { RedisStateStore } = await import('./state/redis-state-store.js');
+  const { RedisStateStore } = await import('./redis-state-store.js');
   return new RedisStateStore({ url: config.stateUrl, prefix: config.statePrefix, taskTtlMs: config.taskTtlMs, warn });
 }

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt-ledger.js';
+import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt/ledger.js';
 import { loadConfig } from '../../../src/config/config.js';
-import type { RunWarning } from '../../../src/app/run-result.js';
+import type { RunWarning } from '../../../src/app/reply/run-result.js';
 import { StateStore, StateStoreError } from '../../../src/store/state/state-store.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
@@ -54,23 +54,22 @@ describe('AttemptLedger', () => {
     await s.l.settle(s.attempt(undefined, { breaker }).a, 'crashed', null, false);
     const second = await s.l.settle(s.attempt(undefined, { breaker }).a, 'crashed', null, false);
     expect(second).toMatchObject({ transition: 'opened', circuit: { state: 'open', retry_after_seconds: 60 } });
-    const refusal = await s.l.admit(s.attempt('t', { breaker }).a, false);
-    expect(refusal).toMatchObject({
-      admitted: false,
-      status: 'circuit_open',
-      settled: { escalation: { reason: 'circuit_open' } },
-    });
+    const refused = s.attempt('t', { breaker }).a;
+    expect(await s.l.admit(refused)).toMatchObject({ admitted: false, status: 'circuit_open' });
+    expect((await s.store.snapshot(['t'])).tasks.t).toBeUndefined(); // recorded when the attempt ends
+    const settled = await s.l.settleRefusal(refused, false, 'circuit_open');
+    expect(settled).toMatchObject({ escalation: { escalate: true, reason: 'circuit_open' } });
     expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ lastStatus: 'circuit_open' });
     s.advance(60_000);
-    expect(await s.l.admit(s.attempt(undefined, { breaker }).a, false)).toMatchObject({ admitted: true });
+    expect(await s.l.admit(s.attempt(undefined, { breaker }).a)).toMatchObject({ admitted: true });
   });
 
   it('in block mode refuses a task that escalated, until it is reset', async () => {
     const s = ledger({ OLLAMA_MCP_ESCALATION: 'block' });
     for (let i = 0; i < 3; i += 1) await s.l.settle(s.attempt('t', { maxRetries: 2 }).a, 'crashed', null, false);
-    const refusal = await s.l.admit(s.attempt('t').a, false);
+    const refusal = await s.l.admit(s.attempt('t').a);
     expect(refusal).toMatchObject({ admitted: false, status: 'blocked', error: expect.stringMatching(/ollama_reset/) });
-    expect(await s.l.admit(s.attempt('other').a, false)).toMatchObject({ admitted: true });
+    expect(await s.l.admit(s.attempt('other').a)).toMatchObject({ admitted: true });
   });
 
   it('prunes entries older than the TTL, at most once an hour', async () => {
@@ -92,7 +91,7 @@ describe('AttemptLedger', () => {
     s.store.transact = () => Promise.reject(broken);
     s.store.snapshot = () => Promise.reject(broken);
     const { a, notes } = s.attempt('t', { request: { model: 'm', prompt: 'x', taskId: 't', retryCount: 1 } });
-    expect(await s.l.admit(a, false)).toMatchObject({ admitted: true });
+    expect(await s.l.admit(a)).toMatchObject({ admitted: true });
     const settled = await s.l.settle(a, 'crashed', null, false);
     expect(settled).toMatchObject({ retryCount: 1, escalation: { escalate: false }, circuit: { state: 'closed' } });
     expect(notes.map((w) => w.kind)).toEqual(['circuit_not_updated', 'ledger_unreadable']);
@@ -105,8 +104,9 @@ describe('AttemptLedger', () => {
     await s.l.settle(s.attempt('t').a, 'crashed', null, false); // the task's one failed call so far
     const step = await s.l.settle(s.attempt('t', { breaker }).a, 'crashed', null, true);
     expect(step).toMatchObject({ retryCount: 1, circuit: { consecutive_failures: 2, state: 'open' } });
-    const skipped = await s.l.admit(s.attempt('t', { breaker }).a, true);
-    expect(skipped).toMatchObject({ admitted: false, status: 'circuit_open', settled: { retryCount: 1 } });
+    const skippedAttempt = s.attempt('t', { breaker }).a;
+    expect(await s.l.admit(skippedAttempt)).toMatchObject({ admitted: false, status: 'circuit_open' });
+    expect(await s.l.settleRefusal(skippedAttempt, true, 'circuit_open')).toMatchObject({ retryCount: 1 });
     expect((await s.store.snapshot(['t'])).tasks.t).toMatchObject({ attempts: 1, failures: 1, escalated: false });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ContextCheck, CONTEXT_CACHE_TTL_MS } from '../../../src/app/context-check.js';
+import { ContextCheck, CONTEXT_CACHE_TTL_MS } from '../../../src/app/attempt/context-check.js';
 import { NO_USAGE } from '../../../src/ollama/verbose-stats.js';
 import type { ContextEvidence } from '../../../src/policy/prompt-fit.js';
 

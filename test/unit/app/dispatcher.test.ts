@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Dispatcher, DispatchAbortedError, type Grant } from '../../../src/app/dispatcher.js';
-import { Residency } from '../../../src/app/residency.js';
+import { Dispatcher, DispatchAbortedError, type Grant } from '../../../src/app/queue/dispatcher.js';
+import { Residency } from '../../../src/app/queue/residency.js';
 import type { LoadedModelsResult } from '../../../src/ollama/loaded-models.js';
 
 /** A dispatcher on an injected clock; `ps` is what `ollama ps` answers (null: not asked). */
@@ -51,7 +51,7 @@ function setup(
 }
 
 describe('Dispatcher', () => {
-  it('holds a call for a busy loaded model in its queue and sends it on when the model is free', async () => {
+  it('holds an attempt for a busy loaded model in its queue and sends it on when the model is free', async () => {
     const d = setup();
     d.ask('a1', 'a');
     const second = d.ask('a2', 'a');
@@ -64,7 +64,7 @@ describe('Dispatcher', () => {
     expect(second.ticket.reason()).toBeNull();
   });
 
-  it('serves every queued call of the loaded model before it loads another', async () => {
+  it('serves every queued attempt of the loaded model before it loads another', async () => {
     const d = setup();
     d.ask('a1', 'a');
     d.ask('b1', 'b');
@@ -79,7 +79,7 @@ describe('Dispatcher', () => {
     expect(['a1', 'a2', 'b1', 'b2'].map((n) => d.grants.get(n)!.cold)).toEqual([true, false, true, false]);
   });
 
-  it('switches to a call that waited past the bound once the busy model has finished, and looks again by itself', async () => {
+  it('switches to an attempt that waited past the bound once the busy model has finished, and looks again by itself', async () => {
     const d = setup({ switchAfterMs: 1_000 });
     d.ask('a1', 'a');
     const b = d.ask('b1', 'b');
@@ -94,7 +94,7 @@ describe('Dispatcher', () => {
     expect(d.granted).toEqual(['a1', 'b1']);
   });
 
-  it("drops a call's keep-alive while calls for another model wait", async () => {
+  it("drops an attempt's keep-alive while attempts for another model wait", async () => {
     const d = setup();
     d.ask('a1', 'a', { keepAliveMs: 3_600_000 });
     await d.settle();
@@ -107,7 +107,7 @@ describe('Dispatcher', () => {
     expect(d.grants.get('a2')!.sendKeepAlive).toBe(false);
   });
 
-  it('a call aborted while it waits leaves the queue at once and never gets a turn', async () => {
+  it('an attempt aborted while it waits leaves the queue at once and never gets a turn', async () => {
     const d = setup();
     d.ask('a1', 'a');
     const controller = new AbortController();
@@ -134,7 +134,7 @@ describe('Dispatcher', () => {
     d.ask('a2', 'a:latest');
     d.ask('b1', 'b:latest');
     await d.settle();
-    // Calls wait: the order depends on what is loaded, so `ollama ps` is asked.
+    // Attempts wait: the order depends on what is loaded, so `ollama ps` is asked.
     await d.residency.settled();
     await d.settle();
     expect(d.residency.memoryBudget).toBe(4.3e9);

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt-ledger.js';
+import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt/ledger.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { StateStore } from '../../../src/store/state/state-store.js';
 import { tempDir } from '../../helpers/temp-dir.js';
@@ -80,13 +80,13 @@ describe('the ledger when the wall clock steps', () => {
     expect(opened).toMatchObject({ transition: 'opened', circuit: { state: 'open', retry_after_seconds: 60 } });
 
     s.step(-DAY); // the clock is set back a day while the circuit is open
-    const refused = await s.l.admit(s.attempt('t'), false);
-    expect(refused).toMatchObject({ admitted: false, status: 'circuit_open' });
-    if (refused.admitted || refused.probeInFlight) throw new Error('expected a refusal');
-    expect(refused.settled.circuit.retry_after_seconds).toBeLessThanOrEqual(60);
+    const attempt = s.attempt('t');
+    expect(await s.l.admit(attempt)).toMatchObject({ admitted: false, status: 'circuit_open' });
+    const refused = await s.l.settleRefusal(attempt, false, 'circuit_open');
+    expect(refused.circuit.retry_after_seconds).toBeLessThanOrEqual(60);
 
     s.step(MINUTE); // one cooldown later, by the clock as it now runs
-    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: true, transition: 'half_opened' });
+    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: true, transition: 'half_opened' });
   });
 
   it("a backward step never makes a dead probe's lease outlast its length", async () => {
@@ -95,13 +95,13 @@ describe('the ledger when the wall clock steps', () => {
     await s.l.settle(s.attempt(), 'crashed', null, false);
     s.step(MINUTE);
     const probe = s.attempt(undefined, { timeoutMs: 10_000 });
-    expect(await s.l.admit(probe, false)).toMatchObject({ admitted: true, transition: 'half_opened' });
+    expect(await s.l.admit(probe)).toMatchObject({ admitted: true, transition: 'half_opened' });
     // The probe's server dies; the clock steps back a day. Other calls wait for the probe's verdict...
     s.step(-DAY);
-    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: false, probeInFlight: true });
+    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: false, probeInFlight: true });
     // ... but no longer than the lease's own length (timeout + kill grace + 5 s) from when they first saw it.
     s.step(10_000 + 2_000 + 5_000);
-    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: true });
+    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: true });
   });
 
   it('a forward step at worst lets the probe through early, and only one', async () => {
@@ -109,7 +109,7 @@ describe('the ledger when the wall clock steps', () => {
     await s.l.settle(s.attempt(), 'crashed', null, false);
     await s.l.settle(s.attempt(), 'crashed', null, false);
     s.step(DAY);
-    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: true, transition: 'half_opened' });
-    expect(await s.l.admit(s.attempt(), false)).toMatchObject({ admitted: false, probeInFlight: true });
+    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: true, transition: 'half_opened' });
+    expect(await s.l.admit(s.attempt())).toMatchObject({ admitted: false, probeInFlight: true });
   });
 });

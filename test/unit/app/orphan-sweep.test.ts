@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sweepOrphans } from '../../../src/app/orphan-sweep.js';
+import { sweepOrphans } from '../../../src/app/hygiene/orphan-sweep.js';
 import type { ChildRecord, ProcView } from '../../../src/policy/process-identity.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 

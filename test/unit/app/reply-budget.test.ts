@@ -6,7 +6,7 @@ import {
   REPLY_ANSWER_BYTES,
   REPLY_TEXT_ANSWER_BYTES,
   TEXT_ANSWER_MAX_BYTES,
-} from '../../../src/app/reply-budget.js';
+} from '../../../src/app/reply/reply-budget.js';
 import { prng } from '../../helpers/seeded-random.js';
 
 /** What the text costs inside a reply, measured the way a client receives it. */

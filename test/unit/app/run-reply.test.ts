@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { toRunMetadata, type Attempt } from '../../../src/app/run-report.js';
-import { runReplySchema, toRunReply } from '../../../src/app/run-reply.js';
-import { batchReplySchema, toBatchReply, summarize } from '../../../src/app/run-batch.js';
-import type { RunMetadata, RunResult } from '../../../src/app/run-result.js';
+import { toRunMetadata, type WriteUp } from '../../../src/app/attempt/write-up.js';
+import { runReplySchema, toRunReply } from '../../../src/app/reply/run-reply.js';
+import { batchReplySchema, toBatchReply, summarize } from '../../../src/app/call/run-batch.js';
+import type { RunMetadata, RunResult } from '../../../src/app/reply/run-result.js';
 import type { CircuitView } from '../../../src/policy/breaker.js';
 import { decideEscalation, type EscalationDecision } from '../../../src/policy/escalation.js';
 import { OUTCOME_POLICY } from '../../../src/policy/outcome-policy.js';
@@ -19,7 +19,8 @@ function result(
 ): RunResult {
   const ok = OUTCOME_POLICY[status].ok;
   const answer = options.answer ?? (ok ? 'def add(a, b):\n    return a + b' : '');
-  const attempt: Attempt = {
+  const attempt: WriteUp = {
+    willRetry: false,
     runId: '3f1c9a0e-5b7d-4c1e-9a44-0d6f2b8e7c11',
     request: {
       model: 'qwen2.5-coder:7b',

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { REPLY_ANSWER_BYTES } from '../../../src/app/reply-budget.js';
+import { REPLY_ANSWER_BYTES } from '../../../src/app/reply/reply-budget.js';
 import { RunService } from '../../../src/app/run-service.js';
 import { loadConfig } from '../../../src/config/config.js';
 import type { ModelProcessRequest } from '../../../src/ollama/model-process.js';

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { canonicalModelName } from '../../../src/ollama/model-name.js';
 import type { BreakerState } from '../../../src/policy/breaker-state.js';
-import { LiveRun } from '../../../src/app/run-progress.js';
+import { LiveCall } from '../../../src/app/call/live-call.js';
 import { RunService } from '../../../src/app/run-service.js';
 import type { ModelProcessRequest, ProcessOutcome } from '../../../src/ollama/model-process.js';
 import { processOutcome } from '../../helpers/process-outcome.js';
@@ -105,7 +105,7 @@ describe('RunService with an injected clock', () => {
 });
 
 const FAILED: Partial<ProcessOutcome> = { exitCode: 1, stdout: '', stderrTail: 'Error: boom\n' };
-const waiting = (live: LiveRun) => expect(live.phase).toBe('waiting_for_probe');
+const waiting = (live: LiveCall) => expect(live.phase).toBe('waiting_for_probe');
 
 describe('RunService: calls that meet a half-open probe wait for its verdict', () => {
   /** Threshold 1, cooldown 60 s: one failure opens the circuit; the clock then ends the cooldown. */
@@ -118,8 +118,10 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
     s.hold(true);
     const probe = s.runs.run({ model: 'm', prompt: 'probe' });
     await vi.waitFor(() => expect(s.held).toHaveLength(1));
-    const lives = [new LiveRun(), new LiveRun(), new LiveRun()];
-    const calls = lives.map((live, i) => s.runs.run({ model: 'm', prompt: `task ${i}`, taskId: `t${i}` }, { ...live.listeners }));
+    const lives = [new LiveCall(), new LiveCall(), new LiveCall()];
+    const calls = lives.map((live, i) =>
+      s.runs.run({ model: 'm', prompt: `task ${i}`, taskId: `t${i}` }, { listen: live.listen }),
+    );
     await vi.waitFor(() => lives.forEach(waiting));
     expect(s.spawned).toHaveLength(2);
     s.hold(false);
@@ -156,8 +158,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
     const s = service();
     await s.probeInFlight('elsewhere', 60_000);
     const cancel = new AbortController();
-    const live = new LiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'c' }, { ...live.listeners, signal: cancel.signal });
+    const live = new LiveCall();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'c' }, { listen: live.listen, signal: cancel.signal });
     await vi.waitFor(() => waiting(live));
     cancel.abort();
     expect((await call).metadata).toMatchObject({
@@ -171,8 +173,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
   it('a batch job waiting for the probe ends as not_started at the batch deadline', async () => {
     const s = service();
     await s.probeInFlight('elsewhere', 60_000);
-    const live = new LiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x' }, { ...live.listeners, batchId: 'b', deadlineAt: s.now() + 300 });
+    const live = new LiveCall();
+    const call = s.runs.run({ model: 'm', prompt: 'x' }, { listen: live.listen, batchId: 'b', deadlineAt: s.now() + 300 });
     s.advance(300); // the deadline timer is real time; by the time it fires, the clock says it passed
     await vi.waitFor(() => waiting(live));
     expect((await call).metadata).toMatchObject({
@@ -186,8 +188,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
   it('a probe in another process: the waiter runs when that process closes the circuit', async () => {
     const s = service();
     await s.probeInFlight('elsewhere', 60_000);
-    const live = new LiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'w' }, { ...live.listeners });
+    const live = new LiveCall();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'w' }, { listen: live.listen });
     await vi.waitFor(() => waiting(live));
     await s.setCircuit('m', { state: 'closed', consecutiveFailures: 0 });
     expect((await call).metadata).toMatchObject({ status: 'ok', escalate: false });
@@ -197,8 +199,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
   it('a probe whose server died: once its lease expires the waiter becomes the probe and its success closes the circuit', async () => {
     const s = service();
     await s.probeInFlight('dead', 10_000);
-    const live = new LiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x' }, { ...live.listeners });
+    const live = new LiveCall();
+    const call = s.runs.run({ model: 'm', prompt: 'x' }, { listen: live.listen });
     await vi.waitFor(() => waiting(live));
     s.advance(10_000);
     expect((await call).metadata).toMatchObject({ status: 'ok', circuit: { state: 'closed', consecutive_failures: 0 } });
@@ -209,8 +211,8 @@ describe('RunService: calls that meet a half-open probe wait for its verdict', (
   it('a waiter whose own start allowance runs out first gets circuit_open without escalating, and may retry', async () => {
     const s = service();
     await s.probeInFlight('slow', 600_000);
-    const live = new LiveRun();
-    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'patient', startTimeoutMs: 5_000 }, { ...live.listeners });
+    const live = new LiveCall();
+    const call = s.runs.run({ model: 'm', prompt: 'x', taskId: 'patient', startTimeoutMs: 5_000 }, { listen: live.listen });
     await vi.waitFor(() => waiting(live));
     s.advance(5_000);
     const result = await call;
@@ -246,8 +248,8 @@ describe('RunService: the circuit is checked again when a call leaves the queue'
     s.hold(true);
     const first = s.runs.run({ model: 'm', prompt: 'first' });
     await vi.waitFor(() => expect(s.held).toHaveLength(1));
-    const live = new LiveRun();
-    const waiter = s.runs.run({ model: 'm', prompt: 'waiter' }, { ...live.listeners });
+    const live = new LiveCall();
+    const waiter = s.runs.run({ model: 'm', prompt: 'waiter' }, { listen: live.listen });
     const other = s.runs.run({ model: 'n', prompt: 'other model' });
     // Meanwhile another process found the model failing and is probing it.
     await s.probeInFlight('elsewhere', 60_000);
@@ -270,8 +272,8 @@ describe('RunService: the circuit is checked again when a call leaves the queue'
     s.hold(true);
     const first = s.runs.run({ model: 'm', prompt: 'first' });
     await vi.waitFor(() => expect(s.held).toHaveLength(1));
-    const live = new LiveRun();
-    const queued = s.runs.run({ model: 'm', prompt: 'queued' }, live.listeners);
+    const live = new LiveCall();
+    const queued = s.runs.run({ model: 'm', prompt: 'queued' }, { listen: live.listen });
     // In line before the circuit opens (a transaction can land before the call's first admission).
     await vi.waitFor(() => expect(live.phase).toBe('queued'));
     await s.setCircuit('m', { state: 'open', consecutiveFailures: 5, openedAt: s.now() - 60_000, retryAt: s.now() });
@@ -296,8 +298,8 @@ describe('RunService: the ways a call ends without running', () => {
     const first = s.runs.run({ model: 'm', prompt: 'first' });
     await vi.waitFor(() => expect(s.held).toHaveLength(1));
     const cancel = new AbortController();
-    const live = new LiveRun();
-    const queued = s.runs.run({ model: 'm', prompt: 'second', taskId: 'q' }, { ...live.listeners, signal: cancel.signal });
+    const live = new LiveCall();
+    const queued = s.runs.run({ model: 'm', prompt: 'second', taskId: 'q' }, { listen: live.listen, signal: cancel.signal });
     await vi.waitFor(() => expect(live.phase).toBe('queued'));
     expect(live.queueReason()).toEqual({ kind: 'parallel', running: 1, ahead: 0 });
     cancel.abort();
@@ -380,8 +382,8 @@ describe('RunService: a fallback that cannot take runs never makes a task escala
     const s = service();
     await s.probeInFlight('elsewhere', 60_000); // `m` half open: its probe may yet close it, so the chain goes on
     s.failNext();
-    const live = new LiveRun();
-    const call = s.runs.run({ model: 'primary', fallbackModels: ['m'], prompt: 'x', taskId: 'raced' }, live.listeners);
+    const live = new LiveCall();
+    const call = s.runs.run({ model: 'primary', fallbackModels: ['m'], prompt: 'x', taskId: 'raced' }, { listen: live.listen });
     await vi.waitFor(() => waiting(live));
     // The probe fails (in another server): `m` opens again, and the waiting attempt is refused.
     await s.setCircuit('m', { state: 'open', consecutiveFailures: 6, openedAt: s.now(), retryAt: s.now() + 60_000 });

@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { replyBudget } from '../../../src/app/reply-budget.js';
-import { toRunMetadata, type Attempt } from '../../../src/app/run-report.js';
-import type { RunResult } from '../../../src/app/run-result.js';
+import { replyBudget } from '../../../src/app/reply/reply-budget.js';
+import { toRunMetadata, type WriteUp } from '../../../src/app/attempt/write-up.js';
+import type { RunResult } from '../../../src/app/reply/run-result.js';
 import type { EscalationDecision } from '../../../src/policy/escalation.js';
 import type { RunStatus } from '../../../src/policy/run-status.js';
 import { renderRunText } from '../../../src/tools/run-text.js';
 
 function result(status: RunStatus, escalation: EscalationDecision, answer = '', error: string | null = null): RunResult {
-  const attempt: Attempt = {
+  const attempt: WriteUp = {
+    willRetry: false,
     runId: 'run-1',
     request: { model: 'llama3.2', prompt: 'p', taskId: 'fm-42' },
     timeoutMs: 120_000,

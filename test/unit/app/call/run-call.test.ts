@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { chainOf, runCall, type CallRunnerDeps, type CallStep } from '../../../src/app/call-runner.js';
-import type { RunContext, RunRequest } from '../../../src/app/run-request.js';
-import type { RunResult } from '../../../src/app/run-result.js';
-import type { ModelSettings } from '../../../src/config/model-tiers.js';
-import type { RunStatus } from '../../../src/policy/run-status.js';
+import type { Attempts } from '../../../../src/app/attempt/attempt.js';
+import { CallEvents } from '../../../../src/app/attempt/events.js';
+import { chainOf } from '../../../../src/app/call/plan.js';
+import { runCall, type CallDeps } from '../../../../src/app/call/run-call.js';
+import type { RunResult } from '../../../../src/app/reply/run-result.js';
+import type { ModelSettings } from '../../../../src/config/model-tiers.js';
+import type { RunStatus } from '../../../../src/policy/run-status.js';
+import type { CallContext, CallEvent, RunRequest, Step } from '../../../../src/app/attempt/types.js';
 
 const SETTINGS: ModelSettings = {
   timeoutMs: 10_000,
@@ -18,14 +21,14 @@ const SETTINGS: ModelSettings = {
 
 interface Seen {
   readonly model: string;
-  readonly context: RunContext;
-  readonly step: CallStep;
+  readonly context: CallContext;
+  readonly step: Step;
   readonly willRetry: boolean;
 }
 
 /**
- * A runner whose tries end with the scripted statuses (each taking `tryMs` of the fake clock), and
- * whose waits only move the clock: no process, no timer.
+ * Attempts that end with the scripted statuses (each taking `tryMs` of the fake clock), and waits
+ * that only move the clock: no process, no timer. `seen` lists each attempt as it ended.
  */
 function harness(
   script: RunStatus[],
@@ -40,32 +43,47 @@ function harness(
   let now = 1_000_000;
   const seen: Seen[] = [];
   const sleeps: number[] = [];
-  const phases: unknown[] = [];
+  const events: CallEvent[] = [];
   let ids = 0;
-  const result = (model: string, status: RunStatus, step: CallStep): RunResult =>
+  let runs = 0;
+  const circuitReads: string[] = [];
+  const result = (model: string, status: RunStatus, step: Step, runId: string): RunResult =>
     ({
       output: status === 'ok' ? `answer from ${model}` : '',
       metadata: {
         status,
-        run_id: `run-${seen.length}`,
+        run_id: runId,
         model,
         error: status === 'ok' ? null : { kind: status, message: `${status}!` },
         busy_retries: step.busyRetries,
       },
     }) as unknown as RunResult;
-  const deps: CallRunnerDeps = {
-    attempt: async (request, context, step) => {
-      const status = script.shift() ?? 'ok';
-      now += options.tryMs ?? 10;
-      const next = await step.after(status);
-      seen.push({ model: request.model, context, step, willRetry: next.kind !== 'stop' });
-      return { result: result(request.model, status, step), next, own: null };
+  const attempts = {
+    begin(step: Step, context: CallContext) {
+      const model = step.request.model;
+      const info = { runId: `run-${++runs}`, model };
+      let status: RunStatus = 'cancelled';
+      return {
+        info,
+        async run() {
+          status = script.shift() ?? 'ok';
+          now += options.tryMs ?? 10;
+          return { status };
+        },
+        stopBeforeRun: () => void (status = 'cancelled'),
+        async end(willRetry: boolean) {
+          seen.push({ model, context, step, willRetry });
+          return { result: result(model, status, step, info.runId), own: null };
+        },
+      };
     },
-    cancelledWaiting: async (request, context, step) => {
-      seen.push({ model: request.model, context, step, willRetry: (await step.after('cancelled')).kind !== 'stop' });
-      return result(request.model, 'cancelled', step);
+  } as unknown as Attempts;
+  const deps: CallDeps = {
+    attempts,
+    refuses: async (model) => {
+      circuitReads.push(model);
+      return options.open?.includes(model) ?? false;
     },
-    refuses: async (model) => options.open?.includes(model) ?? false,
     settingsFor: (model) => ({ ...SETTINGS, ...options.settings?.[model] }),
     busyRetries: 3,
     clock: () => now,
@@ -77,8 +95,8 @@ function harness(
     },
     newId: () => `chain-${++ids}`,
   };
-  const context: RunContext = { onPhase: (event) => phases.push(event) };
-  return { deps, seen, sleeps, phases, context, now: () => now };
+  const context: CallContext = { events: new CallEvents([(event) => void events.push(event)]) };
+  return { deps, seen, sleeps, events, circuitReads, context, now: () => now };
 }
 
 const request = (extra: Partial<RunRequest> = {}): RunRequest => ({ model: 'a:1b', prompt: 'p', taskId: 't', ...extra });
@@ -97,13 +115,13 @@ describe('runCall: fallback chains', () => {
       { model: 'a:1b', status: 'crashed', run_id: 'run-1', error: 'crashed!', own: null },
       { model: 'b:1b', status: 'circuit_open', run_id: 'run-2', error: 'circuit_open!', own: null },
     ]);
-    expect(h.phases).toContainEqual({ phase: 'next_model', model: 'b:1b' });
+    expect(h.events).toContainEqual(expect.objectContaining({ type: 'next_model', next: 'b:1b' }));
   });
 
   it("every model keeps the call's max_retries (the first model's), and its own timeout", async () => {
     const h = harness(['crashed', 'ok'], { settings: { 'a:1b': { maxRetries: 1 }, 'b:1b': { maxRetries: 9, timeoutMs: 777 } } });
     await runCall(h.deps, request({ fallbackModels: ['b:1b'] }), h.context);
-    expect(h.seen.map((s) => [s.step.maxRetries, s.step.timeoutMs])).toEqual([
+    expect(h.seen.map((s) => [s.step.limits.maxRetries, s.step.limits.timeoutMs])).toEqual([
       [1, 10_000],
       [1, 777],
     ]);
@@ -132,8 +150,23 @@ describe('runCall: fallback chains', () => {
     expect(h.seen.every((s) => s.context.deadlineAt === start + 30_000)).toBe(true);
 
     const batch = harness(['ok']);
-    await runCall(batch.deps, request({ deadlineMs: 30_000 }), { deadlineAt: batch.now() + 5_000 });
+    await runCall(batch.deps, request({ deadlineMs: 30_000 }), { ...batch.context, deadlineAt: batch.now() + 5_000 });
     expect(batch.seen[0]!.context.deadlineAt).toBe(batch.now() - 10 + 5_000); // the earlier of the two
+  });
+
+  it("reads a later model's circuit only when a failure would hand the call on to it: never on the happy path", async () => {
+    const happy = harness(['ok']);
+    await runCall(happy.deps, request({ fallbackModels: ['b:1b', 'c:1b'] }), happy.context);
+    expect(happy.circuitReads).toEqual([]);
+
+    const failed = harness(['crashed', 'ok']);
+    await runCall(failed.deps, request({ fallbackModels: ['b:1b', 'c:1b'] }), failed.context);
+    expect(failed.circuitReads).toEqual(['b:1b']);
+
+    const allOpen = harness(['crashed'], { open: ['b:1b', 'c:1b'] });
+    const r = await runCall(allOpen.deps, request({ fallbackModels: ['b:1b', 'c:1b'] }), allOpen.context);
+    expect(r.metadata).toMatchObject({ status: 'crashed', model: 'a:1b' });
+    expect(allOpen.seen.map((s) => [s.model, s.willRetry])).toEqual([['a:1b', false]]);
   });
 
   it('no chain: no chain id, no step number', async () => {
@@ -163,7 +196,9 @@ describe('runCall: busy backoff', () => {
       ['a:1b', 1, 1, true],
       ['a:1b', 2, 2, false],
     ]);
-    expect(h.phases).toContainEqual({ phase: 'busy_backoff', retry: 1, of: 3, waitMs: 125, status: 'server_busy' });
+    expect(h.events).toContainEqual(
+      expect.objectContaining({ type: 'busy_wait', retry: 1, of: 3, waitMs: 125, status: 'server_busy' }),
+    );
   });
 
   it('gives up after OLLAMA_MCP_BUSY_RETRIES and returns server_busy; the chain does not move on from it', async () => {
@@ -177,7 +212,9 @@ describe('runCall: busy backoff', () => {
   it('a machine that could not start the CLI is retried the same way, and the chain does not move on from it', async () => {
     const h = harness(['spawn_failed', 'ok']);
     expect((await runCall(h.deps, request({ fallbackModels: ['b:1b'] }), h.context)).metadata.status).toBe('ok');
-    expect(h.phases).toContainEqual({ phase: 'busy_backoff', retry: 1, of: 3, waitMs: 125, status: 'spawn_failed' });
+    expect(h.events).toContainEqual(
+      expect.objectContaining({ type: 'busy_wait', retry: 1, of: 3, waitMs: 125, status: 'spawn_failed' }),
+    );
 
     const stuck = harness(['spawn_failed', 'spawn_failed', 'spawn_failed', 'spawn_failed']);
     const r = await runCall(stuck.deps, request({ fallbackModels: ['b:1b'] }), stuck.context);
@@ -188,8 +225,8 @@ describe('runCall: busy backoff', () => {
   it("a retry's start allowance is what is left of its model's start_timeout_ms; its answer keeps the whole timeout_ms", async () => {
     const h = harness(['server_busy', 'ok'], { tryMs: 3_000 });
     await runCall(h.deps, request({ timeoutMs: 10_000, startTimeoutMs: 20_000 }), h.context);
-    expect(h.seen.map((s) => s.step.startTimeoutMs)).toEqual([20_000, 20_000 - 3_000 - 125]);
-    expect(h.seen.map((s) => s.step.timeoutMs)).toEqual([10_000, 10_000]);
+    expect(h.seen.map((s) => s.step.limits.startTimeoutMs)).toEqual([20_000, 20_000 - 3_000 - 125]);
+    expect(h.seen.map((s) => s.step.limits.timeoutMs)).toEqual([10_000, 10_000]);
   });
 
   it('waits no longer than the start allowance allows', async () => {
