@@ -41,7 +41,7 @@ rmSync(dir, { recursive: true, force: true });
 // Paired A/B: a run through runModelProcess with the record (ProcessHygiene.trackSpawns) against
 // one without, spawning a process that exits at once (`true`): the median of per-pair differences.
 const { runModelProcess } = await import('../dist/ollama/model-process.js');
-const { ProcessHygiene } = await import('../dist/app/process-hygiene.js');
+const { ProcessHygiene } = await import('../dist/app/hygiene/process-hygiene.js');
 const { loadConfig } = await import('../dist/config/config.js');
 const pairs = Number(process.argv[3] ?? 300);
 const abDir = mkdtempSync(path.join(tmpdir(), 'child-registry-ab-'));
