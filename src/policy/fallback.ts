@@ -1,7 +1,7 @@
 import type { RunStatus } from './run-status.js';
 
 /**
- * When a fallback chain moves on to its next model. Pure; the README's "Fallback chains" section
+ * When a fallback chain moves on to its next model. Pure; docs/fallback-chains.md ("When it moves on")
  * mirrors this table.
  *
  * - `always`: this model cannot serve the call, and another model may: its circuit is open (skipped

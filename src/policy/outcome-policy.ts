@@ -1,6 +1,6 @@
 import type { EscalationReason, RunStatus } from './run-status.js';
 
-/** How the server treats one kind of outcome. The README's failure table mirrors this. */
+/** How the server treats one kind of outcome. The failure table of docs/result-and-escalation.md mirrors this. */
 export interface OutcomePolicy {
   /** Did the run succeed? */
   readonly ok: boolean;
@@ -38,7 +38,7 @@ const needsHuman = (reason: EscalationReason): OutcomePolicy => ({ ...CALL_MUST_
 /** Not a failed attempt of the task: nothing ran, or the caller stopped it. */
 const NOT_COUNTED: OutcomePolicy = { ...PASSING, countsAsTaskFailure: false };
 
-/** The failure table. Keep it in step with the README. */
+/** The failure table. Keep it in step with docs/result-and-escalation.md. */
 export const OUTCOME_POLICY: Readonly<Record<RunStatus, OutcomePolicy>> = {
   ok: { ok: true, breaker: 'success', countsAsTaskFailure: false, retryable: false, escalateAtOnce: null },
   timeout: MODEL_FAILURE,
