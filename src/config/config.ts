@@ -23,7 +23,7 @@ import {
 } from './ranges.js';
 import { isRedisUrlError, parseRedisUrl } from './redis-url.js';
 
-/** Everything the server can be told, validated once at start-up. Each field names its variable; the README gives the ranges. */
+/** Everything the server can be told, validated once at start-up. Each field names its variable; docs/configuration.md gives the ranges. */
 export interface Config {
   /** `OLLAMA_BIN`: the CLI to spawn. @default "ollama" (found on PATH) */
   readonly ollamaBin: string;

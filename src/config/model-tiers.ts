@@ -10,7 +10,7 @@ import { compileMatch, crossCheck, matches } from './tier-rules.js';
 
 /**
  * Per-model tiers: an optional JSON file (`OLLAMA_MCP_CONFIG`) with defaults, named tiers and
- * ordered `models` rules matched by exact name or glob (the README has an example).
+ * ordered `models` rules matched by exact name or glob (docs/configuration.md has an example).
  *
  * Resolution for one model, later wins: Config (environment) < file `defaults` < the first matching
  * rule's tier < that rule's own keys < per-call arguments (applied by the caller, not here).

@@ -74,7 +74,7 @@ type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
 /**
  * The listed form of a tool's JSON schema. Input schemas keep a description on the tool's own
  * arguments only (a job of `ollama_run_many` is described by `ollama_run`'s); output schemas keep
- * none: no model reads them, and the README describes every field.
+ * none: no model reads them, and the docs describe every field.
  */
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;

@@ -3,7 +3,7 @@ import type { RunStatus } from './run-status.js';
 
 /**
  * When a fallback chain moves on to its next model: each status's `fallthrough` in the outcome table
- * (policy/outcome-policy.ts). `always`: this model cannot serve the call and another may (its circuit
+ * (policy/outcome-policy.ts; docs/fallback-chains.md, "When it moves on", mirrors it). `always`: this model cannot serve the call and another may (its circuit
  * is open, it is not installed, it failed in a way that is about the model, or it is a cloud model
  * the account may not use now); `if_time_left`: a timeout moves on only when the call has a
  * `deadline_ms` that leaves time; `never`: Ollama itself cannot serve or is busy, the CLI is missing,

@@ -1,6 +1,6 @@
 import type { EscalationReason, RunStatus } from './run-status.js';
 
-/** How the server treats one kind of outcome. The README's failure table mirrors this. */
+/** How the server treats one kind of outcome. The failure table of docs/result-and-escalation.md mirrors this. */
 export interface OutcomePolicy {
   /** Did the run succeed? */
   readonly ok: boolean;

@@ -6,7 +6,7 @@ import type { ModelSummary, SummaryFiltersView } from './summary-schema.js';
 
 const STATUS_ORDER = new Map<string, number>(RUN_STATUSES.map((status, index) => [status, index]));
 
-/** The README's status order (RUN_STATUSES), then unknown statuses by name. */
+/** The failure table's status order (RUN_STATUSES), then unknown statuses by name. */
 export function compareStatuses(a: string, b: string): number {
   const ia = STATUS_ORDER.get(a) ?? Infinity;
   const ib = STATUS_ORDER.get(b) ?? Infinity;
@@ -14,7 +14,7 @@ export function compareStatuses(a: string, b: string): number {
   return compareText(a, b);
 }
 
-/** The failure statuses that occurred in any model's row, in the README's order. */
+/** The failure statuses that occurred in any model's row, in the failure table's order. */
 export function failureStatuses(models: readonly Pick<ModelSummary, 'failures'>[]): string[] {
   return [...new Set(models.flatMap((m) => Object.keys(m.failures)))].sort(compareStatuses);
 }

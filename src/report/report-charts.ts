@@ -96,7 +96,7 @@ export function modelColors(s: Pick<RunsSummary, 'models'>): (model: string) => 
 }
 
 /**
- * The data of the report's charts. Pure. Statuses are in the README's order with `ok` first and
+ * The data of the report's charts. Pure. Statuses are in the failure table's order with `ok` first and
  * keep their colour everywhere; charts show at most {@link CHART_MODELS} / {@link LATENCY_MODELS}
  * models (most runs first).
  */

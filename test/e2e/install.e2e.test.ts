@@ -14,6 +14,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -25,6 +26,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { readDoc, relativeLinksOf } from '../helpers/markdown.js';
 import { cannotReach, copyProductionDependencies, NOBODY, USER_PATH } from '../helpers/other-user.js';
 import { FAKE_OLLAMA, makeSandbox, ROOT, SERVER_ENTRY, serverEnv, waitFor } from './harness.js';
 
@@ -261,9 +263,28 @@ describe.skipIf(NOBODY_PROBLEM !== null)('installed from the packed tarball, run
 
   it('the tarball holds the built server, the licence and the docs, and no source or tests', () => {
     const files = installation.packedFiles;
+    const docs = readdirSync(path.join(ROOT, 'docs'))
+      .filter((file) => file.endsWith('.md'))
+      .map((file) => `docs/${file}`);
+    expect(docs.length).toBeGreaterThan(10);
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'telemetry/README.md', 'dist/cli.js']));
-    expect(files.filter((f) => !f.startsWith('dist/'))).toEqual(['LICENSE', 'README.md', 'package.json', 'telemetry/README.md']);
+    expect(files.filter((f) => !f.startsWith('dist/'))).toEqual(
+      ['LICENSE', 'README.md', 'package.json', 'telemetry/README.md', ...docs].sort(),
+    );
     expect(files.filter((f) => f.startsWith('dist/') && f.endsWith('.js')).length).toBeGreaterThan(30);
+  });
+
+  it("the installed README's links lead to pages the package holds (only the development page's lead into a clone)", () => {
+    const shipped = new Set(installation.packedFiles);
+    const pages = installation.packedFiles.filter((file) => file.endsWith('.md') && file !== 'docs/development.md');
+    const missing = pages.flatMap((page) =>
+      relativeLinksOf(readDoc(page))
+        .filter((link) => link.file !== '')
+        .map((link) => path.posix.normalize(path.posix.join(path.posix.dirname(page), link.file)))
+        .filter((target) => !shipped.has(target))
+        .map((target) => `${page} -> ${target}`),
+    );
+    expect(missing).toEqual([]);
   });
 
   it('keeps its data in ~/.local/state/ollama-runner-mcp (0700, runs.jsonl 0600), and an upgrade keeps it', async () => {

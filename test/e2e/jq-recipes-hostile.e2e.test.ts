@@ -1,5 +1,5 @@
 // Any MCP caller (a prompt-injected agent, say) can put terminal escapes or bidi controls in a call's
-// arguments. The server logs invalid input too, and a developer reads the log with the README's jq
+// arguments. The server logs invalid input too, and a developer reads the log with the documented jq
 // recipes (`jq -r` among them) and the report: none may print a control character into their
 // terminal, nor a bidi control that reorders the line (U+202E shows `txt.exe` as `exe.txt`).
 import { execFileSync } from 'node:child_process';
@@ -7,7 +7,7 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, startServer, type RunningServer, type Sandbox } from './harness.js';
-import { loadJq, README_RECIPES, systemJq, type JqRaw } from './jq-recipes.js';
+import { loadJq, DOC_RECIPES, systemJq, type JqRaw } from './jq-recipes.js';
 
 const OSC52 = '\u001b]52;c;ZXZpbA==\u0007'; // write the clipboard
 const TITLE = '\u001b]0;owned\u0007'; // set the window title
@@ -63,7 +63,7 @@ describe('escapes planted through MCP arguments, read back with jq and the repor
     expect(refused[0]!.task_id).toBe('fm\\x1b\\x1b[0m[2J\\u202egpj.exe');
   });
 
-  it.each(README_RECIPES.map((r) => [`${r.source}: ${r.program.slice(0, 70)}`, r] as const))(
+  it.each(DOC_RECIPES.map((r) => [`${r.source}: ${r.program.slice(0, 70)}`, r] as const))(
     '%s prints no control character',
     async (_name, recipe) => {
       const out = await jq(log, recipe.program, recipe.flags);

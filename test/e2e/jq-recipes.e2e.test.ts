@@ -1,4 +1,4 @@
-// Every jq recipe of README.md and telemetry/README.md, run on a runs.jsonl the built server wrote:
+// Every jq recipe of docs/reviewing-runs.md and telemetry/README.md, run on a runs.jsonl the built server wrote:
 // control records (ollama_task_status, ollama_reset) between the runs, one model under two spellings
 // (slow1 and slow1:latest, which the report counts as one), a rejected call, a torn last line.
 // jq itself comes from the jq-wasm devDependency (jq 1.7.1 compiled to WebAssembly: no binary needed);
@@ -8,9 +8,9 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSandbox, startServer, type RunningServer, type Sandbox } from './harness.js';
-import { loadJq, README_RECIPES, systemJq, type JqRaw } from './jq-recipes.js';
+import { loadJq, DOC_RECIPES, systemJq, type JqRaw } from './jq-recipes.js';
 
-const RECIPES = README_RECIPES;
+const RECIPES = DOC_RECIPES;
 
 describe('the jq recipes on a log the server wrote', () => {
   let sandbox: Sandbox;
@@ -57,8 +57,8 @@ describe('the jq recipes on a log the server wrote', () => {
     expect(records.filter((r) => r.kind === undefined).every((r) => typeof r.model_key === 'string')).toBe(true);
   });
 
-  it('found the recipes of both READMEs', () => {
-    expect(RECIPES.filter((r) => r.source === 'README.md').length).toBeGreaterThanOrEqual(5);
+  it('found the recipes of both pages', () => {
+    expect(RECIPES.filter((r) => r.source === 'docs/reviewing-runs.md').length).toBeGreaterThanOrEqual(5);
     expect(RECIPES.filter((r) => r.source === 'telemetry/README.md').length).toBeGreaterThanOrEqual(8);
   });
 
@@ -77,7 +77,9 @@ describe('the jq recipes on a log the server wrote', () => {
   });
 
   it('per model, slow1 and slow1:latest are one row, as in the report', async () => {
-    const readme = RECIPES.find((r) => r.source === 'README.md' && r.program.includes('group_by(.model_key // .model)[]'))!;
+    const readme = RECIPES.find(
+      (r) => r.source === 'docs/reviewing-runs.md' && r.program.includes('group_by(.model_key // .model)[]'),
+    )!;
     const rows = (await jq(log, readme.program, readme.flags)).trim().split('\n').sort();
     expect(rows).toEqual(
       [

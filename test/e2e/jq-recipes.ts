@@ -1,4 +1,4 @@
-// The jq recipes of README.md ("Reviewing runs") and telemetry/README.md, and jq to run them:
+// The jq recipes of docs/reviewing-runs.md and telemetry/README.md, and jq to run them:
 // the jq-wasm devDependency (jq 1.7.1 compiled to WebAssembly: no binary needed), and a jq binary
 // when one is on PATH.
 import { execFileSync } from 'node:child_process';
@@ -14,7 +14,7 @@ export async function loadJq(): Promise<JqRaw> {
     return (input, program, flags) => jq.raw(input, program, flags);
   } catch (error) {
     throw new Error(
-      `jq is missing: these tests run the README's jq recipes with the jq-wasm package (a devDependency). Run \`npm install\`. (${(error as Error).message})`,
+      `jq is missing: these tests run the documented jq recipes with the jq-wasm package (a devDependency). Run \`npm install\`. (${(error as Error).message})`,
     );
   }
 }
@@ -36,10 +36,8 @@ export interface Recipe {
 }
 
 /** The jq commands in the sh code blocks of a markdown file: flags, `--arg` pairs and the single-quoted program. */
-export function recipesIn(file: string, from?: string, to?: string): Recipe[] {
-  let text = readFileSync(path.join(ROOT, file), 'utf8');
-  if (from !== undefined)
-    text = text.slice(text.indexOf(from), to === undefined ? undefined : text.indexOf(to, text.indexOf(from)));
+export function recipesIn(file: string): Recipe[] {
+  const text = readFileSync(path.join(ROOT, file), 'utf8');
   const recipes: Recipe[] = [];
   for (const block of text.matchAll(/```sh\n([\s\S]*?)```/g)) {
     for (const line of block[1]!.split('\n')) {
@@ -55,8 +53,5 @@ export function recipesIn(file: string, from?: string, to?: string): Recipe[] {
   return recipes;
 }
 
-/** Every recipe of both READMEs. */
-export const README_RECIPES: readonly Recipe[] = [
-  ...recipesIn('README.md', '## Reviewing runs', '## Troubleshooting'),
-  ...recipesIn('telemetry/README.md'),
-];
+/** Every recipe of both pages. */
+export const DOC_RECIPES: readonly Recipe[] = [...recipesIn('docs/reviewing-runs.md'), ...recipesIn('telemetry/README.md')];

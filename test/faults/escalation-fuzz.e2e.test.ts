@@ -1,5 +1,5 @@
 // Random sequences of calls, from two live servers on one data dir, against a model of the escalation
-// rules written here from the README (not from the code): after every step the task's record
+// rules written here from docs/result-and-escalation.md (not from the code): after every step the task's record
 // (`ollama_task_status`) and the result (or the runs.jsonl line a cancelled call leaves) must say what
 // the rules say. The steps are the paths where escalation went wrong before: fallback chains (a missing
 // or broken fallback), a fallback that cannot start before `deadline_ms`, cancels and refused options
@@ -15,7 +15,7 @@ import { prng } from '../helpers/seeded-random.js';
 const MAX_RETRIES = 2;
 const TASKS = ['fz-a', 'fz-b', 'fz-c'] as const;
 
-/** What the README says a task's record is: failures in a row, and the reason it escalated (null: it did not). */
+/** What the docs say a task's record is: failures in a row, and the reason it escalated (null: it did not). */
 interface Expected {
   failures: number;
   reason: EscalationReason | null;
@@ -24,7 +24,7 @@ interface Expected {
 /** How a step ends for its task: a success, a counted failure (with a reason of its own or none), or nothing counted. */
 type Effect = { kind: 'ok' } | { kind: 'failure'; own: EscalationReason | null } | { kind: 'nothing' };
 
-/** The README's rules, applied to one step: what the result says, and the task's record after it. */
+/** The documented rules, applied to one step: what the result says, and the task's record after it. */
 function apply(task: Expected, effect: Effect): { escalate: boolean; reason: EscalationReason | null; retryCount: number } {
   const retryCount = task.failures;
   if (effect.kind === 'ok') {

@@ -1,4 +1,4 @@
-/** The tiers file example of the README (readme.test.ts checks they are the same); valid. */
+/** The tiers file example of docs/configuration.md (docs.test.ts checks they are the same); valid. */
 export const EXAMPLE_TIERS_JSON = `{
   "defaults": { "timeout_ms": 120000, "max_retries": 3 },
   "tiers": {

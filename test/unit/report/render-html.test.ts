@@ -33,7 +33,7 @@ function embeddedSummary(html: string): unknown {
 }
 
 describe('buildReportCharts on test/fixtures/runs/html', () => {
-  it('outcomes: one bar per model, ok then each failure status in the README order, in the fixed colours', async () => {
+  it('outcomes: one bar per model, ok then each failure status in the failure table order, in the fixed colours', async () => {
     const { outcomes } = buildReportCharts(await fixture());
     expect(outcomes!.labels).toEqual(['qwen3:8b', 'llama3.2:latest', 'deepseek-r1:14b']);
     expect(outcomes!.series.map((s) => [s.key, s.color, s.data])).toEqual([

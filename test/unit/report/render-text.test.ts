@@ -33,7 +33,7 @@ describe('renderReportText', () => {
       'runs',
       'ok %',
       'timeouts',
-      'empty_output', // the README's status order
+      'empty_output', // the failure table's status order
       'crashed',
       'circuit_open',
       'invalid_input',

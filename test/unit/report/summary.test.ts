@@ -92,7 +92,7 @@ describe('summarizeRuns on test/fixtures/runs/basic', () => {
     near(llama.duration_ms.p50, 2000);
     expect(llama.duration_histogram).toEqual([0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
     expect(s.duration_buckets_ms).toEqual([100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000]);
-    expect(Object.keys(llama.failures)).toEqual(['empty_output', 'circuit_open']); // the README's status order
+    expect(Object.keys(llama.failures)).toEqual(['empty_output', 'circuit_open']); // the failure table's status order
 
     expect(model(s, 'bad model!')).toEqual({
       model: 'bad model!',

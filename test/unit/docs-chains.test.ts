@@ -1,14 +1,11 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OUTCOME_POLICY } from '../../src/policy/outcome-policy.js';
 import { RUN_STATUSES, type RunStatus } from '../../src/policy/run-status.js';
+import { sectionOf } from '../helpers/markdown.js';
 
-const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
-
-describe('README: fallback chains', () => {
+describe('docs/fallback-chains.md', () => {
   it("the 'when it moves on' table says what each status's fall-through rule does", () => {
-    const section = readme.slice(readme.indexOf('### Fallback chains'), readme.indexOf('**Time.**'));
+    const section = sectionOf('docs/fallback-chains.md', '**When it moves on**', '**Time.**');
     const said = new Map<RunStatus, string>();
     for (const line of section.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| ---'))) {
       const [who, answer] = line
