@@ -107,7 +107,7 @@ export async function cpuBusyPercent(windowMs = 1000) {
 
 /**
  * CPU ticks (USER_HZ) used so far by the whole machine and by this process plus its reaped
- * descendants (the servers, the fakes they ran, the hammer). The difference over the run is what
+ * descendants (the servers, the fakes they ran). The difference over the run is what
  * other processes took: the noise indicator reported with the figures.
  */
 export function cpuTicks() {
@@ -167,15 +167,12 @@ export function baseEnv(extra = {}) {
 
 const liveServers = new Set();
 
-/**
- * Start the built server over stdio exactly as an MCP client does (same as test/e2e/harness.ts).
- * `nodeArgs` lets the caller add e.g. --cpu-prof; `entry` runs another build (an A/B comparison).
- */
-export async function startServer({ bin, telemetryDir, env = {}, nodeArgs = [], entry = SERVER_ENTRY }) {
-  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
+/** Start the built server over stdio exactly as an MCP client does (same as test/e2e/harness.ts). */
+export async function startServer({ bin, telemetryDir, env = {} }) {
+  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [...nodeArgs, entry],
+    args: [SERVER_ENTRY],
     // The bench's fakes run every call at once, alone: tell the server so, as it would read it from the
     // environment of an Ollama that runs that many requests and models at once (see README, Scheduling).
     env: baseEnv({
@@ -347,23 +344,21 @@ export async function execaDirect(bin, args, input, env) {
 let timeVerbose; // does /usr/bin/time -v work here? (checked once)
 
 function peakRssSource() {
-  // BENCH_PEAK_RSS=proc|wrapper forces a fallback (to check it on a machine that has /usr/bin/time).
+  // BENCH_PEAK_RSS=proc forces the fallback (to check it on a machine that has /usr/bin/time).
   if (process.env.BENCH_PEAK_RSS === 'proc') return '/proc/<pid>/status VmHWM, polled';
-  if (process.env.BENCH_PEAK_RSS === 'wrapper') return 'process.resourceUsage().maxRSS in a wrapper';
   if (timeVerbose === undefined) {
     const probe = existsSync('/usr/bin/time') ? spawnSync('/usr/bin/time', ['-v', 'true'], { encoding: 'utf8' }) : null;
     timeVerbose = probe?.status === 0 && /Maximum resident set size/.test(probe.stderr);
   }
   if (timeVerbose) return '/usr/bin/time -v';
   if (existsSync('/proc/self/status')) return '/proc/<pid>/status VmHWM, polled';
-  return 'process.resourceUsage().maxRSS in a wrapper';
+  return 'nothing here (no /usr/bin/time -v, no /proc)';
 }
 
 /**
  * Runs `node script ...args` to completion and measures its wall time (from spawn to exit, node's
  * start-up included) and peak RSS: with /usr/bin/time -v when it works, else by polling VmHWM (the
- * kernel's own high-water mark, so a poll only has to come late enough) in /proc, else with
- * bench/maxrss-wrapper.mjs, which runs the script in-process and reports its maxRSS at exit.
+ * kernel's own high-water mark, so a poll only has to come late enough) in /proc, else NaN.
  * Rejects when the process fails.
  * @returns {Promise<{ stdout: string, wallMs: number, rssMb: number, rssSource: string }>}
  */
@@ -372,7 +367,6 @@ export function measureNodeProcess(script, args, { env = process.env, cwd = ROOT
   let file = process.execPath;
   let argv = [script, ...args];
   if (source.startsWith('/usr/bin/time')) [file, argv] = ['/usr/bin/time', ['-v', process.execPath, ...argv]];
-  else if (source.includes('wrapper')) argv = [path.join(BENCH_DIR, 'maxrss-wrapper.mjs'), ...argv];
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child = spawn(file, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -408,7 +402,7 @@ export function measureNodeProcess(script, args, { env = process.env, cwd = ROOT
         ? Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(stderr)?.[1])
         : source.startsWith('/proc')
           ? hwmKb
-          : Number(/^maxrss_kb=(\d+)$/m.exec(stderr)?.[1]);
+          : NaN;
       resolve({ stdout: Buffer.concat(out).toString('utf8'), wallMs, rssMb: kb / 1024, rssSource: source });
     });
   });

@@ -34,18 +34,16 @@ const TASK_IDS = 50;
 const FLOOR_EVERY = 10;
 
 /**
- * @param {{ fake: { bin: string, label: string }, floorBin: string | null, rounds: number, warmup: number, cpuProfDir?: string }} options
+ * @param {{ fake: { bin: string, label: string }, floorBin: string | null, rounds: number, warmup: number }} options
  */
-export async function measureOverhead({ fake, floorBin, rounds, warmup, cpuProfDir }) {
+export async function measureOverhead({ fake, floorBin, rounds, warmup }) {
   const dir = makeTempDir('overhead');
   const argvFile = path.join(dir, 'argv');
   const env = baseEnv({ [ARGV_FILE_ENV]: argvFile }); // what the server hands the fake too (it passes its env on)
-  const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, '--cpu-prof-name=server-overhead.cpuprofile'] : [];
   const server = await startServer({
     bin: fake.bin,
     telemetryDir: path.join(dir, 'telemetry'),
     env: { [ARGV_FILE_ENV]: argvFile },
-    nodeArgs,
   });
   const samples = {
     task: [],

@@ -2,8 +2,6 @@
 // generateRunsJsonl in report-vs-jq.mjs), each run a separate `node` process (start-up included),
 // wall time and peak RSS per run (see measureNodeProcess in lib.mjs):
 //   - a realistic day of 20,000 lines: what a developer waits for;
-//   - 300,000 lines next to its floor, a bare Node loop that only reads the same file and
-//     JSON.parses every line (bench/jsonparse-floor.mjs), alternated;
 //   - 1,000,000 lines (745 MiB): time and peak RSS, reported;
 //   - with BENCH_JQ=1, jq computing the same per-model figures on the 1,000,000 lines, compared.
 import { existsSync, statSync } from 'node:fs';
@@ -11,23 +9,21 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { BENCH_DIR, SERVER_ENTRY, makeTempDir, measureNodeProcess, removeTempDir, summarize } from './lib.mjs';
+import { SERVER_ENTRY, makeTempDir, removeTempDir, summarize } from './lib.mjs';
 import { JQ_PROGRAM, compare, findJq, generateRunsJsonl, jqVersion, runReportCli } from './report-vs-jq.mjs';
 
 /**
- * @param {{ realisticLines: number, floorLines: number, largeLines: number, reps: number, withJq: boolean }} plan
+ * @param {{ realisticLines: number, largeLines: number, reps: number, withJq: boolean }} plan
  */
 export async function measureReportCli(plan) {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
   const realistic = await onLog(plan.realisticLines, (log) => reportRuns(log, plan.reps));
-  const floor = await onLog(plan.floorLines, (log) => againstFloor(log, plan.reps));
   const large = await onLog(plan.largeLines, async (log) => {
     const result = await reportRuns(log, 1);
     return { ...result, jq: plan.withJq ? await againstJq(log, result.summary) : null };
   });
   return {
     realistic,
-    floor,
     large,
     jqSkipped: plan.withJq ? (findJq() ? null : 'jq not found on this machine') : 'off (BENCH_JQ=1 adds it; ~40 s here)',
   };
@@ -56,29 +52,6 @@ async function reportRuns(log, reps) {
     runs.push(r);
   }
   return { cli: stats(runs), rssSource: runs[0].rssSource, summary };
-}
-
-/** The CLI and the bare JSON.parse loop, alternated `reps` times each. */
-async function againstFloor(log, reps) {
-  const runs = { cli: [], floor: [] };
-  for (let rep = 0; rep < reps; rep += 1) {
-    const order = rep % 2 === 0 ? ['cli', 'floor'] : ['floor', 'cli'];
-    for (const which of order) {
-      if (which === 'cli') {
-        const r = await runReportCli(log.dir);
-        checked(r, log);
-        runs.cli.push(r);
-      } else {
-        const r = await measureNodeProcess(path.join(BENCH_DIR, 'jsonparse-floor.mjs'), [log.file]);
-        const parsed = JSON.parse(r.stdout).lines;
-        if (parsed !== log.lines) throw new Error(`the JSON.parse floor read ${parsed} lines, expected ${log.lines}`);
-        runs.floor.push(r);
-      }
-    }
-  }
-  const cli = stats(runs.cli);
-  const floor = stats(runs.floor);
-  return { cli, floor, ratio: cli.wall.p50 / floor.wall.p50, rssSource: runs.cli[0].rssSource };
 }
 
 /** The report's JSON; a report that is not JSON, or lost runs, is an error, not a figure. */
@@ -116,14 +89,14 @@ function stats(list) {
 const secs = (ms, digits = 2) => `${(ms / 1000).toFixed(digits)} s`;
 const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
 const walls = (x) => x.walls.map((w) => (w / 1000).toFixed(2)).join(', ');
+const mb = (x) => (Number.isFinite(x) ? `${x.toFixed(0)} MB` : 'n/a');
 
 /** The report benchmark's lines for the run's output (`r`: measureReportCli's result, with `since`). */
 export function reportLines(r) {
-  const { realistic: a, floor: f, large: l, since: s } = r;
+  const { realistic: a, large: l, since: s } = r;
   const lines = [
-    `  ${a.lines.toLocaleString('en-US')} lines (${mib(a.bytes)}): report --json wall p50 ${secs(a.cli.wall.p50)} (${walls(a.cli)}), peak RSS ${a.cli.peakRssMb.toFixed(0)} MB`,
-    `  ${f.lines.toLocaleString('en-US')} lines (${mib(f.bytes)}): report --json wall p50 ${secs(f.cli.wall.p50)} (${walls(f.cli)}), bare JSON.parse loop ${secs(f.floor.wall.p50)} (${walls(f.floor)}): ratio ${f.ratio.toFixed(2)}`,
-    `  ${l.lines.toLocaleString('en-US')} lines (${mib(l.bytes)}): report --json wall ${secs(l.cli.wall.p50)}, peak RSS ${l.cli.peakRssMb.toFixed(0)} MB (peak RSS from ${l.rssSource})`,
+    `  ${a.lines.toLocaleString('en-US')} lines (${mib(a.bytes)}): report --json wall p50 ${secs(a.cli.wall.p50)} (${walls(a.cli)}), peak RSS ${mb(a.cli.peakRssMb)}`,
+    `  ${l.lines.toLocaleString('en-US')} lines (${mib(l.bytes)}): report --json wall ${secs(l.cli.wall.p50)}, peak RSS ${mb(l.cli.peakRssMb)} (peak RSS from ${l.rssSource})`,
   ];
   if (l.jq)
     lines.push(
@@ -139,27 +112,19 @@ export function reportLines(r) {
 
 /** The report benchmark's rows of the target table. */
 export function reportTargetRows(r, targets) {
-  const { realistic: a, floor: f, large: l, since: s } = r;
+  const { realistic: a, large: l, since: s } = r;
   const rows = [
     {
       measure: `report --json through the CLI, a realistic ${a.lines.toLocaleString('en-US')}-line day`,
       value: secs(a.cli.wall.p50),
-      baseline: `peak RSS ${a.cli.peakRssMb.toFixed(0)} MB`,
+      baseline: `peak RSS ${mb(a.cli.peakRssMb)}`,
       target: 'reported',
       result: 'info',
       why: '',
     },
     {
-      measure: `report --json through the CLI, ${f.lines.toLocaleString('en-US')} lines: wall relative to a bare JSON.parse loop`,
-      value: `${f.ratio.toFixed(2)} (${secs(f.cli.wall.p50)})`,
-      baseline: `JSON.parse loop ${secs(f.floor.wall.p50)}`,
-      target: `<= ${targets.reportRatio}`,
-      result: f.ratio <= targets.reportRatio ? 'PASS' : 'FAIL',
-      why: `the report JSON.parses every line as the loop does; the rest is its own work on each line (task counts, attention, circuits, causes, chains, five histograms) and Date.parse of each ts.`,
-    },
-    {
       measure: `report --json through the CLI, ${l.lines.toLocaleString('en-US')} lines (${mib(l.bytes)}): wall and peak RSS`,
-      value: `${secs(l.cli.wall.p50)}, ${l.cli.peakRssMb.toFixed(0)} MB`,
+      value: `${secs(l.cli.wall.p50)}, ${mb(l.cli.peakRssMb)}`,
       baseline: '',
       target: 'reported',
       result: 'info',
@@ -182,8 +147,8 @@ export function reportTargetRows(r, targets) {
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const quick = process.env.BENCH_QUICK === '1';
   const plan = quick
-    ? { realisticLines: 2_000, floorLines: 20_000, largeLines: 50_000, reps: 1 }
-    : { realisticLines: 20_000, floorLines: 300_000, largeLines: 1_000_000, reps: 3 };
+    ? { realisticLines: 2_000, largeLines: 50_000, reps: 1 }
+    : { realisticLines: 20_000, largeLines: 1_000_000, reps: 3 };
   const { measureSummaryWithSince } = await import('./report-since.mjs');
   const r = {
     ...(await measureReportCli({ ...plan, withJq: process.env.BENCH_JQ === '1' })),
@@ -192,6 +157,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
     ),
   };
   for (const line of reportLines(r)) process.stdout.write(`${line}\n`);
-  for (const row of reportTargetRows(r, { reportRatio: 1.5, sinceRatio: 1.25 }))
+  for (const row of reportTargetRows(r, { sinceRatio: 1.25 }))
     process.stdout.write(`${row.result.padEnd(5)} ${row.measure}: ${row.value} (target ${row.target}; ${row.baseline})\n`);
 }

@@ -7,9 +7,8 @@
 //   - jq:     a jq program computing the same per-model counts, p95 and max duration,
 // checks that both agree (counts exactly, p95 within the documented 1%), and prints a small table.
 //
-// Needs `npm run build` first. `npm run bench` measures the report against a JSON.parse floor
-// instead (bench/report-cli.mjs) and adds this jq comparison only with BENCH_JQ=1 (jq takes ~40 s
-// here). Exit code 0 when everything ran and agreed (a missed target is reported as FAIL, not as an
+// Needs `npm run build` first. `npm run bench` times the report on its own (bench/report-cli.mjs)
+// and adds this jq comparison only with BENCH_JQ=1 (jq takes ~40 s here). Exit code 0 when everything ran and agreed (a missed target is reported as FAIL, not as an
 // error); 1 when the two disagree or a run failed. Without jq the jq half is skipped (exit 0).
 //
 // Options (environment):

@@ -1,16 +1,13 @@
-// Benchmark 3: the per-run ledger/breaker transaction with 10,000 tasks recorded, and that every
-// task survives a second process hammering the same files.
+// Benchmark 3: the per-run ledger/breaker transaction with 10,000 tasks recorded, the lock-free read,
+// their floor, and that every task is still there afterwards.
 // Standalone: `npm run build && node bench/state.mjs` (prints these figures only).
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { open, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { StateStore } from '../dist/store/state/state-store.js';
-import { BENCH_DIR, makeTempDir, ms, removeTempDir, summarize } from './lib.mjs';
+import { makeTempDir, ms, removeTempDir, summarize } from './lib.mjs';
 import { MODELS, applyRun, seedEntry } from './state-tx.mjs';
 
 /**
@@ -34,7 +31,6 @@ export async function measureState({ tasks, transactions, warmup }) {
     }
     return summarize(samples);
   };
-  let hammer = null;
 
   try {
     // Seed 10,000 entries and every model's circuit in one 'all' transaction.
@@ -56,30 +52,6 @@ export async function measureState({ tasks, transactions, warmup }) {
     const read = await timed(transactions, () => store.snapshot([randomTask()]));
     const floor = await measureFloor(dir, shardFiles, transactions);
 
-    // Contention: a second process hammers the same store while the transactions repeat.
-    hammer = spawn(process.execPath, [path.join(BENCH_DIR, 'state-hammer.mjs'), file, String(tasks), '120'], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let hammerStderr = '';
-    hammer.stderr.on('data', (c) => (hammerStderr += c));
-    const lines = createInterface({ input: hammer.stdout });
-    const hammerLines = [];
-    await new Promise((resolve, reject) => {
-      lines.on('line', (line) => {
-        hammerLines.push(line);
-        if (line === 'ready') resolve();
-      });
-      hammer.once('exit', (code) => reject(new Error(`state-hammer exited early (${code}): ${hammerStderr.slice(-500)}`)));
-    });
-    const contendedStart = performance.now();
-    const contended = await timed(transactions, () => tx(store, randomTask()));
-    const contendedSeconds = (performance.now() - contendedStart) / 1000;
-    hammer.stdin.end();
-    const [code] = hammer.exitCode === null ? await once(hammer, 'exit') : [hammer.exitCode];
-    hammer = null;
-    if (code !== 0) throw new Error(`state-hammer failed (${code}): ${hammerStderr.slice(-500)}`);
-    const hammerStats = JSON.parse(hammerLines.at(-1));
-
     // Integrity: every seeded task is still there, nothing was set aside as corrupt.
     const all = await new StateStore(file, { onWarning }).snapshot('all');
     const tasksAfter = Object.keys(all.tasks).length;
@@ -96,15 +68,8 @@ export async function measureState({ tasks, transactions, warmup }) {
       warm,
       read,
       floor,
-      contended,
-      contendedTxPerS: transactions / contendedSeconds,
-      hammerTxPerS: hammerStats.transactions / hammerStats.seconds,
     };
   } finally {
-    if (hammer && hammer.exitCode === null) {
-      hammer.kill('SIGKILL');
-      await once(hammer, 'exit').catch(() => {});
-    }
     removeTempDir(dir);
   }
 }
@@ -142,9 +107,8 @@ export function stateLines(s) {
     `  seeded ${s.tasks} tasks in ${ms(s.seedMs, 0)} ms (${(s.ledgerBytes / 1024).toFixed(0)} KiB in state.json + ${s.shards} shards)`,
     `  transaction p50 ${ms(s.warm.p50, 3)}  p95 ${ms(s.warm.p95, 3)}  max ${ms(s.warm.max, 3)} ms`,
     `  read        p50 ${ms(s.read.p50, 3)}  p95 ${ms(s.read.p95, 3)} ms  (a snapshot of one task and the circuits, no lock)`,
-    `  contended   p50 ${ms(s.contended.p50, 3)}  p95 ${ms(s.contended.p95, 3)}  max ${ms(s.contended.max, 3)} ms  (${s.contendedTxPerS.toFixed(0)} tx/s here, ${s.hammerTxPerS.toFixed(0)} tx/s in the other process)`,
     `  floor       p50 ${ms(s.floor.p50, 3)}  p95 ${ms(s.floor.p95, 3)} ms  (lock file + write-temp-rename of one shard, nothing else)`,
-    `  ${s.tasksAfter.toLocaleString('en-US')} of ${s.tasks.toLocaleString('en-US')} tasks in the ledger after the contended run`,
+    `  ${s.tasksAfter.toLocaleString('en-US')} of ${s.tasks.toLocaleString('en-US')} tasks in the ledger afterwards`,
   ];
 }
 

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
 import { SETTING_RANGES } from '../config/ranges.js';
+import { parseGoDuration } from '../ollama/verbose-stats.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import type { RunResult } from '../app/reply/run-result.js';
 import { runReplySchema, toRunReply, type ResponseFormat, type RunReply } from '../app/reply/run-reply.js';
@@ -26,8 +27,8 @@ export const MAX_PROMPT_CHARS = 1_000_000;
 export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
 const MAX_RETRIES = SETTING_RANGES.max_retries;
 
-/** Go duration as `--keepalive` takes it: a number and a unit, possibly several (`1h30m`); `-1m` keeps it loaded. */
-const GO_DURATION = /^-?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
+/** A duration as `--keepalive` takes it: what Go's time.ParseDuration reads (`5m`, `1h30m`, `.5s`, `0`, `-1m`). */
+const isGoDuration = (text: string): boolean => parseGoDuration(text) !== null;
 
 const ollamaRunFields = z.strictObject({
   model: MODEL_FIELD,
@@ -71,7 +72,10 @@ const ollamaRunFields = z.strictObject({
   keepalive: z
     .string()
     .max(32, 'must be at most 32 characters')
-    .regex(GO_DURATION, 'must be a duration with a unit, such as "5m", "30s" or "1h30m"')
+    .refine(
+      isGoDuration,
+      'must be a duration such as "5m", "1h30m" or ".5s" (units h, m, s, ms, us, µs, ns), "0" to unload the model at once, or negative ("-1m") to keep it loaded',
+    )
     .optional()
     .describe('How long the model stays loaded after, e.g. "10m".'),
   include_thinking: z.boolean().optional(),

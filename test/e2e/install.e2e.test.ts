@@ -10,7 +10,6 @@ import { spawn, type SpawnOptions } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
-  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -27,8 +26,8 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { readDoc, relativeLinksOf } from '../helpers/markdown.js';
-import { cannotReach, copyProductionDependencies, NOBODY, USER_PATH } from '../helpers/other-user.js';
-import { FAKE_OLLAMA, makeSandbox, ROOT, SERVER_ENTRY, serverEnv, waitFor } from './harness.js';
+import { cannotReach, copyFakeOllama, copyProductionDependencies, NOBODY, USER_PATH } from '../helpers/other-user.js';
+import { makeSandbox, ROOT, SERVER_ENTRY, serverEnv, waitFor } from './harness.js';
 
 const packageJson = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
 const AS_ROOT = process.getuid?.() === 0;
@@ -168,9 +167,7 @@ beforeAll(async () => {
   installation.tarball = path.join(work, info.filename);
   installation.packedFiles = info.files.map((f) => f.path).sort();
   copyProductionDependencies(path.join(work, 'deps', 'node_modules'));
-  installation.fake = path.join(work, 'fake-ollama.mjs');
-  copyFileSync(FAKE_OLLAMA, installation.fake);
-  chmodSync(installation.fake, 0o755);
+  installation.fake = copyFakeOllama(work);
 }, 60_000);
 
 afterAll(() => {

@@ -28,6 +28,16 @@ describe.concurrent('errors: one "Error:" line on stderr, exit 1', () => {
       args: ['run', 'llama3.2', '--keepalive', 'soon'],
       line: 'Error: time: invalid duration "soon"',
     },
+    {
+      name: '--keepalive with a non-ASCII unit: Go quotes its bytes',
+      args: ['run', 'llama3.2', '--keepalive', '5é'],
+      line: 'Error: time: unknown unit "\\xc3\\xa9" in duration "5\\xc3\\xa9"',
+    },
+    {
+      name: '--keepalive with a quote and a tab: Go escapes the one, quotes the other as a byte',
+      args: ['run', 'llama3.2', '--keepalive', '5"\t'],
+      line: 'Error: time: unknown unit "\\"\\x09" in duration "5\\"\\x09"',
+    },
     { name: '--system does not exist', args: ['run', 'llama3.2', '--system', 'be brief'], line: 'Error: unknown flag: --system' },
     {
       name: '--temperature does not exist',

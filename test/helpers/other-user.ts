@@ -14,6 +14,15 @@ const ROOT = path.resolve(__dirname, '../..');
 const SERVER_ENTRY = path.join(ROOT, 'dist/cli.js');
 const FAKE_OLLAMA = path.join(ROOT, 'test/fixtures/fake-ollama.mjs');
 
+/** Copies the fake `ollama` (its entry and the fake-ollama/ folder of its modules) into `dir`; returns the entry. */
+export function copyFakeOllama(dir: string): string {
+  const fake = path.join(dir, 'fake-ollama.mjs');
+  copyFileSync(FAKE_OLLAMA, fake);
+  chmodSync(fake, 0o755);
+  cpSync(path.join(path.dirname(FAKE_OLLAMA), 'fake-ollama'), path.join(dir, 'fake-ollama'), { recursive: true });
+  return fake;
+}
+
 /** The PATH the tests give processes run as another user: this node's dir, then the system's. */
 export const USER_PATH = `${path.dirname(process.execPath)}:/usr/bin:/bin`;
 
@@ -101,9 +110,7 @@ export function serverFor(user: UserIds): ServerForUser {
   copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json')); // "type": "module", the version
   cpSync(path.join(ROOT, 'dist'), path.join(dir, 'dist'), { recursive: true });
   copyProductionDependencies(path.join(dir, 'node_modules'));
-  const fake = path.join(dir, 'fake-ollama.mjs');
-  copyFileSync(FAKE_OLLAMA, fake);
-  chmodSync(fake, 0o755);
+  const fake = copyFakeOllama(dir);
   const entry = path.join(dir, 'dist/cli.js');
   const problem = runs(entry, fake);
   return {
