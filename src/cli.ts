@@ -66,7 +66,8 @@ async function main(argv: readonly string[]): Promise<number> {
     else await serveStdio(config);
     return 0;
   } catch (error) {
-    if (isConfigError(error) || httpModule?.isHttpServerError(error) || isTelemetryDirError(error)) {
+    const httpError = httpModule !== null && (await import('./transport/http/errors.js')).isHttpServerError(error);
+    if (isConfigError(error) || httpError || isTelemetryDirError(error)) {
       return usageError(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
     }
     const cannotStart = stateStoreProblem(error);

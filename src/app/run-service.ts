@@ -49,7 +49,7 @@ export interface QueueView {
   readonly memoryBudget: number | null;
 }
 
-export interface RunServiceDeps {
+interface RunServiceDeps {
   readonly config: Config;
   readonly store: StateBackend;
   readonly log: RunLog;

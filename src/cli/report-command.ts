@@ -9,12 +9,12 @@ import { summarizeRuns } from '../report/summary.js';
 import type { RunsSummary } from '../report/summary-schema.js';
 
 /** Where the command writes: `process.stdout` / `process.stderr`, or anything with `write`. */
-export interface TextSink {
+interface TextSink {
   write(text: string): unknown;
 }
 
 /** What {@link runReportCommand} needs from its caller. */
-export interface ReportCommandDeps {
+interface ReportCommandDeps {
   /** The configured telemetry directory (`--dir` overrides it). */
   readonly telemetryDir: string;
   /** The report or JSON document goes here (stdout). */

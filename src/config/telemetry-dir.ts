@@ -5,17 +5,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The folder name under the per-user state dir. */
-export const APP_DIR_NAME = 'ollama-runner-mcp';
-export const TELEMETRY_DIR_VARIABLE = 'OLLAMA_MCP_TELEMETRY_DIR';
+const APP_DIR_NAME = 'ollama-runner-mcp';
+const TELEMETRY_DIR_VARIABLE = 'OLLAMA_MCP_TELEMETRY_DIR';
 
 /** Where runs.jsonl and the state files go, and why there (shown by the banner and `doctor`). */
-export interface TelemetryDirChoice {
+interface TelemetryDirChoice {
   readonly dir: string;
   readonly why: string;
 }
 
 /** No dir can be chosen (a blank or unusable setting, no home): start-up stops with this message. */
-export interface TelemetryDirProblem {
+interface TelemetryDirProblem {
   readonly kind: 'telemetry_dir_problem';
   readonly variable: string;
   readonly message: string;

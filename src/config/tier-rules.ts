@@ -35,10 +35,10 @@ export function globMatches(pattern: string, text: string): boolean {
   return p === pattern.length;
 }
 
-export const isGlob = (match: string): boolean => /[*?]/.test(match);
+const isGlob = (match: string): boolean => /[*?]/.test(match);
 
 /** A compiled `match`: exact names compare canonical forms; globs try the name as given and its canonical form. */
-export interface Matcher {
+interface Matcher {
   readonly glob: boolean;
   /** Canonical name for an exact rule, lower-cased pattern (consecutive `*` collapsed) for a glob. */
   readonly key: string;
@@ -65,7 +65,7 @@ function shadowedBy(earlier: Matcher, later: Matcher): string | null {
   return null;
 }
 
-export interface Problem {
+interface Problem {
   readonly path: (string | number)[];
   readonly message: string;
 }
@@ -143,5 +143,5 @@ function matchProblem(match: string): string | null {
   return null;
 }
 
-export const isRecord = (value: unknown): value is Record<string, unknown> =>
+const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -121,7 +121,7 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
 }
 
 /** The Floor Manager protocol, in five lines: clients show it to the model once per session (cut at 2 KB). */
-export const INSTRUCTIONS = `This server runs tasks on local Ollama models. The protocol:
+const INSTRUCTIONS = `This server runs tasks on local Ollama models. The protocol:
 1. Before delegating, call ollama_health: it lists the installed models and warns of models refusing runs.
 2. Give each piece of work a stable task_id and pass the same one on every retry; add fallback_models when another model would do.
 3. Read escalate on every result (each job's in a batch). true: STOP, never run that task again; hand it to a human or a stronger model with escalation_reason and error.

@@ -3,11 +3,9 @@ import { isUnreachableMessage } from './cli-errors.js';
 import { InstalledModels, type ModelListResult } from './installed-models.js';
 import { terminalText } from './terminal-text.js';
 
-export { withDeadline } from './cli-command.js';
-
 type Env = Readonly<Record<string, string | undefined>>;
 
-export interface CliProbeOptions {
+interface CliProbeOptions {
   readonly bin: string;
   /** The complete environment of the CLI (include OLLAMA_HOST when configured). */
   readonly env: Env;
@@ -44,7 +42,7 @@ export interface CliProbe {
   readonly latencyMs: number;
 }
 
-export interface VersionOutput {
+interface VersionOutput {
   /** `ollama version is X`: the version of the **server** the CLI asked. */
   readonly server: string | null;
   /** The CLI's own version: `Warning: client version is Y` (printed when it differs, or when the server is down), else the server's. */

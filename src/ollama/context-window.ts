@@ -14,7 +14,7 @@ import type { ContextEvidence } from '../policy/prompt-fit.js';
  */
 
 /** What `ollama ps` says of one model. */
-export interface PsContext {
+interface PsContext {
   /** false for a CLI before v0.9.7 (no `CONTEXT` column), or output that is not the table. */
   readonly hasColumn: boolean;
   /** The loaded model's context, or null when it is not loaded (or there is no column). */
@@ -43,7 +43,7 @@ export function parsePsContext(stdout: string, model: string): PsContext {
 }
 
 /** What `ollama show MODEL` says of its context. */
-export interface ShowContext {
+interface ShowContext {
   /** `context length` in the Model section: what the model was trained for. */
   readonly modelMax: number | null;
   /** `num_ctx` in the Parameters section (a Modelfile's `PARAMETER num_ctx`). */
@@ -64,7 +64,7 @@ export function parseShowContext(stdout: string): ShowContext {
   };
 }
 
-export interface ContextLookupRequest {
+interface ContextLookupRequest {
   readonly bin: string;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly model: string;

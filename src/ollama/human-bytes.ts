@@ -2,7 +2,7 @@
 const UNITS: Readonly<Record<string, number>> = { B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 };
 
 /** A size as the CLI prints it (`4.7 GB`), read back: the value shown, and the least it can stand for. */
-export interface ShownSize {
+interface ShownSize {
   /** The value as printed, in bytes. */
   readonly bytes: number;
   /** The least number of bytes that prints so (`4.7 GB` is at least 4.65 GB; `13 GB`, cut to whole units, at least 13 GB). */

@@ -8,7 +8,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 export const MIN_REFRESH_INTERVAL_MS = 2_000;
 
 /** One row of an `ollama list` table: the name as printed, and the least its file can weigh (null: no size, a cloud model's `-`). */
-export interface ListedModel {
+interface ListedModel {
   readonly name: string;
   readonly fileBytes: number | null;
 }
@@ -55,12 +55,12 @@ export type ModelListResult =
     };
 
 /** Is this model installed? `unknown` means the list itself could not be read: do not act on it. */
-export type ModelCheck =
+type ModelCheck =
   | { readonly kind: 'installed' }
   | { readonly kind: 'missing'; readonly installed: string[] }
   | { readonly kind: 'unknown'; readonly reason: string; readonly cause: CliFailureCause };
 
-export interface InstalledModelsOptions {
+interface InstalledModelsOptions {
   readonly bin: string;
   /** The complete environment of the CLI (include OLLAMA_HOST when configured). */
   readonly env: Env;

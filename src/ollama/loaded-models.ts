@@ -40,7 +40,7 @@ export type LoadedModelsResult =
   | { readonly ok: true; readonly models: readonly string[]; readonly sizes: ReadonlyMap<string, number> }
   | { readonly ok: false; readonly reason: string };
 
-export interface LoadedModelsRequest {
+interface LoadedModelsRequest {
   readonly bin: string;
   readonly env: Env;
 }

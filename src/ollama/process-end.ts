@@ -5,7 +5,7 @@ import type { Subprocess } from './start-process.js';
  * this long: a helper the CLI started (an `OLLAMA_BIN` wrapper's `ollama serve`, an ssh master) may
  * hold them open for good, and the command ends with the CLI, not with the helper.
  */
-export const DRAIN_QUIET_MS = 250;
+const DRAIN_QUIET_MS = 250;
 /** However much a helper keeps writing into the pipes, the command ends this long after the CLI's exit. */
 export const DRAIN_MAX_MS = 2_000;
 

@@ -14,7 +14,7 @@ export interface StartFailure {
   readonly message: string;
 }
 
-export type Started = { readonly subprocess: Subprocess } | { readonly failure: StartFailure };
+type Started = { readonly subprocess: Subprocess } | { readonly failure: StartFailure };
 
 /** The processes Node creates during the synchronous part of one `execa()` call (see startProcess). */
 let spawning: ChildProcess[] | null = null;

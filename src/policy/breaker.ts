@@ -33,7 +33,7 @@ export interface BreakerSettings {
  * - `rebase`: the circuit's times lie ahead of the clock (it stepped back): `admit`, under the
  *   store's lock, stores them rebased before deciding.
  */
-export type CircuitGate =
+type CircuitGate =
   | { readonly kind: 'run' }
   | { readonly kind: 'probe' }
   | { readonly kind: 'wait_for_probe'; readonly leaseUntil: number }
@@ -74,7 +74,7 @@ export function rebase(state: BreakerState, now: number): BreakerState {
   return state;
 }
 
-export type Admission =
+type Admission =
   | {
       readonly admitted: true;
       /** True when this run is the half-open probe whose result decides the circuit. */
@@ -123,9 +123,9 @@ function lease(runId: string, now: number, leaseMs: number): ProbeLease {
   return { runId, leasedAt: now, leaseUntil: now + leaseMs };
 }
 
-export type BreakerVerdict = 'success' | 'failure' | 'neutral';
+type BreakerVerdict = 'success' | 'failure' | 'neutral';
 
-export interface BreakerStep {
+interface BreakerStep {
   readonly next: BreakerState;
   readonly transition: CircuitTransition;
 }

@@ -15,7 +15,7 @@ import { MIN_ATTEMPT_MS } from './fallback.js';
  */
 export const BUSY_STATUSES: ReadonlySet<string> = new Set(RUN_STATUSES.filter((status) => OUTCOME_POLICY[status].busy));
 
-export interface BackoffSchedule {
+interface BackoffSchedule {
   /** The first retry waits up to this long. */
   readonly baseMs: number;
   /** No wait is longer than this. */
@@ -34,7 +34,7 @@ export function busyBackoffMs(retry: number, random: () => number): number {
   return Math.floor(Math.min(Math.max(random(), 0), 0.999_999) * ceiling);
 }
 
-export interface BusyRetryInput {
+interface BusyRetryInput {
   readonly status: RunStatus;
   /** Busy retries already done for this model in this call. */
   readonly retriesDone: number;
@@ -47,7 +47,7 @@ export interface BusyRetryInput {
   readonly random: () => number;
 }
 
-export type BusyRetryDecision = { readonly retry: true; readonly waitMs: number } | { readonly retry: false };
+type BusyRetryDecision = { readonly retry: true; readonly waitMs: number } | { readonly retry: false };
 
 /** Retry a busy answer after a wait? Only while retries are left and the wait leaves time for another try. */
 export function decideBusyRetry(input: BusyRetryInput): BusyRetryDecision {

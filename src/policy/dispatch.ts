@@ -146,7 +146,7 @@ function modelToUnload(view: DispatchView): string | undefined {
 }
 
 /** The attempt to start now, or null when none should. */
-export function nextToStart(view: DispatchView): QueuedAttempt | null {
+function nextToStart(view: DispatchView): QueuedAttempt | null {
   if (totalRunning(view) >= view.concurrency) return null;
   const overdue = overdueCall(view);
   let unloading: string | undefined;

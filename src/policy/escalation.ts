@@ -1,7 +1,7 @@
 import { OUTCOME_POLICY } from './outcome-policy.js';
 import type { EscalationReason, RunStatus } from './run-status.js';
 
-export interface EscalationInput {
+interface EscalationInput {
   readonly status: RunStatus;
   /** Failed attempts of the task recorded before this one (or the caller's figure, if larger). */
   readonly retryCount: number;

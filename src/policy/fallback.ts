@@ -19,7 +19,7 @@ export const MIN_ATTEMPT_MS = 1_000;
 /** At most this many fallback models per call (and per tier rule). */
 export const MAX_FALLBACK_MODELS = 5;
 
-export interface FallthroughInput {
+interface FallthroughInput {
   readonly status: RunStatus;
   /** Is there a model after this one in the chain? */
   readonly hasNext: boolean;

@@ -42,7 +42,7 @@ export interface MemoryView {
 }
 
 /** Do these models fit in memory together: `known` (every size seen), `guessed` (a lower bound counted), or `no`. */
-export type Fit = 'known' | 'guessed' | 'no';
+type Fit = 'known' | 'guessed' | 'no';
 
 /** A model's size from what was learned and the least its file weighs (`ollama list`), if known. */
 export function sizeOf(facts: MemoryFacts, model: string, fileBytes: number | undefined): ModelSize | undefined {
@@ -69,7 +69,7 @@ export function fitOf(memory: MemoryView, models: readonly string[]): Fit {
 }
 
 /** What `ollama ps` showed: each model's size in bytes (models whose size was unreadable are absent). */
-export interface PsSighting {
+interface PsSighting {
   readonly sizes: ReadonlyMap<string, number>;
   /**
    * The model whose load prompted the question, and the models believed loaded beside it that

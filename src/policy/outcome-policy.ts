@@ -1,7 +1,7 @@
 import type { EscalationReason, RunStatus } from './run-status.js';
 
 /** How the server treats one kind of outcome. The failure table of docs/result-and-escalation.md mirrors this. */
-export interface OutcomePolicy {
+interface OutcomePolicy {
   /** Did the run succeed? */
   readonly ok: boolean;
   /**

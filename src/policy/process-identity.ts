@@ -62,7 +62,7 @@ export function isSameProcess(id: ProcessId, proc: ProcView): boolean {
  * (this host has rebooted since: every process it names is gone), or `elsewhere` (another host or
  * pid namespace: its pids mean nothing here, so it is left alone).
  */
-export function placeOf(record: ProcessPlace, here: ProcessPlace): 'here' | 'previous_boot' | 'elsewhere' {
+function placeOf(record: ProcessPlace, here: ProcessPlace): 'here' | 'previous_boot' | 'elsewhere' {
   if (record.host !== here.host) return 'elsewhere';
   if (record.boot !== null && here.boot !== null && record.boot !== here.boot) return 'previous_boot';
   if (record.pidns !== here.pidns) return 'elsewhere';
@@ -93,7 +93,7 @@ export interface ChildRecord extends ProcessPlace {
   readonly at: number;
 }
 
-export type SweepVerdict =
+type SweepVerdict =
   /** Not ours to touch: its server is alive, or it was written on another host or in another pid namespace. */
   | { readonly action: 'keep'; readonly why: 'owner_alive' | 'elsewhere' }
   /** Its server is gone and so is the child (or its pid now names another process): only the record goes. */

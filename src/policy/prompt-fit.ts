@@ -40,12 +40,12 @@ export type PromptFit =
     };
 
 /** A prompt at this share of the context or more leaves (almost) no room for the answer. */
-export const NEAR_FULL_SHARE = 0.95;
+const NEAR_FULL_SHARE = 0.95;
 /**
  * Ollama's default context in its versions (2048 before v0.6.7, 4096 until v0.15.4, then 4k, 32k or
  * 256k by VRAM), tried when the model's real context could not be read: only an exact hit counts.
  */
-export const DEFAULT_CONTEXTS = [2048, 4096, 32768, 262144] as const;
+const DEFAULT_CONTEXTS = [2048, 4096, 32768, 262144] as const;
 /** num_keep's default (4), without and with the BOS token. */
 const KEPT_TOKENS = [4, 5] as const;
 

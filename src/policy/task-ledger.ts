@@ -86,7 +86,7 @@ export function recordAttempt(entry: TaskLedgerEntry | undefined, facts: Attempt
   };
 }
 
-export interface PruneSettings {
+interface PruneSettings {
   /** Entries untouched this long are dropped (escalated ones: {@link ESCALATED_AGE_FACTOR} times as long). */
   readonly maxAgeMs: number;
   /** At most this many entries are kept (the most recently updated; escalated ones go last). */
@@ -97,13 +97,13 @@ export interface PruneSettings {
 export const ESCALATED_AGE_FACTOR = 4;
 
 /** Old task entries are pruned at most this often (a prune reads every entry). */
-export const PRUNE_EVERY_MS = 60 * 60 * 1000;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 /**
  * How far the time a prune judges ages by may move past the previous prune's: a day. A forward
  * step of the wall clock then ages the ledger by at most a day per prune, not by the whole step.
  */
-export const PRUNE_MAX_ADVANCE_MS = 24 * 60 * 60 * 1000;
+const PRUNE_MAX_ADVANCE_MS = 24 * 60 * 60 * 1000;
 
 /** The `prunedAt` of a ledger that prunes itself (Redis expires its keys): a prune is never due. */
 export const NEVER_PRUNE = Number.MAX_SAFE_INTEGER;

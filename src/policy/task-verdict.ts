@@ -15,7 +15,7 @@ export interface ModelVerdict {
 }
 
 /** What a call comes to for its task: the attempt that stands for it, whether it counts, and the escalation. */
-export interface TaskVerdict {
+interface TaskVerdict {
   /** Index, in the call's verdicts, of the attempt whose status the task records. */
   readonly standing: number;
   /** Is the call one failed attempt of the task? */
@@ -39,7 +39,7 @@ export function ownEscalation(status: RunStatus, openedCircuit: boolean): Escala
   return decideEscalation({ status, retryCount: 0, maxRetries: 0, openedCircuit }).reason;
 }
 
-export interface TaskVerdictInput {
+interface TaskVerdictInput {
   /** The call's attempts in order (one per model of its chain; the last is the one that ended it). */
   readonly verdicts: readonly ModelVerdict[];
   /** Failed attempts of the task recorded before this call (or the caller's figure, if larger). */

@@ -8,7 +8,7 @@ export class Html {
 }
 
 /** A value a template may hold: text (escaped), numbers, Html, lists of those, or nothing. */
-export type HtmlValue = string | number | Html | null | undefined | false | readonly HtmlValue[];
+type HtmlValue = string | number | Html | null | undefined | false | readonly HtmlValue[];
 
 export function html(strings: TemplateStringsArray, ...values: readonly HtmlValue[]): Html {
   let out = strings[0]!;

@@ -18,7 +18,7 @@ import { REPORT_STYLE } from './report-style.js';
 import type { RunsSummary } from './summary-schema.js';
 
 /** Options of {@link renderReportHtml}. */
-export interface RenderHtmlOptions {
+interface RenderHtmlOptions {
   /**
    * Source of Chart.js's UMD build (it defines the global `Chart`), inlined in the page so that it
    * opens with no network: `loadChartLibrary()` reads the installed one.

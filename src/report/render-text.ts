@@ -5,11 +5,11 @@ import { shortenPaths } from './short-paths.js';
 import { terminalText } from '../ollama/terminal-text.js';
 
 /** What the text report needs: a full summary or the tool's compact one. */
-export type SummaryView = Omit<RunsSummary, 'timeline' | 'duration_buckets_ms'> &
+type SummaryView = Omit<RunsSummary, 'timeline' | 'duration_buckets_ms'> &
   Partial<Pick<CompactRunsSummary, 'models_omitted' | 'escalated_tasks_omitted'>>;
 
 /** Options of {@link renderReportText}. */
-export interface RenderTextOptions {
+interface RenderTextOptions {
   /** ANSI colours (bold headings, failures in red, escalations in yellow). @default false */
   readonly color?: boolean;
   /** Error texts are cut to this many characters (and always to the width). @default the width less 10 */

@@ -8,7 +8,6 @@ import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
  * meaning or type bumps `schema` (SUMMARY_SCHEMA_VERSION); new fields may be added without a bump.
  * Documented field by field in src/report/README.md.
  */
-export { SUMMARY_SCHEMA_VERSION };
 
 const ms = z.number().nullable();
 
@@ -85,7 +84,7 @@ export const escalatedTaskSchema = z.object({
   last_ts: z.string().nullable().describe('time of its last attempt'),
 });
 
-export const timelineBucketSchema = z.object({
+const timelineBucketSchema = z.object({
   start: z.string().describe('ISO time the bucket starts (UTC, aligned to the bucket size)'),
   runs: z.number().int(),
   failures: z.number().int().describe('runs whose status is not "ok"'),
@@ -157,7 +156,7 @@ export const escalationCauseSchema = z.object({
   error: z.string().nullable().describe('the error text of the most recent one'),
 });
 
-export const chainRowSchema = z.object({
+const chainRowSchema = z.object({
   first_model: z.string().describe('the model the chain started with (chain_step 0)'),
   calls: z.number().int().describe('calls whose chain started with this model'),
   fell_through: z.number().int().describe('of them, calls answered (or failed) by a later model of the chain'),

@@ -16,7 +16,7 @@ import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
 import { TimelineAccumulator } from './timeline.js';
 
 /** The bounds that keep a summary's memory constant whatever the size of the log. */
-export interface SummaryLimits {
+interface SummaryLimits {
   /** Distinct models with their own row; runs of further models are counted under `(other)`. @default 500 */
   readonly maxModels: number;
   /** Escalated tasks kept (the most recently active); past it `escalated_tasks_truncated` is true. @default 1000 */
@@ -27,7 +27,7 @@ export interface SummaryLimits {
   readonly maxEvents: number;
 }
 
-export const DEFAULT_SUMMARY_LIMITS: SummaryLimits = {
+const DEFAULT_SUMMARY_LIMITS: SummaryLimits = {
   maxModels: 500,
   maxEscalatedTasks: 1000,
   maxTrackedTasks: 100_000,
@@ -35,7 +35,7 @@ export const DEFAULT_SUMMARY_LIMITS: SummaryLimits = {
 };
 
 /** Options of {@link summarizeRuns}. */
-export interface SummarizeOptions {
+interface SummarizeOptions {
   /** The summary's `generated_at`. @default new Date() */
   readonly now?: Date;
   /** Override the memory bounds (tests use small ones). */
@@ -88,7 +88,7 @@ export async function summarizeRuns(
  * one, then `result`. Every figure is over the selected runs, except `attention`, which `since`
  * and `status` do not narrow (what needs a human now is judged on every line read).
  */
-export class SummaryBuilder {
+class SummaryBuilder {
   readonly #filters: RunFilters;
   readonly #sinceMs: number | undefined;
   readonly #statuses: ReadonlySet<string> | undefined;

@@ -8,14 +8,14 @@ import { cutLine } from './format.js';
 export type Style = 'bold' | 'red' | 'yellow' | 'green' | 'dim';
 
 /** A word longer than a line: cut short with `...`, or broken over lines, whole (a path). */
-export type LongWords = 'cut' | 'break';
+type LongWords = 'cut' | 'break';
 
 export interface Cell {
   readonly text: string;
   readonly style?: Style | undefined;
 }
 
-export interface Column {
+interface Column {
   readonly header: string;
   readonly right?: boolean;
   /** Free text (an error): takes what width is left, cut to fit. */

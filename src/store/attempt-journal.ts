@@ -5,7 +5,7 @@ import { readTextIfAny, writeFileAtomic } from './durable-fs.js';
 import { removeAbandonedTemps } from './temp-files.js';
 
 /** The folder of the telemetry dir that holds one file per attempt whose model process runs. */
-export const ATTEMPTS_DIR_NAME = 'attempts';
+const ATTEMPTS_DIR_NAME = 'attempts';
 
 /** An attempt whose model process was started and whose runs.jsonl line is not written yet. */
 export interface OpenAttempt {

@@ -8,7 +8,6 @@ import { RETENTION_CLOCK_FILE_NAME, RetentionClockFile } from './retention-clock
 import { RUN_RECORD_SCHEMA_VERSION, type ControlEvent, type ControlRecord, type RunRecord } from './run-record.js';
 
 /** File name of the first file of the run log inside the telemetry directory. */
-export { RUN_LOG_FILE_NAME };
 
 /** Default of {@link RunLogOptions.maxBytes}: 50 MiB, as `OLLAMA_MCP_LOG_MAX_BYTES`. */
 const DEFAULT_RUN_LOG_MAX_BYTES = 52_428_800;

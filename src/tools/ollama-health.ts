@@ -12,7 +12,7 @@ export const ollamaHealthInputSchema = z.strictObject({ response_format: RESPONS
  * problem with its fix), the warnings (an open circuit among them), the installed models and the
  * ones Ollama has loaded; `detailed` is the whole report. The schema validates both.
  */
-export const healthReplySchema = healthReportSchema
+const healthReplySchema = healthReportSchema
   .partial()
   .required({ ok: true })
   .extend({
@@ -21,7 +21,7 @@ export const healthReplySchema = healthReportSchema
 
 type HealthReply = z.infer<typeof healthReplySchema>;
 
-export function toHealthReply(report: HealthReport, format: ResponseFormat): HealthReply {
+function toHealthReply(report: HealthReport, format: ResponseFormat): HealthReply {
   if (format === 'detailed') return report;
   const loaded = report.runs.loaded_models;
   return {

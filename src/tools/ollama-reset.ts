@@ -12,7 +12,7 @@ import { describeTask, taskStatusSchema } from './ollama-task-status.js';
 import { circuitViewSchema } from '../app/reply/run-result.js';
 
 /** The concise result is `done`, `cleared` and `message`; `detailed` adds what was there before. */
-export const resetResultSchema = z.object({
+const resetResultSchema = z.object({
   done: z.boolean(),
   cleared: z.enum(['task', 'circuit']).nullable().optional(),
   message: z.string(),

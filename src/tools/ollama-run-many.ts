@@ -95,7 +95,7 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
             concurrency: Math.min(input.concurrency ?? 3, config.concurrency),
             signal: extra.signal,
             meta: extra._meta,
-            ...(input.deadline_ms !== undefined ? { deadlineAt: Date.now() + input.deadline_ms } : {}),
+            deadlineAt: input.deadline_ms === undefined ? undefined : Date.now() + input.deadline_ms,
           },
           progress,
         );

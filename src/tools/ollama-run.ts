@@ -92,28 +92,28 @@ function refineFallback(input: { model: string; fallback_models?: string[] | und
 /** One job of `ollama_run_many`: the arguments of `ollama_run` but its response_format. */
 export const ollamaRunJobSchema = ollamaRunFields.superRefine(refineFallback);
 
-export const ollamaRunInputSchema = ollamaRunFields
+const ollamaRunInputSchema = ollamaRunFields
   .extend({ response_format: RESPONSE_FORMAT_FIELD.describe('"detailed" adds the full record (metadata).') })
   .superRefine(refineFallback);
 
-export type OllamaRunInput = z.output<typeof ollamaRunInputSchema>;
+type OllamaRunInput = z.output<typeof ollamaRunInputSchema>;
 
 export function toRunRequest(input: z.output<typeof ollamaRunJobSchema>): RunRequest {
   return {
     model: input.model,
     prompt: input.prompt,
-    ...(input.task_id !== undefined ? { taskId: input.task_id } : {}),
-    ...(input.retry_count !== undefined ? { retryCount: input.retry_count } : {}),
-    ...(input.max_retries !== undefined ? { maxRetries: input.max_retries } : {}),
-    ...(input.timeout_ms !== undefined ? { timeoutMs: input.timeout_ms } : {}),
-    ...(input.start_timeout_ms !== undefined ? { startTimeoutMs: input.start_timeout_ms } : {}),
-    ...(input.format !== undefined ? { format: input.format } : {}),
-    ...(input.think !== undefined ? { think: input.think } : {}),
-    ...(input.keepalive !== undefined ? { keepalive: input.keepalive } : {}),
-    ...(input.include_thinking !== undefined ? { includeThinking: input.include_thinking } : {}),
-    ...(input.allow_pull !== undefined ? { allowPull: input.allow_pull } : {}),
-    ...(input.fallback_models !== undefined ? { fallbackModels: input.fallback_models } : {}),
-    ...(input.deadline_ms !== undefined ? { deadlineMs: input.deadline_ms } : {}),
+    taskId: input.task_id,
+    retryCount: input.retry_count,
+    maxRetries: input.max_retries,
+    timeoutMs: input.timeout_ms,
+    startTimeoutMs: input.start_timeout_ms,
+    format: input.format,
+    think: input.think,
+    keepalive: input.keepalive,
+    includeThinking: input.include_thinking,
+    allowPull: input.allow_pull,
+    fallbackModels: input.fallback_models,
+    deadlineMs: input.deadline_ms,
   };
 }
 
@@ -185,7 +185,7 @@ export function describeLiveRun(model: string, live: LiveCall, elapsedMs: number
 }
 
 /** Why a call waits in this server's queue, in words. */
-export function describeQueueReason(model: string, reason: QueueReason): string {
+function describeQueueReason(model: string, reason: QueueReason): string {
   const calls = (n: number) => `${n} call${n === 1 ? '' : 's'}`;
   switch (reason.kind) {
     case 'concurrency':

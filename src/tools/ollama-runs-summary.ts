@@ -5,19 +5,15 @@ import type { ResponseFormat } from '../app/reply/run-reply.js';
 import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
 import { RUN_STATUSES } from '../policy/run-status.js';
 import { isReportUsageError, parseSince, type RunFilters } from '../report/filters.js';
-import {
-  compactRunsSummarySchema,
-  SUMMARY_SCHEMA_VERSION,
-  type CompactRunsSummary,
-  type RunsSummary,
-} from '../report/summary-schema.js';
+import { compactRunsSummarySchema, type CompactRunsSummary, type RunsSummary } from '../report/summary-schema.js';
+import { SUMMARY_SCHEMA_VERSION } from '../report/summary-version.js';
 
 /** Window used when the caller gives no `since`. */
 const DEFAULT_SUMMARY_SINCE = '24h';
 /** Escalated tasks' error texts are cut to this in the tool's result. */
 const TOOL_ERROR_CHARS = 200;
 
-export const ollamaRunsSummaryInputSchema = z.strictObject({
+const ollamaRunsSummaryInputSchema = z.strictObject({
   model: z
     .string()
     .min(1, 'must not be empty')
@@ -61,7 +57,7 @@ export const ollamaRunsSummaryInputSchema = z.strictObject({
   response_format: RESPONSE_FORMAT_FIELD,
 });
 
-export type OllamaRunsSummaryInput = z.output<typeof ollamaRunsSummaryInputSchema>;
+type OllamaRunsSummaryInput = z.output<typeof ollamaRunsSummaryInputSchema>;
 
 /** What tools/list shows: `status` without the list of statuses twice (the server names them when one is wrong). */
 const listedInputSchema = ollamaRunsSummaryInputSchema.extend({
@@ -97,7 +93,7 @@ function cutError(text: string | null): string | null {
 }
 
 /** The concise summary leaves out the bookkeeping (files, filters, time range, schema) and what is 0 or empty. */
-export const runsSummaryReplySchema = compactRunsSummarySchema.partial();
+const runsSummaryReplySchema = compactRunsSummarySchema.partial();
 
 type RunsSummaryReply = z.infer<typeof runsSummaryReplySchema>;
 

@@ -26,20 +26,20 @@ export const taskStatusSchema = z.object({
   updated_at: z.string().nullable(),
 });
 
-export type TaskStatus = z.infer<typeof taskStatusSchema>;
+type TaskStatus = z.infer<typeof taskStatusSchema>;
 
 /**
  * The concise status keeps what the agent acts on (failures in a row, the last outcome, whether
  * the task escalated or is blocked, and what to do then); `detailed` is the whole record.
  */
-export const taskStatusReplySchema = taskStatusSchema
+const taskStatusReplySchema = taskStatusSchema
   .partial()
   .required({ task_id: true, known: true, escalated: true })
   .extend({ next: z.string().optional() });
 
 type TaskStatusReply = z.infer<typeof taskStatusReplySchema>;
 
-export function toTaskStatusReply(status: TaskStatus, format: ResponseFormat): TaskStatusReply {
+function toTaskStatusReply(status: TaskStatus, format: ResponseFormat): TaskStatusReply {
   const next = status.escalated
     ? `Stop: do not run this task again; escalate it to a human or a stronger model (${status.escalation_reason}). After a human fixed the cause, ollama_reset clears it.`
     : status.in_flight > 0

@@ -1,6 +1,6 @@
 import type { ToolExtra } from './tool-definition.js';
 
-export interface ProgressReport {
+interface ProgressReport {
   /** Progress so far; the heartbeat makes it strictly increase, as the spec requires. */
   readonly progress: number;
   readonly total?: number;
@@ -24,7 +24,7 @@ export function startHeartbeat(extra: ToolExtra, intervalMs: number, describe: (
     const params = {
       progressToken,
       progress: Math.round(last * 1000) / 1000,
-      ...(report.total !== undefined ? { total: report.total } : {}),
+      total: report.total,
       message: report.message,
     };
     extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {

@@ -10,7 +10,7 @@ import { describeByteLimit } from './message-limits.js';
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 
-export type RequestId = string | number;
+type RequestId = string | number;
 
 export interface JsonRpcErrorReply {
   readonly jsonrpc: '2.0';

@@ -15,7 +15,7 @@ import { LineFramer } from './line-framer.js';
 import { MAX_MESSAGE_BYTES } from './message-limits.js';
 import { terminalLine } from './terminal-line.js';
 
-export interface LineStdioTransportOptions {
+interface LineStdioTransportOptions {
   readonly stdin?: Readable;
   readonly stdout?: Writable;
   /** @default MAX_MESSAGE_BYTES */

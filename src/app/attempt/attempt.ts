@@ -30,7 +30,7 @@ import type {
   Step,
 } from './types.js';
 
-export interface AttemptsDeps {
+interface AttemptsDeps {
   readonly config: Pick<Config, 'ollamaBin' | 'killGraceMs' | 'maxOutputBytes'>;
   /** Epoch ms. */
   readonly clock: () => number;
@@ -79,7 +79,7 @@ export class Attempts implements AttemptSource {
  * held. `end`: the verdict recorded for the circuit and, unless the call goes on, for the task; the
  * turn given back; the runs.jsonl line and the result. Every attempt, refusals included, ends once.
  */
-export class Attempt implements AttemptDriver {
+class Attempt implements AttemptDriver {
   readonly info: AttemptInfo;
   readonly #deps: AttemptsDeps;
   readonly #step: Step;

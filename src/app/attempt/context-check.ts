@@ -9,11 +9,11 @@ import { promptMayBeTruncated } from '../reply/run-warnings.js';
 /** How long what the CLI said of a model's context is trusted (`ps` shows the loaded instance, which a reload may change). */
 export const CONTEXT_CACHE_TTL_MS = 60_000;
 /** The most a run's result waits for the lookup (`ollama ps`, then `ollama show` if needed). */
-export const CONTEXT_LOOKUP_BUDGET_MS = 2_000;
+const CONTEXT_LOOKUP_BUDGET_MS = 2_000;
 /** Models remembered at most (a long-lived server that saw many models must not grow without bound). */
 const MAX_CACHED_MODELS = 256;
 
-export interface ContextCheckDeps {
+interface ContextCheckDeps {
   /** The evidence for a model, or null when the CLI could not tell. */
   readonly lookup: (model: string) => Promise<ContextEvidence | null>;
   readonly clock: () => number;

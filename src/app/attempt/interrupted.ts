@@ -9,9 +9,9 @@ import type { AttemptRecorder } from './record.js';
 import type { CallListener } from './types.js';
 
 /** How often the attempts of dead servers are looked for, besides once at start-up. */
-export const SETTLE_EVERY_MS = 60_000;
+const SETTLE_EVERY_MS = 60_000;
 
-export interface InterruptedAttemptsDeps {
+interface InterruptedAttemptsDeps {
   readonly journal: AttemptJournal;
   readonly identity: SelfIdentity;
   readonly proc: ProcView;
@@ -83,7 +83,7 @@ export class InterruptedAttempts {
       status === 'interrupted'
         ? died
         : `it ended ${status}, but ${died.replace('before the attempt ended', 'before logging it')}`;
-    const request = { model: open.model, prompt: '', ...(open.taskId !== null ? { taskId: open.taskId } : {}) };
+    const request = { model: open.model, prompt: '', taskId: open.taskId ?? undefined };
     // Its place in a fallback chain, for its line (what the chain tried before it is not known here).
     const step = { chainId: open.chainId, chainStep: open.chainStep, busyTry: 0, tried: [], busyRetries: 0 };
     await recorder.record(

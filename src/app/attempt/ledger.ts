@@ -48,7 +48,7 @@ export interface LedgerAttempt {
 }
 
 /** What the ledger needs of an attempt whose server died (app/interrupted-attempts.ts). */
-export interface InterruptedAttempt {
+interface InterruptedAttempt {
   readonly runId: string;
   readonly taskId: string | null;
   readonly model: string;
@@ -63,7 +63,7 @@ export interface PastVerdict extends ModelVerdict {
   readonly runId: string;
 }
 
-export type Admission =
+type Admission =
   | { readonly admitted: true; readonly transition: Settled['transition'] }
   /** Another call's half-open probe is in flight: wait for its verdict, then ask again. */
   | { readonly admitted: false; readonly probeInFlight: true }
@@ -81,7 +81,7 @@ export interface Blocked {
   readonly settled: Settled;
 }
 
-export interface AttemptLedgerDeps {
+interface AttemptLedgerDeps {
   readonly store: StateBackend;
   readonly clock: () => number;
   readonly config: Pick<
@@ -205,7 +205,7 @@ export class AttemptLedger {
         standing: call.standing.status,
         circuit: viewCircuit(step.next, now, a.breaker),
         transition: step.transition ?? transition,
-        ...(excused ? { excused } : {}),
+        excused,
       };
       return { settled, call, nextBreaker: step.next };
     };
@@ -267,7 +267,7 @@ export class AttemptLedger {
    */
   async settleInterrupted(a: InterruptedAttempt): Promise<{ settled: Settled; status: RunStatus }> {
     const settings = { threshold: this.#config.breakerThreshold, cooldownMs: this.#config.breakerCooldownMs };
-    const request: RunRequest = { model: a.model, prompt: '', ...(a.taskId !== null ? { taskId: a.taskId } : {}) };
+    const request: RunRequest = { model: a.model, prompt: '', taskId: a.taskId ?? undefined };
     const fromCaller = { settled: this.unsettled(a.callerRetryCount ?? 0, NO_ESCALATION), status: 'interrupted' as const };
     if (a.taskId === null) return fromCaller;
     try {

@@ -13,7 +13,7 @@ export interface RecordContext {
   readonly tool?: string | undefined;
 }
 
-export interface AttemptRecorderDeps {
+interface AttemptRecorderDeps {
   readonly log: RunLog;
   /** Epoch ms. */
   readonly clock: () => number;

@@ -12,7 +12,7 @@ export interface WaitingAttempt extends LedgerAttempt {
 }
 
 /** What the wait for a turn needs of the attempt's call. */
-export interface TurnContext {
+interface TurnContext {
   /** Cancel and shutdown. */
   readonly signal: AbortSignal | undefined;
   /** Epoch ms by which the call ends (its deadline_ms, or its batch's); undefined: none. */
@@ -41,7 +41,7 @@ export type Turn =
       readonly queueMs?: number;
     };
 
-export interface TurnSchedulerDeps {
+interface TurnSchedulerDeps {
   readonly ledger: AttemptLedger;
   readonly slots: TurnSlots;
   readonly clock: () => number;

@@ -12,7 +12,7 @@ import type { RunRequest, Settled, Step } from './types.js';
 
 const ERROR_TEXT_MAX = 500;
 /** A `load duration` this long means the model was loaded for the call (a loaded model reports 0 or a few ms). */
-export const COLD_LOAD_MS = 100;
+const COLD_LOAD_MS = 100;
 
 /** Everything known about one attempt when it is written up. */
 export interface WriteUp {
@@ -37,7 +37,7 @@ export interface WriteUp {
 }
 
 /** Texts of an attempt kept in files because the reply carries only their start. */
-export interface SavedTexts {
+interface SavedTexts {
   readonly output: SavedText | null;
   readonly thinking: SavedText | null;
 }
@@ -114,7 +114,7 @@ const FROM_METADATA = [
 ] as const satisfies readonly (keyof RunMetadata & keyof RunRecord)[];
 
 /** What a record knows beyond the result's metadata. */
-export interface RecordContext {
+interface RecordContext {
   readonly ts: number;
   readonly batchId: string | null;
   readonly tool: string;

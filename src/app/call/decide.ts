@@ -7,7 +7,7 @@ export type Next = { readonly kind: 'stop' } | { readonly kind: 'busy'; readonly
 
 export const STOP: Next = { kind: 'stop' };
 
-export interface DecideInput {
+interface DecideInput {
   readonly status: RunStatus;
   /** The attempt's busy try (0 for the model's first attempt in the call). */
   readonly busyTry: number;

@@ -9,7 +9,7 @@ import type { QueueReason } from '../queue/queue-reason.js';
  * answer has begun), `busy_backoff` (waiting to retry a "not now"), `next_model`, `finishing`
  * (an attempt ended and the call goes on), `done`.
  */
-export type CallPhase =
+type CallPhase =
   'new' | 'queued' | 'waiting_for_probe' | 'starting' | 'running' | 'busy_backoff' | 'next_model' | 'finishing' | 'done';
 
 export class LiveCall {

@@ -24,7 +24,7 @@ export interface CallSoFar {
   busyRetries: number;
 }
 
-export interface PlanDeps {
+interface PlanDeps {
   readonly settingsFor: (model: string) => ModelSettings;
   /** Epoch ms. */
   readonly clock: () => number;

@@ -4,7 +4,7 @@ import type { RunResult } from '../reply/run-result.js';
 import { runReplySchema, toRunReply, type ResponseFormat } from '../reply/run-reply.js';
 import type { CallEvent, RunContext, RunRequest } from '../attempt/types.js';
 
-export interface BatchOptions {
+interface BatchOptions {
   /** Jobs running at once (the batch's own limit, within the server's). */
   readonly concurrency: number;
   /** Epoch ms by which the batch must be over. */
@@ -19,7 +19,7 @@ export interface BatchOptions {
 }
 
 /** The counts of a batch; the concise reply leaves out the counts that are 0 (all but total and ok). */
-export const batchSummarySchema = z.object({
+const batchSummarySchema = z.object({
   total: z.number().int(),
   ok: z.number().int(),
   failed: z.number().int().optional(),
@@ -63,7 +63,7 @@ export interface BatchProgress {
  * result per job, in input order.
  */
 /** What runs a batch's jobs: the server's calls. */
-export interface BatchRunner {
+interface BatchRunner {
   run(request: RunRequest, context: RunContext): Promise<RunResult>;
   /** A job that never started because the batch deadline passed: logged, never spawned. */
   notStarted(request: RunRequest, context: RunContext): Promise<RunResult>;

@@ -5,7 +5,7 @@ import { decide, STOP, type Next } from './decide.js';
 import { planCall, stepFor, type CallPlan, type CallSoFar } from './plan.js';
 import type { AttemptSource, CallContext, RunRequest } from '../attempt/types.js';
 
-export const BUSY_WAIT_CANCELLED =
+const BUSY_WAIT_CANCELLED =
   'cancelled while waiting to retry after Ollama answered "server busy" or "usage limit", or the CLI could not be started';
 
 export interface CallDeps {

@@ -10,7 +10,7 @@ export const SWEEP_INTERVAL_MS = 60_000;
 const UNREADABLE_RECORD_MAX_AGE_MS = 60_000;
 
 /** What one sweep did. */
-export interface SweepSummary {
+interface SweepSummary {
   /** Epoch ms when it ran. */
   readonly at: number;
   /** Orphaned model processes ended (their server was gone, they were still running). */
@@ -21,7 +21,7 @@ export interface SweepSummary {
   readonly kept: number;
 }
 
-export interface OrphanSweepDeps {
+interface OrphanSweepDeps {
   /** The children dir (store/processes/child-registry.ts). */
   readonly dir: string;
   readonly identity: SelfIdentity;

@@ -11,7 +11,7 @@ import { OrphanSweeper } from './orphan-sweep.js';
 
 type Spawn = (request: ModelProcessRequest) => Promise<ProcessOutcome>;
 
-export interface HygieneOptions {
+interface HygieneOptions {
   readonly identity?: SelfIdentity;
   readonly proc?: ProcView;
   /** Team mode's Redis, when OLLAMA_MCP_STATE_URL is set. */

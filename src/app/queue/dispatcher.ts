@@ -13,7 +13,7 @@ import {
 import type { Residency } from './residency.js';
 
 /** An attempt's place in line: the grant arrives through `granted`; `reason()` says why it still waits (null once granted). */
-export interface Ticket {
+interface Ticket {
   readonly granted: Promise<Grant>;
   reason(): WaitReason | null;
 }
@@ -61,7 +61,7 @@ export class DispatchAbortedError extends Error {
   }
 }
 
-export interface DispatcherOptions {
+interface DispatcherOptions {
   /** This server's attempts in flight at most (OLLAMA_MCP_CONCURRENCY). */
   readonly concurrency: number;
   /** How long an attempt for a model that is not loaded waits before the server switches models. */

@@ -3,9 +3,9 @@ import type { Room } from '../../policy/dispatch.js';
 import { afterMisfit, afterPs, NOTHING_LEARNED, sizeOf, type MemoryFacts } from '../../policy/memory-fit.js';
 
 /** `ollama ps` is asked again only when what it said is older than this and a choice depends on it. */
-export const PS_FRESH_MS = 5_000;
+const PS_FRESH_MS = 5_000;
 
-export interface ResidencyOptions {
+interface ResidencyOptions {
   /** Models Ollama keeps loaded together, as the user set it; null: learned from sizes (policy/memory-fit.ts). */
   readonly capacity: number | null;
   /** The least a model's file weighs (`ollama list`'s SIZE, as last read); undefined when not known. Asks nothing. */

@@ -3,7 +3,7 @@ import type { SharedSlots } from '../../store/slots/shared-slots.js';
 import type { DispatchRequest, Dispatcher, Grant } from './dispatcher.js';
 
 /** An attempt's place in line for everything it needs before it spawns. */
-export interface SlotTicket {
+interface SlotTicket {
   readonly granted: Promise<Grant>;
   /** Why it still waits; null once it has every slot. */
   reason(): QueueReason | null;

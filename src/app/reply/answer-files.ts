@@ -11,7 +11,7 @@ export interface SavedText {
   readonly bytes: number;
 }
 
-export interface AnswerFilesOptions {
+interface AnswerFilesOptions {
   /** The folder: `answers/` in the telemetry dir. */
   readonly dir: string;
   /** A file is never deleted within this time of the last reply that named it. @default 1 hour */

@@ -19,7 +19,7 @@ export interface AnswerRetentionLimits {
 }
 
 /** The times a prune judges by (epoch ms). */
-export interface AnswerRetentionTime {
+interface AnswerRetentionTime {
   /** The wall clock. */
   readonly now: number;
   /** The retention clock: the wall clock, but at most a bounded step past the previous prune's. */
@@ -27,7 +27,7 @@ export interface AnswerRetentionTime {
 }
 
 /** What a prune does: files to delete, and files dated ahead of the wall clock to date now. */
-export interface AnswerRetentionPlan {
+interface AnswerRetentionPlan {
   readonly remove: readonly string[];
   readonly redate: readonly string[];
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 /** The least room answer files leave on the disk for the retry ledger and runs.jsonl. */
 export const MIN_RESERVE_BYTES = 64 * 1024 * 1024;
 /** Or this many times the ledger's files, when that is more: a ledger write needs room for a copy beside each file. */
-export const LEDGER_RESERVE_FACTOR = 4;
+const LEDGER_RESERVE_FACTOR = 4;
 
 /** Bytes this user may still write on the filesystem holding `dir`, or null when it cannot be told. */
 export async function freeBytes(dir: string): Promise<number | null> {

@@ -18,7 +18,7 @@ export const TEXT_ANSWER_MAX_BYTES = 64 * KIB;
 const MIN_SHARE_BYTES = 1 * KIB;
 
 /** What one result of a reply shared by `share` results may carry, in serialized bytes. */
-export interface ReplyBudget {
+interface ReplyBudget {
   /** Its output and thinking in the structured content, together. */
   readonly answerBytes: number;
   /** Its output in the text content. */
@@ -35,7 +35,7 @@ export function replyBudget(share = 1): ReplyBudget {
 }
 
 /** A prefix of a text that fits a budget, and what it costs serialized. */
-export interface FittedText {
+interface FittedText {
   readonly text: string;
   /** Serialized bytes of `text` inside a JSON string (without the quotes). */
   readonly bytes: number;

@@ -15,7 +15,7 @@ export interface FittedReply {
   readonly warnings: RunWarning[];
 }
 
-export interface ReplyInput {
+interface ReplyInput {
   readonly runId: string;
   readonly answer: string;
   readonly thinking: string;

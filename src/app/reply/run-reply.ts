@@ -59,7 +59,7 @@ export function toRunReply(result: RunResult, format: ResponseFormat): RunReply 
     ...(outputCut && m.output_file ? { output_file: m.output_file } : {}),
     ...(m.thinking_file ? { thinking_file: m.thinking_file } : {}),
     output: result.output,
-    ...(result.thinking !== undefined ? { thinking: result.thinking } : {}),
+    thinking: result.thinking,
   };
   return format === 'detailed' ? { ...reply, metadata: m } : reply;
 }

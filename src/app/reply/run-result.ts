@@ -36,7 +36,6 @@ const RUN_WARNING_KINDS = [
   'answer_not_saved',
   'not_counted',
 ] as const;
-export type RunWarningKind = (typeof RUN_WARNING_KINDS)[number];
 
 export const runWarningSchema = z.object({
   kind: z.enum(RUN_WARNING_KINDS),
@@ -62,7 +61,7 @@ export const fallbackEntrySchema = z.object({
 export type FallbackEntry = z.infer<typeof fallbackEntrySchema>;
 
 /** Token usage the CLI reported (`ollama run --verbose`); every field null when it reported nothing. */
-export const runUsageSchema = z
+const runUsageSchema = z
   .object({
     prompt_tokens: z.number().int().nullable().describe('tokens of the prompt the model read (after any truncation)'),
     output_tokens: z.number().int().nullable().describe('tokens generated (thinking included)'),

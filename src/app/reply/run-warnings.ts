@@ -4,7 +4,7 @@ import { retryCountFor, type TaskLedgerEntry } from '../../policy/task-ledger.js
 import type { RunWarning } from './run-result.js';
 
 /** What the caller is told about an attempt whose ledger update failed. */
-export interface UnsavedVerdict {
+interface UnsavedVerdict {
   readonly retryCount: number;
   readonly escalation: EscalationDecision;
   readonly warning: RunWarning;

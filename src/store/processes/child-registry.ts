@@ -11,7 +11,7 @@ const RECORD_MODE = 0o600;
  * killed in this window leaves that one child unrecorded (the real CLI then usually dies by
  * SIGPIPE at its next write anyway).
  */
-export const RECORD_AFTER_MS = 50;
+const RECORD_AFTER_MS = 50;
 
 /**
  * Every model process this server has running, one file each in `<telemetry dir>/children/`
@@ -110,7 +110,7 @@ export class ChildRegistry {
 function noop(): void {}
 
 /** One file of the children dir, read: its record, or why it could not be used. */
-export type ChildFile =
+type ChildFile =
   | { readonly file: string; readonly record: ChildRecord }
   | { readonly file: string; readonly record: null; readonly ageMs: number };
 

@@ -5,7 +5,7 @@ import { parseHolder } from '../holder.js';
 import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
 
 /** A slot is held for this long unless renewed; its holder renews it every third of it. */
-export const DEFAULT_SLOT_LEASE_MS = 15_000;
+const DEFAULT_SLOT_LEASE_MS = 15_000;
 
 /** What the table needs of a Redis client (node-redis's `sendCommand`). */
 export interface SlotRedisClient {
@@ -22,7 +22,7 @@ export interface SlotRedisConnection {
   readonly location: string;
 }
 
-export interface RedisSlotTableOptions {
+interface RedisSlotTableOptions {
   readonly connection: SlotRedisConnection;
   /** OLLAMA_MCP_SHARED_CONCURRENCY. */
   readonly limit: number;

@@ -4,7 +4,6 @@ import { SlotAbortedError } from './slot-aborted-error.js';
 import type { ReleaseSharedSlot, SlotTable, SlotView } from './slot-table.js';
 
 // What the server's other layers take from here.
-export { SLOTS_DIR_NAME, viewSlots } from './file-slot-table.js';
 export type { ReleaseSharedSlot, SlotTable, SlotView } from './slot-table.js';
 
 /** Waiting for a slot polls after this, doubling up to {@link MAX_POLL_MS} (jittered). */
@@ -23,7 +22,7 @@ interface CommonOptions {
 }
 
 /** The slots in the state dir (`telemetryDir`...), or any other table (`table`: team mode's Redis). */
-export type SharedSlotsOptions = (FileSlotTableOptions | { readonly table: SlotTable }) & CommonOptions;
+type SharedSlotsOptions = (FileSlotTableOptions | { readonly table: SlotTable }) & CommonOptions;
 
 /**
  * At most `limit` model processes across every server process sharing the slot table

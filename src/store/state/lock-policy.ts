@@ -12,7 +12,7 @@ const TRANSIENT_ATTEMPTS = 5;
  */
 const MAX_BACKOFF_MS = 4;
 
-export interface LockAttemptFailure {
+interface LockAttemptFailure {
   /** errno-style code of the failed attempt, if any. */
   readonly code: string | undefined;
   /** 1 for the first attempt. */

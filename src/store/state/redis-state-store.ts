@@ -12,11 +12,12 @@ import {
 } from '../state-backend.js';
 import { ESCALATED_AGE_FACTOR, NEVER_PRUNE } from '../../policy/task-ledger.js';
 import { mainFileJson, parseMainFile, parseShardFile } from './state-schema.js';
-import { checkScope, StateStoreError } from './state-store.js';
+import { checkScope } from './state-store.js';
+import { StateStoreError } from './state-store-error.js';
 import { parseRedisUrl, isRedisUrlError, withoutSecret, type RedisTarget } from '../../config/redis-url.js';
 import { CAS_SCRIPT, KEEP, casArguments, conflictBackoffMs, redisKeys, type RedisKeys } from './redis-cas.js';
 
-export interface RedisStateStoreOptions {
+interface RedisStateStoreOptions {
   /** `OLLAMA_MCP_STATE_URL` (validated by the config). */
   readonly url: string;
   /** `OLLAMA_MCP_STATE_PREFIX`. */
@@ -90,8 +91,8 @@ export class RedisStateStore implements DescribedStateBackend {
         reconnectStrategy: (retries: number) =>
           Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS) * (0.5 + Math.random() / 2),
       },
-      ...(target.username !== undefined ? { username: target.username } : {}),
-      ...(target.password !== undefined ? { password: target.password } : {}),
+      username: target.username,
+      password: target.password,
       database: target.db,
       disableOfflineQueue: true,
       commandsQueueMaxLength: MAX_QUEUED_COMMANDS,

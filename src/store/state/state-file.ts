@@ -3,7 +3,7 @@ import { Low, type Adapter } from 'lowdb';
 import { readTextIfAny, writeFileAtomic } from '../durable-fs.js';
 import { isUnusableDocument, type Parsed } from './state-schema.js';
 
-export interface StateFileOptions<T> {
+interface StateFileOptions<T> {
   /** Validate parsed JSON; throws UnusableDocumentError when nothing of it can be kept. */
   readonly parse: (json: unknown) => Parsed<T>;
   readonly empty: () => T;

@@ -8,7 +8,7 @@ import { CONTENDED, judgeLock, nextLockAttempt, type HolderLiveness, type LockJu
 import { liveProcView, selfIdentity, type SelfIdentity } from '../processes/proc-reader.js';
 import { StateStoreError } from './state-store-error.js';
 
-export interface StateLockOptions {
+interface StateLockOptions {
   /** The file the lock guards (`state.json`), for messages. */
   readonly guards: string;
   /** A lock that stays the same this long is taken over, whoever holds it. */
@@ -25,7 +25,7 @@ interface LockHolder extends Holder {
 }
 
 /** Frees the lock. */
-export type ReleaseLock = () => Promise<void>;
+type ReleaseLock = () => Promise<void>;
 
 /** While waiting, the holder is judged at the first attempt, then at most this often (it reads /proc). */
 const JUDGE_EVERY_MS = 100;

@@ -48,7 +48,7 @@ export interface Parsed<T> {
 }
 
 /** A document of which nothing can be kept: not an object, or a format this server does not know. */
-export class UnusableDocumentError extends Error {
+class UnusableDocumentError extends Error {
   readonly kind = 'unusable_document';
 }
 

@@ -10,14 +10,12 @@ import { isStateStoreError, StateStoreError } from './state-store-error.js';
 import { dict, type StateData, type StoreWriteFailure, type TaskScope } from '../state-backend.js';
 import { mainFileJson, parseMainFile, parseShardFile, type MainFile, type ShardFile } from './state-schema.js';
 
-export interface StateStoreOptions {
+interface StateStoreOptions {
   /** Where problems that do not stop the server are reported (a corrupt file set aside, a lock taken over). */
   readonly onWarning?: (message: string) => void;
   /** A lock that stays the same this long is taken over, even from a live holder. @default 10000 */
   readonly staleLockMs?: number;
 }
-
-export { isStateStoreError, StateStoreError };
 
 /** The task ledger is split into this many files, so a transaction's cost does not grow with the number of tasks. */
 export const TASK_SHARDS = 64;

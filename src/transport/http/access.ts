@@ -19,7 +19,7 @@ export type HttpAccess =
   | { readonly auth: HttpAuth & { kind: 'bearer' }; readonly source: 'file'; readonly tokenFile: TokenFile }
   | { readonly auth: HttpAuth & { kind: 'none' }; readonly source: 'none' };
 
-export interface AccessSettings {
+interface AccessSettings {
   /** OLLAMA_MCP_HTTP_AUTH. */
   readonly mode: 'token' | 'none';
   /** OLLAMA_MCP_HTTP_TOKEN. */
@@ -40,7 +40,7 @@ export async function resolveHttpAccess(settings: AccessSettings): Promise<HttpA
   return { auth: { kind: 'bearer', token: tokenFile.token, hint }, source: 'file', tokenFile };
 }
 
-export interface AccessAnnouncement {
+interface AccessAnnouncement {
   /** Diagnostics, one line each. */
   readonly notes: readonly string[];
   /** The command that connects Claude Code, to be shown alone on its line so it can be copied. */

@@ -12,14 +12,14 @@ import { ConnectionTable, type ConnectionLimits } from './connection-table.js';
 export const DEFAULT_CONNECTION_CAPS = HTTP_CONNECTIONS;
 
 /** A connection that has sent no request is closed after this long. */
-export const IDLE_CONNECTION_MS = 5_000;
+const IDLE_CONNECTION_MS = 5_000;
 
 /**
  * Past a cap, a connection is closed for room only once it has had this long to send its request:
  * a burst of a client's own connections waits on this server's event loop, not on the client. The
  * hard limit (half the open-file limit) closes the oldest at once, whatever its age.
  */
-export const ROOM_GRACE_MS = 10_000;
+const ROOM_GRACE_MS = 10_000;
 
 /** Connections closed for room or idleness are logged at most this often (one line with the counts). */
 const LOG_EVERY_MS = 60_000;
@@ -37,7 +37,7 @@ export function openFileLimit(): number | null {
   }
 }
 
-export interface GuardOptions {
+interface GuardOptions {
   readonly limits: ConnectionLimits;
   /** @default IDLE_CONNECTION_MS */
   readonly idleMs?: number;

@@ -90,7 +90,7 @@ export interface Listener {
   closing: boolean;
 }
 
-export interface Refusal {
+interface Refusal {
   readonly status: number;
   readonly message: string;
   readonly headers?: Record<string, string>;

@@ -35,14 +35,12 @@ import { formatHost, hostNamesFor, isLoopbackHost, MCP_PATH, refusal, unbracket,
 import { discardRestOfBody, isInitialization, readBody, sendError } from './request-io.js';
 import { SessionTable, type Session } from './sessions.js';
 
-export { HttpServerError, isHttpServerError } from './errors.js';
-
 /** Live sessions at most; one more `initialize` closes the idle one used longest ago, or gets a 503 when all are busy. */
-export const DEFAULT_MAX_SESSIONS = 64;
+const DEFAULT_MAX_SESSIONS = 64;
 /** A session with no open request or stream for this long is closed. */
-export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
+const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
 
-export interface HttpServerOptions {
+interface HttpServerOptions {
   readonly app: App;
   /** Makes the MCP server for one session (one per client connection). */
   readonly createServer: (app: App) => Server;
@@ -103,7 +101,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   httpServer.on('error', (error) => log(`HTTP server error: ${error.message}`));
   const connections = guardConnections(httpServer, {
     limits: connectionLimits(options.connections ?? DEFAULT_CONNECTION_CAPS, log),
-    ...(options.idleConnectionMs !== undefined ? { idleMs: options.idleConnectionMs } : {}),
+    idleMs: options.idleConnectionMs,
     log,
   });
 

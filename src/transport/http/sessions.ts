@@ -3,7 +3,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 
 /** What an open response of a session is: a POST or DELETE awaiting its reply, or the GET stream. */
-export type ResponseKind = 'request' | 'stream';
+type ResponseKind = 'request' | 'stream';
 
 export interface Session {
   readonly id: string;

@@ -29,7 +29,7 @@ export interface TokenFile {
 }
 
 /** What an existing token file's metadata must show before its token is used. */
-export interface TokenFileFacts {
+interface TokenFileFacts {
   readonly isFile: boolean;
   readonly size: number;
   readonly uid: number;
@@ -56,7 +56,7 @@ export function tokenInText(text: string): string | null {
   return TOKEN_PATTERN.test(token) ? token : null;
 }
 
-export function newToken(): string {
+function newToken(): string {
   return randomBytes(32).toString('base64url');
 }
 

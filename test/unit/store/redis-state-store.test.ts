@@ -5,7 +5,7 @@ import { CLOSED } from '../../../src/policy/breaker-state.js';
 import { recordAttempt, retryCountFor } from '../../../src/policy/task-ledger.js';
 import { RedisStateStore } from '../../../src/store/state/redis-state-store.js';
 import type { StateData } from '../../../src/store/state-backend.js';
-import { isStateStoreError } from '../../../src/store/state/state-store.js';
+import { isStateStoreError } from '../../../src/store/state/state-store-error.js';
 import { noteRedisSkipped, REDIS_SERVER_AVAILABLE, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
 noteRedisSkipped();

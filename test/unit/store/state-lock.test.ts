@@ -5,7 +5,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readStart, selfIdentity } from '../../../src/store/processes/proc-reader.js';
 import { StateLock } from '../../../src/store/state/state-lock.js';
-import { isStateStoreError, StateStore } from '../../../src/store/state/state-store.js';
+import { StateStore } from '../../../src/store/state/state-store.js';
+import { isStateStoreError } from '../../../src/store/state/state-store-error.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;

@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isStateStoreError, shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state/state-store.js';
+import { shardOf, StateStore, TASK_SHARDS } from '../../../src/store/state/state-store.js';
+import { isStateStoreError } from '../../../src/store/state/state-store-error.js';
 import type { TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 

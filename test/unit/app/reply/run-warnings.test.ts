@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { TaskLedgerEntry } from '../../../src/policy/task-ledger.js';
-import { unsavedVerdict } from '../../../src/app/reply/run-warnings.js';
+import type { TaskLedgerEntry } from '../../../../src/policy/task-ledger.js';
+import { unsavedVerdict } from '../../../../src/app/reply/run-warnings.js';
 
 const twoFailures: TaskLedgerEntry = {
   attempts: 2,

@@ -1,10 +1,11 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt/ledger.js';
-import { loadConfig } from '../../../src/config/config.js';
-import type { RunWarning } from '../../../src/app/reply/run-result.js';
-import { StateStore, StateStoreError } from '../../../src/store/state/state-store.js';
-import { tempDir } from '../../helpers/temp-dir.js';
+import { AttemptLedger, type LedgerAttempt } from '../../../../src/app/attempt/ledger.js';
+import { loadConfig } from '../../../../src/config/config.js';
+import type { RunWarning } from '../../../../src/app/reply/run-result.js';
+import { StateStore } from '../../../../src/store/state/state-store.js';
+import { StateStoreError } from '../../../../src/store/state/state-store-error.js';
+import { tempDir } from '../../../helpers/temp-dir.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

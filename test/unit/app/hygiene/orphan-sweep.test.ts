@@ -1,9 +1,9 @@
 import { mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sweepOrphans } from '../../../src/app/hygiene/orphan-sweep.js';
-import type { ChildRecord, ProcView } from '../../../src/policy/process-identity.js';
-import { tempDir } from '../../helpers/temp-dir.js';
+import { sweepOrphans } from '../../../../src/app/hygiene/orphan-sweep.js';
+import type { ChildRecord, ProcView } from '../../../../src/policy/process-identity.js';
+import { tempDir } from '../../../helpers/temp-dir.js';
 
 const HERE = { host: 'box', boot: 'b1', pidns: 'pid:[1]' };
 const identity = { self: { pid: 1, start: 1 }, place: HERE, hasProc: true };

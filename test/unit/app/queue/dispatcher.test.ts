@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Dispatcher, DispatchAbortedError, type Grant } from '../../../src/app/queue/dispatcher.js';
-import { Residency } from '../../../src/app/queue/residency.js';
-import type { LoadedModelsResult } from '../../../src/ollama/loaded-models.js';
+import { Dispatcher, DispatchAbortedError, type Grant } from '../../../../src/app/queue/dispatcher.js';
+import { Residency } from '../../../../src/app/queue/residency.js';
+import type { LoadedModelsResult } from '../../../../src/ollama/loaded-models.js';
 
 /** A dispatcher on an injected clock; `ps` is what `ollama ps` answers (null: not asked). */
 function setup(

@@ -6,8 +6,8 @@ import {
   REPLY_ANSWER_BYTES,
   REPLY_TEXT_ANSWER_BYTES,
   TEXT_ANSWER_MAX_BYTES,
-} from '../../../src/app/reply/reply-budget.js';
-import { prng } from '../../helpers/seeded-random.js';
+} from '../../../../src/app/reply/reply-budget.js';
+import { prng } from '../../../helpers/seeded-random.js';
 
 /** What the text costs inside a reply, measured the way a client receives it. */
 const serialized = (text: string) => Buffer.byteLength(JSON.stringify(text), 'utf8') - 2;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ContextCheck, CONTEXT_CACHE_TTL_MS } from '../../../src/app/attempt/context-check.js';
-import { NO_USAGE } from '../../../src/ollama/verbose-stats.js';
-import type { ContextEvidence } from '../../../src/policy/prompt-fit.js';
+import { ContextCheck, CONTEXT_CACHE_TTL_MS } from '../../../../src/app/attempt/context-check.js';
+import { NO_USAGE } from '../../../../src/ollama/verbose-stats.js';
+import type { ContextEvidence } from '../../../../src/policy/prompt-fit.js';
 
 const usage = (prompt_tokens: number | null) => ({ ...NO_USAGE, prompt_tokens });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planAnswerRetention, type AnswerFileFacts } from '../../../src/app/reply/answer-retention.js';
+import { planAnswerRetention, type AnswerFileFacts } from '../../../../src/app/reply/answer-retention.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;

@@ -1,12 +1,12 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AnswerFiles } from '../../../src/app/reply/answer-files.js';
-import { ledgerReserve } from '../../../src/app/reply/disk-room.js';
-import { fitReply } from '../../../src/app/reply/reply-fit.js';
-import { replyBudget, REPLY_ANSWER_BYTES } from '../../../src/app/reply/reply-budget.js';
-import { RetentionClockFile } from '../../../src/telemetry/retention-clock.js';
-import { tempDir } from '../../helpers/temp-dir.js';
+import { AnswerFiles } from '../../../../src/app/reply/answer-files.js';
+import { ledgerReserve } from '../../../../src/app/reply/disk-room.js';
+import { fitReply } from '../../../../src/app/reply/reply-fit.js';
+import { replyBudget, REPLY_ANSWER_BYTES } from '../../../../src/app/reply/reply-budget.js';
+import { RetentionClockFile } from '../../../../src/telemetry/retention-clock.js';
+import { tempDir } from '../../../helpers/temp-dir.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;

@@ -1,12 +1,13 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config/config.js';
-import { RunService } from '../../../src/app/run-service.js';
-import type { ModelProcessRequest, ProcessOutcome } from '../../../src/ollama/model-process.js';
-import { StateStore, StateStoreError } from '../../../src/store/state/state-store.js';
-import { RunLog } from '../../../src/telemetry/run-log.js';
-import { processOutcome } from '../../helpers/process-outcome.js';
-import { tempDir } from '../../helpers/temp-dir.js';
+import { loadConfig } from '../../../../src/config/config.js';
+import { RunService } from '../../../../src/app/run-service.js';
+import type { ModelProcessRequest, ProcessOutcome } from '../../../../src/ollama/model-process.js';
+import { StateStore } from '../../../../src/store/state/state-store.js';
+import { StateStoreError } from '../../../../src/store/state/state-store-error.js';
+import { RunLog } from '../../../../src/telemetry/run-log.js';
+import { processOutcome } from '../../../helpers/process-outcome.js';
+import { tempDir } from '../../../helpers/temp-dir.js';
 
 /**
  * A RunService whose ledger holds some history, then stops accepting writes (as on a read-only or

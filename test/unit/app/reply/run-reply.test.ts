@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { toRunMetadata, type WriteUp } from '../../../src/app/attempt/write-up.js';
-import { runReplySchema, toRunReply } from '../../../src/app/reply/run-reply.js';
-import { batchReplySchema, toBatchReply, summarize } from '../../../src/app/call/run-batch.js';
-import type { RunMetadata, RunResult } from '../../../src/app/reply/run-result.js';
-import type { CircuitView } from '../../../src/policy/breaker.js';
-import { decideEscalation, type EscalationDecision } from '../../../src/policy/escalation.js';
-import { OUTCOME_POLICY } from '../../../src/policy/outcome-policy.js';
-import { ESCALATION_REASONS, RUN_STATUSES, type RunStatus } from '../../../src/policy/run-status.js';
+import { toRunMetadata, type WriteUp } from '../../../../src/app/attempt/write-up.js';
+import { runReplySchema, toRunReply } from '../../../../src/app/reply/run-reply.js';
+import { batchReplySchema, toBatchReply, summarize } from '../../../../src/app/call/run-batch.js';
+import type { RunMetadata, RunResult } from '../../../../src/app/reply/run-result.js';
+import type { CircuitView } from '../../../../src/policy/breaker.js';
+import { decideEscalation, type EscalationDecision } from '../../../../src/policy/escalation.js';
+import { OUTCOME_POLICY } from '../../../../src/policy/outcome-policy.js';
+import { ESCALATION_REASONS, RUN_STATUSES, type RunStatus } from '../../../../src/policy/run-status.js';
 
 const CLOSED: CircuitView = { state: 'closed', consecutive_failures: 0, retry_after_seconds: null };
 const OPEN: CircuitView = { state: 'open', consecutive_failures: 5, retry_after_seconds: 60 };

@@ -2,17 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AttemptLedger } from '../../../src/app/attempt/ledger.js';
-import { AttemptRecorder } from '../../../src/app/attempt/record.js';
-import { InterruptedAttempts } from '../../../src/app/attempt/interrupted.js';
-import { loadConfig } from '../../../src/config/config.js';
-import type { ProcView } from '../../../src/policy/process-identity.js';
-import { AttemptJournal, type OpenAttempt } from '../../../src/store/attempt-journal.js';
-import type { SelfIdentity } from '../../../src/store/processes/proc-reader.js';
-import { StateStore } from '../../../src/store/state/state-store.js';
-import { RunLog } from '../../../src/telemetry/run-log.js';
-import { readJsonLines } from '../../helpers/read-json-lines.js';
-import { tempDir } from '../../helpers/temp-dir.js';
+import { AttemptLedger } from '../../../../src/app/attempt/ledger.js';
+import { AttemptRecorder } from '../../../../src/app/attempt/record.js';
+import { InterruptedAttempts } from '../../../../src/app/attempt/interrupted.js';
+import { loadConfig } from '../../../../src/config/config.js';
+import type { ProcView } from '../../../../src/policy/process-identity.js';
+import { AttemptJournal, type OpenAttempt } from '../../../../src/store/attempt-journal.js';
+import type { SelfIdentity } from '../../../../src/store/processes/proc-reader.js';
+import { StateStore } from '../../../../src/store/state/state-store.js';
+import { RunLog } from '../../../../src/telemetry/run-log.js';
+import { readJsonLines } from '../../../helpers/read-json-lines.js';
+import { tempDir } from '../../../helpers/temp-dir.js';
 
 const dirs: string[] = [];
 afterEach(() => {

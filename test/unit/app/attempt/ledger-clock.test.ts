@@ -1,10 +1,10 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AttemptLedger, type LedgerAttempt } from '../../../src/app/attempt/ledger.js';
-import { loadConfig } from '../../../src/config/config.js';
-import { StateStore } from '../../../src/store/state/state-store.js';
-import { tempDir } from '../../helpers/temp-dir.js';
+import { AttemptLedger, type LedgerAttempt } from '../../../../src/app/attempt/ledger.js';
+import { loadConfig } from '../../../../src/config/config.js';
+import { StateStore } from '../../../../src/store/state/state-store.js';
+import { tempDir } from '../../../helpers/temp-dir.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deadlineSignal } from '../../../src/app/queue/deadline-signal.js';
+import { deadlineSignal } from '../../../../src/app/queue/deadline-signal.js';
 
-const BUILT = path.resolve(__dirname, '../../../dist/app/queue/deadline-signal.js');
+const BUILT = path.resolve(__dirname, '../../../../dist/app/queue/deadline-signal.js');
 
 describe('deadlineSignal', () => {
   it('aborts at the deadline even when garbage is collected while it waits (a queued call must not outlive its deadline_ms)', () => {
