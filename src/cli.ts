@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { createHash } from 'node:crypto';
 import { isConfigError, loadConfig, telemetryDirFor, type Config } from './config/config.js';
 import type { App } from './mcp/server.js';
 import { SERVER_NAME, SERVER_VERSION } from './mcp/server-identity.js';
@@ -145,14 +146,20 @@ function startServicesOnce(app: App): () => Promise<void> {
 }
 
 /** Stop serving, once: close the transport, stop every run, and wait until each is logged. */
-function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: string) => Promise<void> {
+function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: string, finishJobs?: boolean) => Promise<void> {
   let closing: Promise<void> | null = null;
-  return (why) =>
+  return (why, finishJobs = false) =>
     (closing ??= (async () => {
       const services = await app.servicesStarted;
-      if (services && services.runs.inFlight > 0) warn(`${why}: stopping ${services.runs.inFlight} run(s) and exiting`);
       await closeTransport();
       if (!services) return;
+      // The client went away, not the server's user: the jobs it handed over (which outlive it) end first.
+      const jobs = services.runs.jobs.running;
+      if (finishJobs && jobs > 0) {
+        warn(`${why}: ${jobs} job(s) go on; exiting once they end (their results stay collectable with ollama_wait)`);
+        await services.runs.jobs.drain();
+      }
+      if (services.runs.inFlight > 0) warn(`${why}: stopping ${services.runs.inFlight} run(s) and exiting`);
       services.runs.abortAll();
       await services.runs.drain();
       await services.hygiene.stop();
@@ -161,6 +168,11 @@ function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: stri
 }
 
 type HttpModule = typeof import('./transport/http/server.js');
+
+/** Who the jobs of an HTTP client belong to: the digest of the token it presents, or everyone without one. */
+function ownerOf(auth: { kind: 'bearer'; token: string } | { kind: 'none' }): string {
+  return auth.kind === 'none' ? 'http' : `token:${createHash('sha256').update(auth.token).digest('hex').slice(0, 32)}`;
+}
 
 /** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
 async function serveHttp(config: Config, httpModule: HttpModule, host: string, port: number): Promise<void> {
@@ -174,7 +186,8 @@ async function serveHttp(config: Config, httpModule: HttpModule, host: string, p
   (await app.services()).hygiene.start(); // ends the model processes of servers that were killed
   const server = await httpModule.startHttpServer({
     app,
-    createServer: createMcpServer,
+    // Jobs started over HTTP are the token's: a client holding it collects them, after a reconnect too.
+    createServer: (app) => createMcpServer(app, ownerOf(access.auth)),
     host,
     port,
     auth: access.auth,
@@ -210,16 +223,18 @@ async function serveStdio(config: Config): Promise<void> {
   // reply, which needs none of them: when the client confirms it (`notifications/initialized`), at
   // the latest STARTED_BY_MS after connecting, or at the first call or shutdown if sooner.
   const startServices = startServicesOnce(app);
-  const shutdown = async (why: string): Promise<void> => {
+  const shutdown = async (why: string, finishJobs = false): Promise<void> => {
     stopping = true; // set before server.close(), whose onclose runs synchronously
     await startServices(); // a state that cannot be used still stops the start with its one line
-    return stop(why);
+    return stop(why, finishJobs);
   };
-  const exitAfter = (why: string, code: number) => () => {
-    void shutdown(why).finally(() => process.exit(code));
-  };
-  process.stdin.on('end', exitAfter('stdin closed', 0));
-  process.stdin.on('close', exitAfter('stdin closed', 0));
+  const exitAfter =
+    (why: string, code: number, finishJobs = false) =>
+    () => {
+      void shutdown(why, finishJobs).finally(() => process.exit(code));
+    };
+  process.stdin.on('end', exitAfter('stdin closed', 0, true));
+  process.stdin.on('close', exitAfter('stdin closed', 0, true));
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, exitAfter(signal, 0));
   // Any other close (stdin or stdout failed) must not end the server silently.
   server.onclose = () => {

@@ -8,6 +8,8 @@ import { Attempts } from './attempt/attempt.js';
 import { failure, NOT_STARTED_ERROR } from './attempt/errors.js';
 import { runCall, type CallDeps } from './call/run-call.js';
 import { Calls, type CallHandle } from './call/calls.js';
+import { Jobs } from './call/jobs.js';
+import { JobFiles } from '../store/job-files.js';
 import { TurnSlots } from './queue/turn-slots.js';
 import { CallEvents } from './attempt/events.js';
 import { cliContextCheck } from './attempt/context-check.js';
@@ -80,6 +82,8 @@ interface RunServiceDeps {
   readonly answers?: AnswerFiles | null;
   /** Where attempts under way are recorded for the next server to settle if this one dies. @default `attempts/` in the telemetry dir */
   readonly journal?: AttemptJournal | null;
+  /** Where jobs are kept for any server on the data dir. @default `jobs/` in the telemetry dir */
+  readonly jobs?: JobFiles;
   /** This process, as its records name it. @default read from /proc */
   readonly identity?: SelfIdentity;
   /** Which processes are alive. @default /proc */
@@ -102,6 +106,8 @@ export class RunService {
   readonly #answers: AnswerFiles | null;
   /** The attempts dead servers left under way: settled at start-up and every minute once started. */
   readonly interrupted: InterruptedAttempts;
+  /** Calls handed over as jobs: they outlast their reply, and are collected later (ollama_wait, MCP tasks). */
+  readonly jobs: Jobs;
   readonly #calls = new Calls();
   /** Told every event of every call (the journal of attempts under way). */
   readonly #listeners: CallListener[] = [];
@@ -131,12 +137,23 @@ export class RunService {
     if (this.#journal !== null) {
       this.#listeners.push(recordUnderWay({ journal: this.#journal, identity: this.#identity, clock: this.#clock, warn }));
     }
+    const jobFiles = deps.jobs ?? new JobFiles(config.telemetryDir);
     this.interrupted = new InterruptedAttempts({
       journal: this.#journal ?? new AttemptJournal(config.telemetryDir),
       identity: this.#identity,
       proc: this.#proc,
       ledger: this.#ledger,
       recorder: this.#recorder,
+      jobs: jobFiles,
+      clock: this.#clock,
+      warn,
+    });
+    this.jobs = new Jobs({
+      files: jobFiles,
+      identity: this.#identity,
+      proc: this.#proc,
+      clock: this.#clock,
+      settleInterrupted: () => this.interrupted.settleNow(),
       warn,
     });
     const attempts = new Attempts({
@@ -200,19 +217,20 @@ export class RunService {
   }
 
   /** One call, tracked from now until its result is logged. Unless it is a batch's job, its reply is built next. */
-  start(request: RunRequest, context: RunContext = {}): CallHandle {
+  start(request: RunRequest, context: RunContext = {}, callId?: string): CallHandle {
     const { listen, ...rest } = context;
     const events = new CallEvents(listen ? [...this.#listeners, listen] : this.#listeners);
     const { signal, unlink } = eitherAborts(context.signal, this.#shutdown.signal);
-    return this.#calls.start(request.taskId, events, async () => {
+    const run = async (id: string) => {
       try {
-        const result = await runCall(this.#callDeps, request, { ...rest, signal, events });
+        const result = await runCall(this.#callDeps, request, { ...rest, signal, events, callId: id });
         if (context.batchId === undefined) await this.replied([result]);
         return result;
       } finally {
         unlink();
       }
-    });
+    };
+    return this.#calls.start(request.taskId, events, run, callId);
   }
 
   run(request: RunRequest, context: RunContext = {}): Promise<RunResult> {

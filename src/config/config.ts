@@ -8,6 +8,7 @@ import {
 import { ollamaDurationMs, ollamaUint } from './ollama-settings.js';
 import {
   BUSY_RETRIES_RANGE,
+  REPLY_WITHIN_RANGE,
   CONCURRENCY_RANGE,
   MAX_LOADED_MODELS_RANGE,
   DEFAULT_STATE_PREFIX,
@@ -73,6 +74,11 @@ export interface Config {
   readonly maxTasks: number;
   /** `OLLAMA_MCP_PROGRESS_INTERVAL_MS`: progress heartbeat period, when the client asks for progress. @default 5000 */
   readonly progressIntervalMs: number;
+  /**
+   * `OLLAMA_MCP_REPLY_WITHIN_MS`: `ollama_run` and `ollama_run_many` answer within this long, with a
+   * job to collect when the work goes on. null: not set, chosen from the client (tools/reply-within.ts)
+   */
+  readonly replyWithinMs: number | null;
   /** `OLLAMA_MCP_ESCALATION`: `block` also refuses further runs of an escalated task until it is reset. @default "signal" */
   readonly escalationMode: 'signal' | 'block';
   /** `OLLAMA_MCP_PREFLIGHT`: check a model is installed (`ollama list`) before running it. @default true */
@@ -169,6 +175,7 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     taskTtlMs: int('OLLAMA_MCP_TASK_TTL_DAYS', 30, { min: 1, max: 3_650 }) * DAY_MS,
     maxTasks: int('OLLAMA_MCP_MAX_TASKS', 10_000, { min: 100, max: 1_000_000 }),
     progressIntervalMs: int('OLLAMA_MCP_PROGRESS_INTERVAL_MS', 5_000, { min: 100, max: 60_000 }),
+    replyWithinMs: read.optional('OLLAMA_MCP_REPLY_WITHIN_MS') ? int('OLLAMA_MCP_REPLY_WITHIN_MS', 0, REPLY_WITHIN_RANGE) : null,
     escalationMode: read.choice('OLLAMA_MCP_ESCALATION', 'signal', ['signal', 'block'] as const),
     preflight: bool('OLLAMA_MCP_PREFLIGHT', true),
     modelListTtlMs: int('OLLAMA_MCP_MODEL_LIST_TTL_MS', 30_000, { min: 0, max: 3_600_000 }),

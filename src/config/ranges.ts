@@ -11,6 +11,9 @@ export const SETTING_RANGES = {
   parallel: { min: 1, max: 32 },
 } as const;
 
+/** `reply_within_ms` and OLLAMA_MCP_REPLY_WITHIN_MS: 0 hands a job over at once; a day waits for any run to end. */
+export const REPLY_WITHIN_RANGE = { min: 0, max: 86_400_000 } as const;
+
 /** OLLAMA_MCP_CONCURRENCY: model processes at once in one server, whatever the model. */
 export const CONCURRENCY_RANGE = { min: 1, max: 32 } as const;
 

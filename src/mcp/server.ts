@@ -2,7 +2,14 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Config } from '../config/config.js';
-import { registerTools } from './tool-registry.js';
+import { registerTools, toCallToolResult } from './tool-registry.js';
+import { JobTaskStore } from './job-task-store.js';
+import type { JobView } from '../app/call/jobs.js';
+import type { BatchResult } from '../app/call/run-batch.js';
+import type { RunResult } from '../app/reply/run-result.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { present as presentRun } from '../tools/ollama-run.js';
+import { present as presentBatch } from '../tools/ollama-run-many.js';
 import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
 import type { RunService } from '../app/run-service.js';
 import type { ProcessHygiene } from '../app/hygiene/process-hygiene.js';
@@ -16,6 +23,8 @@ import { ollamaRunManyTool } from '../tools/ollama-run-many.js';
 import { ollamaRunTool } from '../tools/ollama-run.js';
 import { ollamaRunsSummaryTool } from '../tools/ollama-runs-summary.js';
 import { ollamaTaskStatusTool } from '../tools/ollama-task-status.js';
+import { ollamaWaitTool } from '../tools/ollama-wait.js';
+import type { JobScope } from '../tools/job-reply.js';
 import { SERVER_NAME, SERVER_VERSION } from './server-identity.js';
 
 /** Everything one server process shares between its connections. */
@@ -128,6 +137,20 @@ const INSTRUCTIONS = `This server runs tasks on local Ollama models. The protoco
 4. Otherwise do what next says (retry with the same task_id while retries_left allows, or change the call). model_available_in_seconds is when a model takes runs again, never an invitation to retry an escalated task.
 5. After a human fixed the cause, ollama_reset clears the task or closes the model's circuit. Add response_format: "detailed" for the full record.`;
 
+/** The tool result of a task whose stored result is missing (its server died): rebuilt from its job. */
+function taskResultOf(view: JobView): CallToolResult {
+  if (view.state === 'done') {
+    const outcome =
+      view.record.kind === 'run'
+        ? presentRun(view.result as RunResult, 'concise')
+        : presentBatch(view.result as BatchResult, 'concise');
+    return toCallToolResult(outcome);
+  }
+  const text =
+    'INTERRUPTED: the server running this task stopped before it ended; run it again (ollama_task_status says what was counted).';
+  return { isError: true, content: [{ type: 'text', text }] };
+}
+
 /**
  * The SDK's Ajv validator, made at its first use (only `elicitInput` uses it, which this server never
  * calls): the SDK would otherwise build one per Server, before the `initialize` reply and for every
@@ -138,18 +161,29 @@ const lazyJsonSchemaValidator: jsonSchemaValidator = {
   getValidator: (schema) => (ajv ??= new AjvJsonSchemaValidator()).getValidator(schema),
 };
 
-/** An MCP server exposing the tools over one connection. */
-export function createMcpServer(app: App): Server {
+/**
+ * An MCP server exposing the tools over one connection. `owner`: who may collect the jobs this
+ * connection starts (`local` for stdio; over HTTP, the token's digest).
+ */
+export function createMcpServer(app: App, owner = 'local'): Server {
+  const runs = async () => (await app.services()).runs;
   const server = new Server(
     { name: SERVER_NAME, version: SERVER_VERSION, title: 'Ollama runner' },
-    { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: lazyJsonSchemaValidator },
+    {
+      // MCP Tasks: ollama_run and ollama_run_many may run as tasks, kept as jobs (mcp/job-task-store.ts).
+      capabilities: { tools: {}, logging: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      taskStore: new JobTaskStore(runs, owner, taskResultOf),
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: lazyJsonSchemaValidator,
+    },
   );
   const blockMode = app.config.escalationMode === 'block';
-  const runs = async () => (await app.services()).runs;
   const store = async () => (await app.services()).store;
+  const scope: JobScope = { owner, clientName: () => server.getClientVersion()?.name };
   registerTools(server, [
-    ollamaRunTool(runs, app.config),
-    ollamaRunManyTool(runs, app.config),
+    ollamaRunTool(runs, app.config, scope),
+    ollamaRunManyTool(runs, app.config, scope),
+    ollamaWaitTool({ service: runs, store, config: app.config, scope }),
     ollamaHealthTool(async () => {
       const { store, runs, installedModels, hygiene } = await app.services();
       return { config: app.config, store, runs, installedModels, processes: () => hygiene.status() };

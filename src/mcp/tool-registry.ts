@@ -1,8 +1,9 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CreateTaskResult } from '@modelcontextprotocol/sdk/experimental/tasks/types.js';
 import * as z from 'zod';
 import { findExcessiveNesting, MAX_ARGUMENT_DEPTH } from '../tools/shared-fields.js';
-import type { AnyToolDefinition } from '../tools/tool-definition.js';
+import type { AnyToolDefinition, ToolExtra, ToolOutcome } from '../tools/tool-definition.js';
 import { valueAt } from '../config/zod-english.js';
 
 /** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
@@ -14,7 +15,7 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
   // The SDK has already checked the request against CallToolRequestSchema; parsing it again with
   // that schema would copy `arguments` and drop an own `__proto__` key, which must instead be
   // refused like any other unknown argument. So `arguments` is taken as it came.
-  server.setRequestHandler(CallToolRequestAsSent, async (request, extra): Promise<CallToolResult> => {
+  server.setRequestHandler(CallToolRequestAsSent, async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
     const tool = byName.get(request.params.name);
     if (!tool) {
       return {
@@ -25,6 +26,7 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
       };
     }
     const rawArguments = request.params.arguments ?? {};
+    if (request.params.task !== undefined) return startTask(tool, rawArguments, request.params.task, extra);
     try {
       const tooDeep = findExcessiveNesting(rawArguments, MAX_ARGUMENT_DEPTH);
       const parsed = tooDeep === null ? tool.inputSchema.safeParse(rawArguments) : null;
@@ -35,11 +37,7 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
             rawArguments,
             extra,
           );
-      return {
-        isError: outcome.isError,
-        structuredContent: outcome.structured as Record<string, unknown>,
-        content: [{ type: 'text', text: outcome.text }],
-      };
+      return toCallToolResult(outcome);
     } catch (error) {
       // A bug, not an outcome: say so plainly rather than crash the server.
       return { isError: true, content: [{ type: 'text', text: `Internal error in ${tool.name}: ${(error as Error).message}` }] };
@@ -55,13 +53,59 @@ function listTools(tools: readonly AnyToolDefinition[]) {
     inputSchema: jsonSchemaOf(tool.listedInputSchema ?? tool.inputSchema, 'input'),
     outputSchema: jsonSchemaOf(tool.outputSchema, 'output'),
     annotations: tool.annotations,
+    // A tool that can run as an MCP task may also be called plainly.
+    ...(tool.startJob ? { execution: { taskSupport: 'optional' as const } } : {}),
   }));
+}
+
+export function toCallToolResult(outcome: ToolOutcome<unknown>): CallToolResult {
+  return {
+    ...outcome.fields,
+    isError: outcome.isError,
+    structuredContent: outcome.structured as Record<string, unknown>,
+    content: [{ type: 'text', text: outcome.text }],
+  };
+}
+
+/**
+ * `tools/call` with `task` (MCP Tasks): the work starts as a job of the task's id and the reply is
+ * the task at once; its result is stored when it ends (`tasks/result`). Arguments that are invalid
+ * are refused as an error of the request (and logged as the call would log them).
+ */
+async function startTask(
+  tool: AnyToolDefinition,
+  rawArguments: unknown,
+  task: { ttl?: number },
+  extra: ToolExtra,
+): Promise<CreateTaskResult> {
+  const taskStore = extra.taskStore;
+  if (!tool.startJob || !taskStore)
+    throw new McpError(ErrorCode.InvalidParams, `${tool.name} does not run as a task: call it without task`);
+  const tooDeep = findExcessiveNesting(rawArguments, MAX_ARGUMENT_DEPTH);
+  const parsed = tooDeep === null ? tool.inputSchema.safeParse(rawArguments) : null;
+  if (!parsed?.success) {
+    const problem = parsed ? describeIssues(parsed.error, rawArguments) : describeTooDeep(tooDeep ?? []);
+    await tool.onInvalidInput(problem, rawArguments, extra);
+    throw new McpError(ErrorCode.InvalidParams, problem);
+  }
+  const created = await taskStore.createTask({ ttl: task.ttl ?? null });
+  const { ended } = await tool.startJob(parsed.data, extra, created.taskId);
+  void ended
+    .then((outcome) =>
+      taskStore.storeTaskResult(created.taskId, outcome.isError ? 'failed' : 'completed', toCallToolResult(outcome)),
+    )
+    .catch(() => {}); // the job's record keeps its result either way
+  return { task: created };
 }
 
 /** `tools/call` with `arguments` left as the client sent it (the SDK validated it as an object already). */
 const CallToolRequestAsSent = z.object({
   method: z.literal('tools/call'),
-  params: z.looseObject({ name: z.string(), arguments: z.custom<Record<string, unknown>>().optional() }),
+  params: z.looseObject({
+    name: z.string(),
+    arguments: z.custom<Record<string, unknown>>().optional(),
+    task: z.looseObject({ ttl: z.number().optional() }).optional(),
+  }),
 });
 
 function describeTooDeep(path: readonly (string | number)[]): string {

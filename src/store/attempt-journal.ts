@@ -10,6 +10,8 @@ const ATTEMPTS_DIR_NAME = 'attempts';
 /** An attempt whose model process was started and whose runs.jsonl line is not written yet. */
 export interface OpenAttempt {
   readonly runId: string;
+  /** Its call's id: a job of that id gets the attempt's result when a dead server's attempt is settled. */
+  readonly callId?: string | null;
   readonly taskId: string | null;
   readonly model: string;
   readonly tool: string;

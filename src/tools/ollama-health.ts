@@ -38,8 +38,8 @@ export function ollamaHealthTool(deps: () => Promise<HealthDeps>): AnyToolDefini
     name: 'ollama_health',
     title: 'Check Ollama and the models',
     description: [
-      'Check, without running a model, whether Ollama works: the installed and loaded models, and warnings of models refusing runs.',
-      'Call it before delegating. Read `ok` and `problems` (each says its fix); the call succeeds either way.',
+      'Check, without running a model, whether Ollama works: installed and loaded models, models refusing runs.',
+      'Call it before delegating; read `ok` and `problems` (each says its fix).',
     ].join(' '),
     inputSchema: ollamaHealthInputSchema,
     outputSchema: healthReplySchema,

@@ -33,7 +33,7 @@ function toResetReply(result: ResetResult, format: ResponseFormat): ResetResult 
 
 const resetInputSchema = z
   .strictObject({
-    task_id: TASK_ID_FIELD.optional().describe("Clear this task's record (failures back to 0, a block lifted)."),
+    task_id: TASK_ID_FIELD.optional().describe("Clear this task's record: no failures, no block."),
     model: MODEL_FIELD.optional().describe("Close this model's circuit."),
     response_format: RESPONSE_FORMAT_FIELD,
   })

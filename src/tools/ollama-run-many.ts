@@ -8,13 +8,18 @@ import {
   runBatch,
   summarize,
   toBatchReply,
+  toRunningBatchReply,
   type BatchProgress,
   type BatchReply,
   type BatchResult,
 } from '../app/call/run-batch.js';
 import type { ResponseFormat } from '../app/reply/run-reply.js';
 import type { RunService } from '../app/run-service.js';
-import { ollamaRunJobSchema, toRunRequest } from './ollama-run.js';
+import { ollamaRunJobSchema, REPLY_WITHIN_FIELD, toRunRequest } from './ollama-run.js';
+import { specMetadata, untilHandedOver, withinBudget, type JobScope } from './job-reply.js';
+import { replyWithinMs } from './reply-within.js';
+import { randomUUID } from 'node:crypto';
+import type { RunResult } from '../app/reply/run-result.js';
 import { renderRunText } from './run-text.js';
 import { MAX_BATCH_PROMPT_CHARS, RESPONSE_FORMAT_FIELD, requestedFormat, timeoutField } from './shared-fields.js';
 
@@ -24,6 +29,17 @@ const MAX_BATCH_CONCURRENCY = 8;
 const JOBS_DESCRIPTION = "Each job takes ollama_run's arguments but response_format.";
 const CONCURRENCY_DESCRIPTION = 'Jobs at once, 1-8 (default 3).';
 const DEADLINE_DESCRIPTION = 'Limit of the whole batch; jobs not started by then end not_started.';
+
+/** "all" (the default), or how many ok jobs end the batch: the rest are cancelled, and not counted. */
+const RETURN_WHEN_FIELD = z
+  .union(
+    [z.literal('all'), z.number().int().min(1, 'must be at least 1').max(MAX_BATCH_JOBS, `must be at most ${MAX_BATCH_JOBS}`)],
+    {
+      error: `must be "all" or a number of ok jobs from 1 to ${MAX_BATCH_JOBS}`,
+    },
+  )
+  .optional()
+  .describe('"all", or N: end once N jobs are ok, cancelling the rest.');
 
 export const ollamaRunManyInputSchema = z.strictObject({
   jobs: z
@@ -45,6 +61,8 @@ export const ollamaRunManyInputSchema = z.strictObject({
     .describe(CONCURRENCY_DESCRIPTION),
   deadline_ms: timeoutField().describe(DEADLINE_DESCRIPTION),
   response_format: RESPONSE_FORMAT_FIELD,
+  reply_within_ms: REPLY_WITHIN_FIELD,
+  return_when: RETURN_WHEN_FIELD,
 });
 
 /**
@@ -56,6 +74,8 @@ const listedInputSchema = z.strictObject({
   concurrency: z.number().int().optional().describe(CONCURRENCY_DESCRIPTION),
   deadline_ms: z.number().int().optional().describe(DEADLINE_DESCRIPTION),
   response_format: RESPONSE_FORMAT_FIELD,
+  reply_within_ms: z.number().int().optional().describe("As ollama_run's, for the batch."),
+  return_when: RETURN_WHEN_FIELD,
 });
 
 type Input = z.output<typeof ollamaRunManyInputSchema>;
@@ -65,7 +85,7 @@ function totalPromptChars(jobs: readonly { prompt: string }[]): number {
 }
 
 /** `service`: the run service, built on the first call (see App.services). */
-export function ollamaRunManyTool(service: () => Promise<RunService>, config: Config): AnyToolDefinition {
+export function ollamaRunManyTool(service: () => Promise<RunService>, config: Config, scope: JobScope): AnyToolDefinition {
   return {
     name: 'ollama_run_many',
     title: 'Run several local model jobs',
@@ -78,31 +98,35 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
     outputSchema: batchReplySchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handle(input: Input, extra) {
+      const runs = await service();
       const startedAt = performance.now();
-      const progress: BatchProgress = { done: 0, running: 0, total: input.jobs.length };
+      const work = untilHandedOver(extra.signal);
+      const batch = startBatch(runs, input, config, { id: randomUUID(), signal: work.controller.signal, meta: extra._meta });
       const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
-        progress: progress.done,
-        total: progress.total,
-        message: `${progress.done}/${progress.total} jobs done, ${progress.running} running, ${
-          progress.total - progress.done - progress.running
-        } waiting, ${formatElapsed(performance.now() - startedAt)} elapsed`,
+        progress: batch.progress.done,
+        total: batch.progress.total,
+        message: describeBatch(batch.progress, performance.now() - startedAt),
       }));
+      const format = input.response_format ?? 'concise';
+      const budgetMs = replyWithinMs(input.reply_within_ms, config.replyWithinMs, scope.clientName());
       try {
-        const result = await runBatch(
-          await service(),
-          input.jobs.map(toRunRequest),
-          {
-            concurrency: Math.min(input.concurrency ?? 3, config.concurrency),
-            signal: extra.signal,
-            meta: extra._meta,
-            deadlineAt: input.deadline_ms === undefined ? undefined : Date.now() + input.deadline_ms,
-          },
-          progress,
-        );
-        return present(result, input.response_format ?? 'concise');
+        const result = await withinBudget(batch.result, budgetMs);
+        if (result !== null) return present(result, format);
+        // Past the budget: the batch goes on as a job; each job's result is kept as it ends.
+        work.handOver();
+        await batch.handOver(scope.owner, work.controller);
+        return presentRunningBatch(batch.id, batch.soFar, format, describeBatch(batch.progress, performance.now() - startedAt));
       } finally {
+        work.handOver();
         stop();
       }
+    },
+    async startJob(input: Input, extra, jobId) {
+      const runs = await service();
+      const cancel = new AbortController();
+      const batch = startBatch(runs, input, config, { id: jobId, signal: cancel.signal, meta: extra._meta });
+      await batch.handOver(scope.owner, cancel);
+      return { ended: batch.result.then((result) => present(result, input.response_format ?? 'concise')) };
     },
     async onInvalidInput(problem, rawArguments) {
       await (await service()).rejectInvalid({}, problem, 'ollama_run_many');
@@ -116,7 +140,74 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
   };
 }
 
-function present(result: BatchResult, format: ResponseFormat): ToolOutcome<BatchReply> {
+/** A batch under way, and how to hand it over as a job (kept as each of its jobs ends). */
+function startBatch(
+  runs: RunService,
+  input: Input,
+  config: Config,
+  how: { id: string; signal: AbortSignal; meta: Readonly<Record<string, unknown>> | undefined },
+) {
+  const progress: BatchProgress = { done: 0, running: 0, total: input.jobs.length };
+  const soFar: (RunResult | null)[] = input.jobs.map(() => null);
+  const startedAt = Date.now();
+  let handedOver = false;
+  const keep = () => runs.jobs.progress(how.id, { batch_id: how.id, results: [...soFar] });
+  const result = runBatch(
+    runs,
+    input.jobs.map(toRunRequest),
+    {
+      batchId: how.id,
+      concurrency: Math.min(input.concurrency ?? 3, config.concurrency),
+      signal: how.signal,
+      meta: how.meta,
+      deadlineAt: input.deadline_ms === undefined ? undefined : Date.now() + input.deadline_ms,
+      returnWhen: input.return_when === 'all' ? undefined : input.return_when,
+      onResult: (index, ended) => {
+        soFar[index] = ended;
+        if (handedOver) void keep();
+      },
+    },
+    progress,
+  );
+  const handOver = async (owner: string, cancel: AbortController) => {
+    handedOver = true;
+    const tasks = input.jobs.map((job) => job.task_id ?? null);
+    await runs.jobs.adopt({ id: how.id, kind: 'batch', owner, tasks, model: null, startedAt, result, live: null, cancel });
+    await keep();
+  };
+  return { id: how.id, progress, soFar, result, handOver };
+}
+
+/** `3/10 jobs done, 3 running, 4 waiting, 42 s elapsed`. */
+function describeBatch(progress: BatchProgress, elapsedMs: number): string {
+  const waiting = progress.total - progress.done - progress.running;
+  return `${progress.done}/${progress.total} jobs done, ${progress.running} running, ${waiting} waiting, ${formatElapsed(elapsedMs)} elapsed`;
+}
+
+/** A batch that goes on as a job: the jobs that ended so far, and the handle in both views. */
+export function presentRunningBatch(
+  jobId: string,
+  soFar: readonly (RunResult | null)[],
+  format: ResponseFormat,
+  now: string,
+): ToolOutcome<BatchReply> {
+  const structured = toRunningBatchReply(jobId, soFar, format, jobId);
+  const ended = soFar.filter((result) => result !== null).length;
+  const text = [
+    `RUNNING: the batch goes on as job ${jobId}: ${ended} of ${soFar.length} job(s) ended so far. Nothing of the rest failed.`,
+    `NOW: ${now}`,
+    `NEXT: ${structured.next}`,
+  ].join('\n');
+  return { structured, text, isError: false, fields: { metadata: batchMetadata(soFar) } };
+}
+
+/** Each job's `metadata` of the specification (a running one's says running), and whether any escalated. */
+function batchMetadata(results: readonly (RunResult | null)[]) {
+  const jobs = results.map((result) => (result === null ? { status: 'running', escalate: false } : specMetadata(result)));
+  return { escalate: jobs.some((job) => job.escalate), jobs };
+}
+
+export function present(result: BatchResult, format: ResponseFormat): ToolOutcome<BatchReply> {
   const structured = toBatchReply(result, format);
   const s = result.summary;
   const lines = [
@@ -135,5 +226,5 @@ function present(result: BatchResult, format: ResponseFormat): ToolOutcome<Batch
     const task = r.metadata.task_id ? ` (task "${r.metadata.task_id}")` : '';
     lines.push(`--- job ${i + 1} of ${total}${task} ---\n${renderRunText(r, format, total)}`);
   });
-  return { structured, text: lines.join('\n\n'), isError: s.failed > 0 };
+  return { structured, text: lines.join('\n\n'), isError: s.failed > 0, fields: { metadata: batchMetadata(result.results) } };
 }

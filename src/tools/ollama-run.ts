@@ -1,6 +1,16 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
-import { SETTING_RANGES } from '../config/ranges.js';
+import { REPLY_WITHIN_RANGE, SETTING_RANGES } from '../config/ranges.js';
+import {
+  runningMetadata,
+  runningReply,
+  runningText,
+  specMetadata,
+  untilHandedOver,
+  withinBudget,
+  type JobScope,
+} from './job-reply.js';
+import { replyWithinMs } from './reply-within.js';
 import { parseGoDuration } from '../ollama/verbose-stats.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import type { RunResult } from '../app/reply/run-result.js';
@@ -92,8 +102,20 @@ function refineFallback(input: { model: string; fallback_models?: string[] | und
 /** One job of `ollama_run_many`: the arguments of `ollama_run` but its response_format. */
 export const ollamaRunJobSchema = ollamaRunFields.superRefine(refineFallback);
 
+/** Within how long a call answers; past it the work goes on as a job to collect with ollama_wait. */
+export const REPLY_WITHIN_FIELD = z
+  .number()
+  .int('must be a whole number')
+  .min(REPLY_WITHIN_RANGE.min, `must be ${REPLY_WITHIN_RANGE.min} or more`)
+  .max(REPLY_WITHIN_RANGE.max, `must be at most ${REPLY_WITHIN_RANGE.max}`)
+  .optional()
+  .describe('Reply by then; a longer run goes on as a job (0: at once).');
+
 const ollamaRunInputSchema = ollamaRunFields
-  .extend({ response_format: RESPONSE_FORMAT_FIELD.describe('"detailed" adds the full record (metadata).') })
+  .extend({
+    response_format: RESPONSE_FORMAT_FIELD,
+    reply_within_ms: REPLY_WITHIN_FIELD,
+  })
   .superRefine(refineFallback);
 
 type OllamaRunInput = z.output<typeof ollamaRunInputSchema>;
@@ -118,7 +140,7 @@ export function toRunRequest(input: z.output<typeof ollamaRunJobSchema>): RunReq
 }
 
 /** `service`: the run service, built on the first call (see App.services). */
-export function ollamaRunTool(service: () => Promise<RunService>, config: Config): AnyToolDefinition {
+export function ollamaRunTool(service: () => Promise<RunService>, config: Config, scope: JobScope): AnyToolDefinition {
   return {
     name: 'ollama_run',
     title: 'Run a local Ollama model',
@@ -126,25 +148,45 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
       'Run one self-contained task on a local Ollama model.',
       'Read `escalate` on every result: true means STOP, do not run this task again; hand it to a human or a stronger model.',
       'Otherwise do what `next` says. Pass the same task_id on every retry.',
-      `Limits (ms): timeout_ms for the answer (default ${config.timeoutMs}), start_timeout_ms before it begins (default ${config.startTimeoutMs}).`,
+      `Default limits (ms): timeout_ms ${config.timeoutMs}, start_timeout_ms ${config.startTimeoutMs}.`,
     ].join(' '),
     inputSchema: ollamaRunInputSchema,
     outputSchema: runReplySchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handle(input: OllamaRunInput, extra) {
+      const runs = await service();
       const startedAt = performance.now();
-      const call = (await service()).start(toRunRequest(input), { signal: extra.signal, meta: extra._meta });
+      const work = untilHandedOver(extra.signal);
+      const call = runs.start(toRunRequest(input), { signal: work.controller.signal, meta: extra._meta });
       const { live } = call;
+      const progress = () => describeLiveRun(live.model ?? input.model, live, performance.now() - startedAt);
       const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
         progress: (performance.now() - startedAt) / 1000,
-        message: describeLiveRun(live.model ?? input.model, live, performance.now() - startedAt),
+        message: progress(),
       }));
+      const budgetMs = replyWithinMs(input.reply_within_ms, config.replyWithinMs, scope.clientName());
       try {
-        const result = await call.result;
-        return present(result, input.response_format ?? 'concise');
+        const result = await withinBudget(call.result, budgetMs);
+        if (result !== null) return present(result, input.response_format ?? 'concise');
+        // Past the budget: the run goes on as a job, which outlives this request.
+        work.handOver();
+        const tasks = [input.task_id ?? null];
+        const job = { id: call.id, kind: 'run' as const, owner: scope.owner, tasks, model: input.model };
+        await runs.jobs.adopt({ ...job, startedAt: Date.now() - budgetMs, result: call.result, live, cancel: work.controller });
+        return presentRunning(call.id, progress(), budgetMs, performance.now() - startedAt);
       } finally {
+        work.handOver();
         stop();
       }
+    },
+    async startJob(input: OllamaRunInput, extra, jobId) {
+      const runs = await service();
+      const cancel = new AbortController();
+      const call = runs.start(toRunRequest(input), { signal: cancel.signal, meta: extra._meta }, jobId);
+      const tasks = [input.task_id ?? null];
+      const job = { id: jobId, kind: 'run' as const, owner: scope.owner, tasks, model: input.model, startedAt: Date.now() };
+      await runs.jobs.adopt({ ...job, result: call.result, live: call.live, cancel });
+      return { ended: call.result.then((result) => present(result, input.response_format ?? 'concise')) };
     },
     async onInvalidInput(problem, rawArguments) {
       return present(await (await service()).rejectInvalid(rawArguments, problem), requestedFormat(rawArguments));
@@ -206,6 +248,26 @@ function describeQueueReason(model: string, reason: QueueReason): string {
   }
 }
 
-function present(result: RunResult, format: ResponseFormat): ToolOutcome<RunReply> {
-  return { structured: toRunReply(result, format), text: renderRunText(result, format), isError: !result.metadata.ok };
+export function present(result: RunResult, format: ResponseFormat): ToolOutcome<RunReply> {
+  return {
+    structured: toRunReply(result, format),
+    text: renderRunText(result, format),
+    isError: !result.metadata.ok,
+    fields: { metadata: specMetadata(result) },
+  };
+}
+
+/** A run that goes on as a job: not an error (nothing failed), and its handle in both views. */
+export function presentRunning(
+  jobId: string,
+  progress: string,
+  budgetMs: number | null,
+  elapsedMs: number,
+): ToolOutcome<RunReply> {
+  return {
+    structured: runningReply(jobId, progress),
+    text: runningText(jobId, progress, budgetMs),
+    isError: false,
+    fields: { metadata: runningMetadata(jobId, elapsedMs) },
+  };
 }

@@ -10,6 +10,8 @@ export interface ToolOutcome<Out> {
   readonly structured: Out;
   readonly text: string;
   readonly isError: boolean;
+  /** Fields of the result beside `structuredContent` and `content` (MCP allows them): programs read them, models do not. */
+  readonly fields?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -27,6 +29,15 @@ export interface ToolDefinition<In extends z.ZodType, Out extends z.ZodType> {
   readonly outputSchema: Out;
   readonly annotations: ToolAnnotations;
   handle(input: z.output<In>, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
+  /**
+   * Start the work as job `jobId` at once (an MCP task: `tools/call` with `task`), detached from the
+   * request; `ended` is what `handle` would have answered once it ends. Absent: the tool does not run as a task.
+   */
+  startJob?(
+    input: z.output<In>,
+    extra: ToolExtra,
+    jobId: string,
+  ): Promise<{ readonly ended: Promise<ToolOutcome<z.output<Out>>> }>;
   onInvalidInput(problem: string, rawArguments: unknown, extra: ToolExtra): Promise<ToolOutcome<z.output<Out>>>;
 }
 

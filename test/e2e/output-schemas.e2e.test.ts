@@ -51,7 +51,7 @@ describe('output schemas in tools/list', () => {
   });
 
   it('spell a nullable field as anyOf with a null branch, never as a type array', () => {
-    expect(schemas.size).toBe(6);
+    expect(schemas.size).toBe(7);
     for (const [name, schema] of schemas) expect(typeArrays(schema), name).toEqual([]);
     const run = schemas.get('ollama_run') as { properties: { metadata: { properties: Record<string, unknown> } } };
     expect(run.properties.metadata.properties.task_id).toEqual({ anyOf: [{ type: 'string' }, { type: 'null' }] });

@@ -95,6 +95,7 @@ class Attempt implements AttemptDriver {
     const { request, limits, modelKey } = step;
     this.info = {
       runId: randomUUID(),
+      callId: context.callId ?? null,
       model: request.model,
       taskId: request.taskId ?? null,
       callerRetryCount: request.retryCount ?? null,

@@ -6,6 +6,8 @@ import { canonicalModelName } from '../../ollama/model-name.js';
 import { failure } from './errors.js';
 import type { AttemptLedger } from './ledger.js';
 import type { AttemptRecorder } from './record.js';
+import type { RunResult } from '../reply/run-result.js';
+import type { JobFiles } from '../../store/job-files.js';
 import type { CallListener } from './types.js';
 
 /** How often the attempts of dead servers are looked for, besides once at start-up. */
@@ -17,6 +19,10 @@ interface InterruptedAttemptsDeps {
   readonly proc: ProcView;
   readonly ledger: AttemptLedger;
   readonly recorder: AttemptRecorder;
+  /** Where jobs are kept: a job whose call this attempt ended gets its result. */
+  readonly jobs: JobFiles | null;
+  /** Epoch ms. */
+  readonly clock: () => number;
   readonly warn: (message: string) => void;
 }
 
@@ -86,7 +92,7 @@ export class InterruptedAttempts {
     const request = { model: open.model, prompt: '', taskId: open.taskId ?? undefined };
     // Its place in a fallback chain, for its line (what the chain tried before it is not known here).
     const step = { chainId: open.chainId, chainStep: open.chainStep, busyTry: 0, tried: [], busyRetries: 0 };
-    await recorder.record(
+    const result = await recorder.record(
       {
         runId: open.runId,
         request,
@@ -103,8 +109,18 @@ export class InterruptedAttempts {
       [],
       { tool: open.tool, batchId: open.batchId ?? undefined },
     );
+    await this.#endJob(open.callId ?? null, result);
     const what = terminalText(`${open.model}${open.taskId !== null ? `, task ${open.taskId}` : ''}`);
     warn(`attempt ${open.runId} (${what}) settled as ${status}: ${died}`);
+  }
+
+  /** A run job whose server died while it ran ends with the attempt that was under way. */
+  async #endJob(callId: string | null, result: RunResult): Promise<void> {
+    const { jobs, clock } = this.#deps;
+    if (callId === null || jobs === null) return;
+    const job = await jobs.read(callId);
+    if (job === null || job.kind !== 'run' || job.finishedAt !== null) return;
+    await jobs.write({ ...job, finishedAt: clock(), result }).catch(() => {});
   }
 }
 
@@ -135,6 +151,7 @@ export function recordUnderWay(deps: {
       await journal
         .open({
           runId: attempt.runId,
+          callId: attempt.callId,
           taskId: attempt.taskId,
           model: attempt.model,
           tool: attempt.batchId !== null ? 'ollama_run_many' : 'ollama_run',

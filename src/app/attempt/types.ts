@@ -50,6 +50,8 @@ export interface RunContext {
 /** A call as its attempts see it: its caller's context with the call's own deadline, and its event stream. */
 export interface CallContext extends Omit<RunContext, 'listen'> {
   readonly events: EventStream;
+  /** The call's id in the registry of calls in flight. */
+  readonly callId?: string | undefined;
 }
 
 /** A call's event stream (`CallEvents`): its attempts and its loop emit, listeners are told. */
@@ -133,6 +135,8 @@ export interface AttemptSource {
 /** Who an event is about: one attempt of one call. Every event of the attempt carries the same object. */
 export interface AttemptInfo {
   readonly runId: string;
+  /** Its call's id (a job's id, when the call was handed over as one). */
+  readonly callId: string | null;
   readonly model: string;
   readonly taskId: string | null;
   /** The caller's own retry_count, if it passed one. */

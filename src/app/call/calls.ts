@@ -16,12 +16,16 @@ export interface CallHandle {
 export class Calls {
   readonly #calls = new Map<string, CallHandle>();
 
-  /** Track the call `run` starts, from now until its result is logged and given back. */
-  start(taskId: string | undefined, events: CallEvents, run: () => Promise<RunResult>): CallHandle {
+  /** Track the call `run` starts (given its id), from now until its result is logged and given back. */
+  start(
+    taskId: string | undefined,
+    events: CallEvents,
+    run: (id: string) => Promise<RunResult>,
+    id: string = randomUUID(),
+  ): CallHandle {
     const live = new LiveCall();
     events.listen(live.listen);
-    const id = randomUUID();
-    const result = run();
+    const result = run(id);
     const handle: CallHandle = { id, taskId: taskId ?? null, live, result };
     this.#calls.set(id, handle);
     void result.finally(() => this.#calls.delete(id)).catch(noop);

@@ -16,6 +16,12 @@ interface BatchOptions {
   readonly clock?: () => number;
   /** Called after each job settles, for progress. */
   readonly onJobDone?: (done: number) => void;
+  /** The batch's id (its jobs' `batch_id`, and its job's id once it is handed over). @default a new one */
+  readonly batchId?: string;
+  /** Told each job's result as it ends. */
+  readonly onResult?: (index: number, result: RunResult) => void;
+  /** End the batch once this many jobs are ok: the others are cancelled, and nothing of them is counted. */
+  readonly returnWhen?: number;
 }
 
 /** The counts of a batch; the concise reply leaves out the counts that are 0 (all but total and ok). */
@@ -28,12 +34,14 @@ const batchSummarySchema = z.object({
   not_started: z.number().int().optional(),
   cancelled: z.number().int().optional(),
   escalate: z.boolean().describe('true if any job escalated: stop retrying those tasks and hand them upwards'),
+  running: z.number().int().optional().describe('jobs still running (a batch collected before it ended)'),
 });
 
-export type BatchSummary = Required<z.infer<typeof batchSummarySchema>>;
+export type BatchSummary = Omit<Required<z.infer<typeof batchSummarySchema>>, 'running'>;
 
 /** A batch as the agent reads it: the summary and what to do first, then one run reply per job. */
 export const batchReplySchema = z.object({
+  job_id: z.string().optional(),
   summary: batchSummarySchema,
   next: z.string().optional(),
   results: z.array(runReplySchema).describe("one per job, in the jobs' order"),
@@ -77,17 +85,21 @@ export async function runBatch(
   options: BatchOptions,
   progress: BatchProgress = { done: 0, running: 0, total: jobs.length },
 ): Promise<BatchResult> {
-  const batchId = randomUUID();
+  const batchId = options.batchId ?? randomUUID();
   const clock = options.clock ?? Date.now;
   const late = () => options.deadlineAt !== undefined && clock() >= options.deadlineAt;
   const running = new Set<number>();
+  // `returnWhen` ok jobs end the rest, cancelled: the caller has what it asked for.
+  const rest = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, rest.signal]) : rest.signal;
+  let ok = 0;
   const job = async (request: RunRequest, index: number): Promise<RunResult> => {
     const context: RunContext = {
       batchId,
       batchLimit: Math.max(1, options.concurrency),
       // Every job's answer shares the one reply.
       replyShare: jobs.length,
-      signal: options.signal,
+      signal,
       deadlineAt: options.deadlineAt,
       meta: options.meta,
       listen: (event) => {
@@ -100,7 +112,9 @@ export async function runBatch(
     running.delete(index);
     progress.running = running.size;
     progress.done += 1;
+    options.onResult?.(index, result);
     options.onJobDone?.(progress.done);
+    if (result.metadata.ok && (ok += 1) === options.returnWhen) rest.abort(new Error('return_when reached'));
     return result;
   };
   const results = await Promise.all(jobs.map(job));
@@ -124,6 +138,30 @@ export function summarize(results: readonly RunResult[]): BatchSummary {
     not_started: count((r) => r.metadata.status === 'not_started'),
     cancelled: count((r) => r.metadata.status === 'cancelled'),
     escalate: escalated > 0,
+  };
+}
+
+/**
+ * A batch collected before it ended: the jobs that ended (`null` for one still running), their
+ * counts with how many still run, and how to collect the rest.
+ */
+export function toRunningBatchReply(
+  batchId: string,
+  results: readonly (RunResult | null)[],
+  format: ResponseFormat,
+  jobId: string,
+): BatchReply {
+  const ended = results.filter((result): result is RunResult => result !== null);
+  const reply = toBatchReply({ batch_id: batchId, results: ended, summary: summarize(ended) }, format);
+  const collect = `Still running: collect the rest with ollama_wait {"job_id": "${jobId}"}.`;
+  return {
+    job_id: jobId,
+    summary: { ...reply.summary, total: results.length, running: results.length - ended.length },
+    next: reply.next === undefined ? collect : `${reply.next} ${collect}`,
+    results: results.map((result) =>
+      result === null ? { ok: false, status: 'running', escalate: false, output: '' } : toRunReply(result, format),
+    ),
+    ...(format === 'detailed' ? { batch_id: batchId } : {}),
   };
 }
 

@@ -14,8 +14,11 @@ export type ResponseFormat = (typeof RESPONSE_FORMATS)[number];
  */
 export const runReplySchema = z.object({
   ok: z.boolean(),
-  status: z.enum(RUN_STATUSES),
+  /** `running`: the run goes on as a job (`job_id`), past the reply budget. */
+  status: z.enum([...RUN_STATUSES, 'running']),
   escalate: z.boolean(),
+  job_id: z.string().optional(),
+  progress: z.string().optional(),
   escalation_reason: z.enum(ESCALATION_REASONS).optional(),
   next: z.string().optional(),
   error: z.string().optional(),

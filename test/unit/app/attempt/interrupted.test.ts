@@ -44,6 +44,8 @@ function world(alive: Record<number, number> = { 100: 1000 }) {
       proc: procOf(alive),
       ledger,
       recorder: new AttemptRecorder({ log, clock: Date.now, answers: null }),
+      jobs: null,
+      clock: Date.now,
       warn: (m) => warnings.push(m),
     });
   const open = (over: Partial<OpenAttempt> = {}): OpenAttempt => ({
