@@ -14,7 +14,15 @@ import { NODE_FAKE, ROOT, baseEnv, makeTempDir, removeTempDir } from './lib.mjs'
 
 /** The figures of issue 19 before it was worked on, for the comparison. */
 export const BEFORE = { ok: 711, failure: 835, escalation: 853, toolsVisible: 12_380, toolsWhole: 55_800 };
-export const AGENT_TARGETS = { ok: 220, okAim: 150, failure: 600, toolsVisible: 6_000, toolsAim: 4_000, replyMiB: 8 };
+export const AGENT_TARGETS = {
+  ok: 220,
+  okAim: 150,
+  failure: 600,
+  toolsVisible: 5_120,
+  toolsAim: 4_000,
+  running: 500,
+  replyMiB: 8,
+};
 
 const MiB = 1024 * 1024;
 
@@ -63,6 +71,7 @@ export async function measureAgentView({ root = ROOT } = {}) {
       whole: JSON.stringify({ tools }).length,
       instructions: (main.client.getInstructions() ?? '').length,
       longestDescription: Math.max(...tools.map((t) => Buffer.byteLength(t.description ?? ''))),
+      wait: visibleBytes(visible.find((t) => t.name === 'ollama_wait')),
     };
     const c = main.client;
     figures.ok = (await view(c, 'ollama_run', { model: 'llama3.2', prompt: 'hi', task_id: 'bench-ok' })).beyondAnswer;
@@ -78,6 +87,7 @@ export async function measureAgentView({ root = ROOT } = {}) {
     ).bytes;
     const jobs = [1, 2].map((i) => ({ model: 'llama3.2', prompt: `job ${i}`, task_id: `bench-job-${i}` }));
     figures.batchJob = Math.round((await view(c, 'ollama_run_many', { jobs })).beyondAnswer / 2);
+    figures.running = await runningReply(c);
     figures.largestReply = await largestReply(c);
   } finally {
     await main.close();
@@ -93,6 +103,21 @@ export async function measureAgentView({ root = ROOT } = {}) {
     await tripped.close();
   }
   return figures;
+}
+
+/** A tool's model-visible tools/list entry, in bytes; null on a build without it. */
+function visibleBytes(tool) {
+  return tool === undefined ? null : JSON.stringify(tool).length;
+}
+
+/** A run handed back as a job at once (reply_within_ms 0): both views' bytes; null on a build without jobs. */
+async function runningReply(client) {
+  const args = { model: 'llama3.2', prompt: 'x @fake:sleep_ms=500', task_id: 'bench-running', reply_within_ms: 0 };
+  const result = await client.callTool({ name: 'ollama_run', arguments: args }, undefined, { timeout: 120_000 });
+  if (result.structuredContent?.status !== 'running') return null;
+  const collected = await client.callTool({ name: 'ollama_wait', arguments: { job_id: result.structuredContent.job_id } });
+  if (collected.structuredContent?.status !== 'ok') throw new Error(`the job ended ${collected.structuredContent?.status}`);
+  return { structured: JSON.stringify(result.structuredContent).length, text: result.content[0].text.length };
 }
 
 /** Six jobs of 0.9 MB answers: the size of the reply line, or why it never arrived. */
@@ -118,6 +143,9 @@ export function agentViewLines(f) {
     `  result as the model reads it (JSON of structuredContent), beyond the answer: ok ${kb(f.ok)} (before ${BEFORE.ok})`,
     `  retryable failure ${kb(f.failure)} (before ${BEFORE.failure}); escalation ${kb(f.escalation)} (before ${BEFORE.escalation}); circuit-open refusal ${kb(f.circuitOpen)}; per batch job ${kb(f.batchJob)}`,
     `  tools/list: ${f.tools.count} tools, model-visible ${kb(f.tools.visible)} (before ${BEFORE.toolsVisible.toLocaleString('en-US')}), whole ${kb(f.tools.whole)}; instructions ${kb(f.tools.instructions)}; longest description ${kb(f.tools.longestDescription)}`,
+    f.running === null
+      ? '  running reply: none (a build without jobs)'
+      : `  running reply (a run handed back as a job): structuredContent ${kb(f.running.structured)}, text ${kb(f.running.text)}; ollama_wait's tools/list entry ${kb(f.tools.wait)}`,
     `  largest reply, six jobs of 0.9 MB: ${reply} (before: never arrived, over the client's 10 MiB line limit)`,
   ];
 }

@@ -168,11 +168,12 @@ export function baseEnv(extra = {}) {
 const liveServers = new Set();
 
 /** Start the built server over stdio exactly as an MCP client does (same as test/e2e/harness.ts). */
-export async function startServer({ bin, telemetryDir, env = {} }) {
-  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+/** `entry`: the server's built entry (another checkout's, to compare two builds). */
+export async function startServer({ bin, telemetryDir, env = {}, entry = SERVER_ENTRY }) {
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [SERVER_ENTRY],
+    args: [entry],
     // The bench's fakes run every call at once, alone: tell the server so, as it would read it from the
     // environment of an Ollama that runs that many requests and models at once (see README, Scheduling).
     env: baseEnv({

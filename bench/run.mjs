@@ -420,6 +420,14 @@ function agentRows(a) {
       why: 'paid in every session before any call',
     },
     {
+      measure: 'running reply (a run handed back as a job), as the model reads it',
+      value: a.running === null ? 'none' : bytes(a.running.structured),
+      baseline: `text content ${a.running === null ? 'none' : bytes(a.running.text)}; ollama_wait's tools/list entry ${bytes(a.tools.wait ?? 0)}`,
+      target: `<= ${AGENT_TARGETS.running}`,
+      result: pass(a.running !== null && a.running.structured <= AGENT_TARGETS.running),
+      why: 'what an agent reads each time a run outlasts its client',
+    },
+    {
       measure: 'largest reply: ollama_run_many of six 0.9 MB answers',
       value: a.largestReply.arrived ? `${(a.largestReply.bytes / 2 ** 20).toFixed(2)} MiB` : 'never arrived',
       baseline: 'before issue 19: never arrived (over 10 MiB)',
