@@ -1,4 +1,4 @@
-import { compareText } from './format.js';
+import { compareText, isoOrNull } from './format.js';
 import type { ControlLine, RunLine } from './run-line.js';
 import type { Attention, AttentionTask, OpenCircuit } from './summary-schema.js';
 
@@ -47,10 +47,8 @@ export class AttentionTracker {
 
   /** A run line, whatever the filters of time and status (will_retry ones included: they move circuits too). */
   run(line: RunLine): void {
-    if (line.circuit !== null && typeof line.circuit.state === 'string')
-      this.#moveCircuit(line, line.circuit, line.circuit.state);
-    if (line.taskId === null) return;
-    if (line.willRetry) return; // the caller never saw it: it neither escalated nor answered the task
+    if (typeof line.circuit?.state === 'string') this.#moveCircuit(line, line.circuit, line.circuit.state);
+    if (line.taskId === null || line.willRetry) return; // the caller never saw a will_retry line
     if (line.status === 'ok') this.#resolve(line.taskId, line.tsMs);
     else if (line.escalate) this.#escalate(line.taskId, line);
   }
@@ -133,9 +131,12 @@ export class AttentionTracker {
       circuits.push({
         model,
         state: c.state,
-        since: Number.isFinite(c.openedMs) ? iso(c.openedMs) : null,
+        since: isoOrNull(c.openedMs),
         consecutive_failures: c.failures,
-        retry_at: c.retryAfterSeconds !== null && Number.isFinite(c.tsMs) ? iso(c.tsMs + c.retryAfterSeconds * 1000) : null,
+        retry_at:
+          c.retryAfterSeconds !== null && Number.isFinite(c.tsMs)
+            ? new Date(c.tsMs + c.retryAfterSeconds * 1000).toISOString()
+            : null,
         last_error: c.lastError,
       });
     }
@@ -147,7 +148,7 @@ export class AttentionTracker {
       model: t.model,
       reason: t.reason,
       status: t.status,
-      escalated_at: Number.isFinite(t.tsMs) ? iso(t.tsMs) : null,
+      escalated_at: isoOrNull(t.tsMs),
       escalations: t.escalations,
       blocked: t.blocked,
       last_error: t.lastError,
@@ -159,10 +160,6 @@ export class AttentionTracker {
       blocked_tasks: rows.filter(([, t]) => t.blocked > 0).length,
     };
   }
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
 }
 
 /** A rejection (circuit_open) says the circuit is open, not why: the failure that opened it is kept. */

@@ -1,4 +1,4 @@
-import { compareText } from './format.js';
+import { compareText, isoOrNull } from './format.js';
 import type { RunLine } from './run-line.js';
 import type { EscalationCause } from './summary-schema.js';
 
@@ -78,8 +78,8 @@ export class EscalationCauses {
         status: c.status,
         escalations: c.escalations,
         tasks: c.tasks.size,
-        first_ts: Number.isFinite(c.firstMs) ? new Date(c.firstMs).toISOString() : null,
-        last_ts: Number.isFinite(c.lastMs) ? new Date(c.lastMs).toISOString() : null,
+        first_ts: isoOrNull(c.firstMs),
+        last_ts: isoOrNull(c.lastMs),
         example_tasks: c.examples,
         error: c.error,
       }));
