@@ -48,20 +48,13 @@ export class EscalatedTasks {
     else this.#count(line.taskId);
   }
 
-  /** Escalating runs without a task id. */
-  get withoutTask(): number {
-    return this.#withoutTask;
-  }
-
-  /** More tasks escalated than were kept. */
-  get truncated(): boolean {
-    return this.#truncated;
-  }
-
-  /** Most recent `last_ts` first (then by id); at most `maxEscalated`. */
-  result(): EscalatedTask[] {
+  /**
+   * The rows, most recent `last_ts` first (then by id), at most `maxEscalated`; whether more tasks
+   * escalated than were kept; the escalating runs without a task id.
+   */
+  result(): { rows: EscalatedTask[]; truncated: boolean; withoutTask: number } {
     this.#prune();
-    return [...this.#escalated.entries()]
+    const rows = [...this.#escalated.entries()]
       .sort(([ia, a], [ib, b]) => newestFirst(a.lastTsMs, b.lastTsMs) || compareText(ia, ib))
       .map(([taskId, e]) => ({
         task_id: taskId,
@@ -73,6 +66,7 @@ export class EscalatedTasks {
         escalation_reason: e.reason,
         last_ts: isoOrNull(e.lastTsMs),
       }));
+    return { rows, truncated: this.#truncated, withoutTask: this.#withoutTask };
   }
 
   #count(taskId: string): void {

@@ -65,12 +65,9 @@ export class EscalationCauses {
     } else if (cause.error === null) cause.error = error;
   }
 
-  get truncated(): boolean {
-    return this.#truncated;
-  }
-
-  result(): EscalationCause[] {
-    return [...this.#causes.values()]
+  /** The causes, most escalations first; whether more were seen than kept. */
+  result(): { rows: EscalationCause[]; truncated: boolean } {
+    const rows = [...this.#causes.values()]
       .sort((a, b) => b.escalations - a.escalations || b.lastMs - a.lastMs || compareText(a.model, b.model))
       .map((c) => ({
         model: c.model,
@@ -83,5 +80,6 @@ export class EscalationCauses {
         example_tasks: c.examples,
         error: c.error,
       }));
+    return { rows, truncated: this.#truncated };
   }
 }

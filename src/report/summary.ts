@@ -176,7 +176,7 @@ class SummaryBuilder {
     const several = read.dirs.length > 1;
     const { since, model, task } = this.#filters;
     const iso = (ms: number): string | null => (this.#totals.runs > 0 ? isoOrNull(ms) : null);
-    const escalatedTasks = this.#tasks.result(); // first: it sets `truncated` when it prunes
+    const [tasks, causes, models] = [this.#tasks.result(), this.#causes.result(), this.#models.result()];
     return {
       schema: SUMMARY_SCHEMA_VERSION,
       generated_at: read.now.toISOString(),
@@ -195,17 +195,17 @@ class SummaryBuilder {
       skipped_lines: this.#unread.skipped,
       blank_lines: this.#unread.blank,
       unrecognized_records: this.#unread.unrecognized,
-      models_truncated: this.#models.truncated,
-      escalated_tasks_truncated: this.#tasks.truncated,
-      escalations_without_task: this.#tasks.withoutTask,
+      models_truncated: models.truncated,
+      escalated_tasks_truncated: tasks.truncated,
+      escalations_without_task: tasks.withoutTask,
       dirs: [...read.dirs],
       attention: this.#attention.result(),
-      escalation_causes: this.#causes.result(),
-      escalation_causes_truncated: this.#causes.truncated,
+      escalation_causes: causes.rows,
+      escalation_causes_truncated: causes.truncated,
       chains: this.#chains.result(),
       duration_buckets_ms: [...DURATION_BUCKETS_MS],
-      models: this.#models.result(),
-      escalated_tasks: escalatedTasks,
+      models: models.rows,
+      escalated_tasks: tasks.rows,
       timeline: this.#timeline.result(),
     };
   }
