@@ -14,7 +14,8 @@ interface CircuitNow {
   tsMs: number;
   openedMs: number;
   failures: number;
-  retryAfterSeconds: number | null;
+  /** When the cooldown ends (`ts` + `retry_after_seconds`), or NaN when unknown. */
+  retryAtMs: number;
   lastError: string | null;
 }
 
@@ -60,7 +61,7 @@ export class AttentionTracker {
     if (action === 'reset_circuit' && model !== null) {
       const known = this.#circuits.get(model);
       if (known !== undefined && !(tsMs < known.tsMs))
-        this.#circuits.set(model, { ...known, state: 'closed', tsMs, openedMs: NaN, failures: 0, retryAfterSeconds: null });
+        this.#circuits.set(model, { ...known, state: 'closed', tsMs, openedMs: NaN, failures: 0, retryAtMs: NaN });
     }
   }
 
@@ -74,7 +75,7 @@ export class AttentionTracker {
       tsMs: t,
       openedMs: line.opening !== null ? t : state === 'closed' ? NaN : (known?.openedMs ?? NaN),
       failures: typeof c.consecutive_failures === 'number' ? c.consecutive_failures : 0,
-      retryAfterSeconds: typeof c.retry_after_seconds === 'number' ? c.retry_after_seconds : null,
+      retryAtMs: typeof c.retry_after_seconds === 'number' && Number.isFinite(t) ? t + c.retry_after_seconds * 1000 : NaN,
       lastError: lastCircuitError(line, known),
     };
     if (known !== undefined || this.#circuits.size < MAX_CIRCUITS) this.#circuits.set(line.model, now);
@@ -125,22 +126,17 @@ export class AttentionTracker {
   }
 
   result(): Attention {
-    const circuits: OpenCircuit[] = [];
-    for (const [model, c] of this.#circuits) {
-      if (c.state !== 'open' && c.state !== 'half_open') continue;
-      circuits.push({
+    const circuits: OpenCircuit[] = [...this.#circuits]
+      .filter(([, c]) => c.state === 'open' || c.state === 'half_open')
+      .sort(([a], [b]) => compareText(a, b))
+      .map(([model, c]) => ({
         model,
         state: c.state,
         since: isoOrNull(c.openedMs),
         consecutive_failures: c.failures,
-        retry_at:
-          c.retryAfterSeconds !== null && Number.isFinite(c.tsMs)
-            ? new Date(c.tsMs + c.retryAfterSeconds * 1000).toISOString()
-            : null,
+        retry_at: Number.isNaN(c.retryAtMs) ? null : new Date(c.retryAtMs).toISOString(),
         last_error: c.lastError,
-      });
-    }
-    circuits.sort((a, b) => compareText(a.model, b.model));
+      }));
     const total = this.#tasks.size;
     const rows = [...this.#tasks.entries()].sort(([ia, a], [ib, b]) => b.tsMs - a.tsMs || compareText(ia, ib));
     const tasks: AttentionTask[] = rows.slice(0, MAX_TASKS).map(([taskId, t]) => ({
