@@ -11,6 +11,7 @@ import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
 
 const int = z.number().int();
 const ms = z.number().nullable();
+const percentiles = z.object({ p50: ms, p95: ms, max: ms });
 
 export const modelSummarySchema = z.object({
   model: z
@@ -26,18 +27,18 @@ export const modelSummarySchema = z.object({
   escalations: int.describe('attempts whose result said escalate: true'),
   circuit_openings: int.describe('attempts with circuit.transition "opened" or "reopened"'),
   spawned: int.describe('attempts that ran a process (duration_ms > 0): the population of duration_ms and queue_ms'),
-  duration_ms: z
-    .object({ p50: ms, p95: ms, max: ms })
-    .describe('spawn-to-exit time of spawned attempts; percentiles within 1%, max exact; null when none spawned'),
+  duration_ms: percentiles.describe(
+    'spawn-to-exit time of spawned attempts; percentiles within 1%, max exact; null when none spawned',
+  ),
   duration_histogram: z
     .array(int)
     .describe(
       'spawned attempts per duration bucket: one count per bound of duration_buckets_ms (duration <= bound, above the previous one), then one for longer; they add up to spawned',
     ),
   queue_ms: z.object({ p50: ms }).describe('time waiting for a slot, over spawned attempts; within 1%'),
-  ok_duration_ms: z
-    .object({ p50: ms, p95: ms, max: ms })
-    .describe('spawn-to-exit time of the answers (status ok) only: what a caller waits for an answer; null when none'),
+  ok_duration_ms: percentiles.describe(
+    'spawn-to-exit time of the answers (status ok) only: what a caller waits for an answer; null when none',
+  ),
   lost_ms: z.number().describe('time spent in failed attempts (sum of their duration_ms), those the server retried included'),
   lost_attempts: int.describe('failed attempts that ran a process (duration_ms > 0), those the server retried included'),
   retried: z
