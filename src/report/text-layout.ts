@@ -137,14 +137,14 @@ function columnGroups(columns: readonly Column[], natural: readonly number[], wi
  */
 function wrap(text: string, width: number, longWords: LongWords): string[] {
   const indent = /^ */.exec(text)![0];
-  const words = text.trim().split(/\s+/);
+  const next = `${indent}  `;
+  const room = width - next.length; // of a continuation line
   const out: string[] = [];
   let line = indent;
-  for (const word of words) {
-    const room = width - line.length - (line.trim() === '' ? 0 : 1);
-    if (line.trim() !== '' && word.length > room) {
+  for (const word of text.trim().split(/\s+/)) {
+    if (line.trim() !== '' && line.length + 1 + word.length > width) {
       out.push(line);
-      line = `${indent}  `;
+      line = next;
     }
     const sep = line.trim() === '' ? '' : ' ';
     const fits = width - line.length - sep.length;
@@ -154,11 +154,9 @@ function wrap(text: string, width: number, longWords: LongWords): string[] {
     }
     // Broken: as much as fits here, the rest on continuation lines of their own.
     line += sep + word.slice(0, fits);
-    for (let at = fits; at < word.length;) {
+    for (let at = fits; at < word.length; at += room) {
       out.push(line);
-      line = `${indent}  `;
-      line += word.slice(at, at + width - line.length);
-      at += width - `${indent}  `.length;
+      line = next + word.slice(at, at + room);
     }
   }
   out.push(line);
