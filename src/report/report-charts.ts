@@ -219,10 +219,8 @@ function timelineMarkers(events: RunsSummary['timeline']['events'], min: number,
 
 /** A colour per status: the fixed one, or the next extra colour for a status the list does not know. */
 export function statusColors(s: RunsSummary): (status: string) => string {
-  const extra = new Map<string, string>();
-  for (const status of failureStatuses(s.models)) {
-    if (!(status in STATUS_COLORS) && !extra.has(status)) extra.set(status, EXTRA_COLORS[extra.size % EXTRA_COLORS.length]!);
-  }
+  const unknown = failureStatuses(s.models).filter((status) => !(status in STATUS_COLORS));
+  const extra = new Map(unknown.map((status, i) => [status, EXTRA_COLORS[i % EXTRA_COLORS.length]!]));
   return (status) =>
     (Object.hasOwn(STATUS_COLORS, status) ? (STATUS_COLORS as Record<string, string>)[status] : undefined) ??
     extra.get(status) ??
