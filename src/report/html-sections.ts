@@ -80,19 +80,13 @@ ${s.escalation_causes_truncated ? html`<p class="note">More than 200 causes: the
 }
 
 export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor): Html {
+  const chartHeight = (models: number) => Math.max(180, 80 + 30 * models);
   const withTokens = s.models.filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0);
   const chart = charts.tokens;
   const head = [
     ...th('model'),
-    ...thFigures(
-      'runs with usage',
-      'output tok/s p50',
-      'prompt tokens p95',
-      'tokens in',
-      'tokens out',
-      'cold loads',
-      'maybe truncated',
-    ),
+    ...thFigures('runs with usage', 'output tok/s p50', 'prompt tokens p95'),
+    ...thFigures('tokens in', 'tokens out', 'cold loads', 'maybe truncated'),
   ];
   const rows = withTokens
     .slice(0, TABLE_MODELS)
@@ -110,8 +104,8 @@ export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel
     chart === null
       ? html`<p class="empty" data-chart-empty="tokens">No run reported token usage (lines written before schema v2 have none).</p>`
       : html`<div class="pair">
-<div class="chart" style="height:${Math.max(180, 80 + 30 * chart.labels.length)}px"><canvas data-chart="tokens" role="img" aria-label="Bar chart: median output tokens per second, per model"></canvas></div>
-<div class="chart" style="height:${Math.max(180, 80 + 30 * chart.labels.length)}px"><canvas data-chart="prompt_tokens" role="img" aria-label="Bar chart: 95th percentile of prompt tokens, per model"></canvas></div>
+<div class="chart" style="height:${chartHeight(chart.labels.length)}px"><canvas data-chart="tokens" role="img" aria-label="Bar chart: median output tokens per second, per model"></canvas></div>
+<div class="chart" style="height:${chartHeight(chart.labels.length)}px"><canvas data-chart="prompt_tokens" role="img" aria-label="Bar chart: 95th percentile of prompt tokens, per model"></canvas></div>
 </div>`;
   return html`<section class="card" id="tokens">
 <h2>Tokens per model</h2>
