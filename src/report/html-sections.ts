@@ -12,6 +12,7 @@ export const TABLE_MODELS = 100;
 const ATTENTION_ROWS_OPEN = 10;
 
 type ModelColor = (model: string) => string;
+type StatusColor = (status: string) => string;
 
 export function attentionSection(s: RunsSummary, shown: RunsSummary['attention'], colorOfModel: ModelColor): Html {
   const a = s.attention;
@@ -139,12 +140,7 @@ ${c.calls === 0 ? html`<p class="note">No call used a fallback chain.</p>` : tab
 </section>`;
 }
 
-export function outcomesSection(
-  s: RunsSummary,
-  charts: ReportCharts,
-  colorOf: (status: string) => string,
-  colorOfModel: ModelColor,
-): Html {
+export function outcomesSection(s: RunsSummary, charts: ReportCharts, colorOf: StatusColor, colorOfModel: ModelColor): Html {
   const chart = charts.outcomes!;
   const statuses = failureStatuses(s.models);
   const height = Math.max(200, 110 + 34 * chart.labels.length);
@@ -229,12 +225,8 @@ ${t.events_truncated ? html`<p class="note">Only the ${num(t.events.length)} mos
 </section>`;
 }
 
-export function escalatedSection(
-  s: RunsSummary,
-  tasks: RunsSummary['escalated_tasks'],
-  omitted: number,
-  colorOf: (status: string) => string,
-): Html {
+export function escalatedSection(s: RunsSummary, tasks: RunsSummary['escalated_tasks'], colorOf: StatusColor): Html {
+  const omitted = s.escalated_tasks.length - tasks.length;
   const notes: Html[] = [];
   if (omitted > 0) notes.push(html`${num(omitted)} more escalated task(s) not listed here: <code>report --json</code> has them.`);
   if (s.escalated_tasks_truncated) notes.push(html`Only the 1000 most recently active escalated tasks were kept.`);

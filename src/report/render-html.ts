@@ -92,7 +92,6 @@ function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCha
   }
   const colorOfModel = modelColors(summary);
   const colorOfStatus = statusColors(summary);
-  const tasks = embedded.escalated_tasks;
   return [
     attentionSection(summary, embedded.attention, colorOfModel),
     causesSection(summary, embedded.escalation_causes, colorOfModel),
@@ -101,7 +100,7 @@ function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCha
     tokensSection(summary, charts, colorOfModel),
     chainsSection(summary, colorOfModel),
     timelineSection(summary, charts),
-    escalatedSection(summary, tasks, summary.escalated_tasks.length - tasks.length, colorOfStatus),
+    escalatedSection(summary, embedded.escalated_tasks, colorOfStatus),
   ];
 }
 
