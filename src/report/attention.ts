@@ -1,4 +1,4 @@
-import { compareText } from './format.js';
+import { compareText, isoOrNull } from './format.js';
 import type { ControlLine, RunLine } from './run-line.js';
 import type { Attention, AttentionTask, OpenCircuit } from './summary-schema.js';
 
@@ -14,7 +14,8 @@ interface CircuitNow {
   tsMs: number;
   openedMs: number;
   failures: number;
-  retryAfterSeconds: number | null;
+  /** When the cooldown ends (`ts` + `retry_after_seconds`), or NaN when unknown. */
+  retryAtMs: number;
   lastError: string | null;
 }
 
@@ -47,10 +48,8 @@ export class AttentionTracker {
 
   /** A run line, whatever the filters of time and status (will_retry ones included: they move circuits too). */
   run(line: RunLine): void {
-    if (line.circuit !== null && typeof line.circuit.state === 'string')
-      this.#moveCircuit(line, line.circuit, line.circuit.state);
-    if (line.taskId === null) return;
-    if (line.willRetry) return; // the caller never saw it: it neither escalated nor answered the task
+    if (typeof line.circuit?.state === 'string') this.#moveCircuit(line, line.circuit, line.circuit.state);
+    if (line.taskId === null || line.willRetry) return; // the caller never saw a will_retry line
     if (line.status === 'ok') this.#resolve(line.taskId, line.tsMs);
     else if (line.escalate) this.#escalate(line.taskId, line);
   }
@@ -62,7 +61,7 @@ export class AttentionTracker {
     if (action === 'reset_circuit' && model !== null) {
       const known = this.#circuits.get(model);
       if (known !== undefined && !(tsMs < known.tsMs))
-        this.#circuits.set(model, { ...known, state: 'closed', tsMs, openedMs: NaN, failures: 0, retryAfterSeconds: null });
+        this.#circuits.set(model, { ...known, state: 'closed', tsMs, openedMs: NaN, failures: 0, retryAtMs: NaN });
     }
   }
 
@@ -76,7 +75,7 @@ export class AttentionTracker {
       tsMs: t,
       openedMs: line.opening !== null ? t : state === 'closed' ? NaN : (known?.openedMs ?? NaN),
       failures: typeof c.consecutive_failures === 'number' ? c.consecutive_failures : 0,
-      retryAfterSeconds: typeof c.retry_after_seconds === 'number' ? c.retry_after_seconds : null,
+      retryAtMs: typeof c.retry_after_seconds === 'number' && Number.isFinite(t) ? t + c.retry_after_seconds * 1000 : NaN,
       lastError: lastCircuitError(line, known),
     };
     if (known !== undefined || this.#circuits.size < MAX_CIRCUITS) this.#circuits.set(line.model, now);
@@ -127,19 +126,17 @@ export class AttentionTracker {
   }
 
   result(): Attention {
-    const circuits: OpenCircuit[] = [];
-    for (const [model, c] of this.#circuits) {
-      if (c.state !== 'open' && c.state !== 'half_open') continue;
-      circuits.push({
+    const circuits: OpenCircuit[] = [...this.#circuits]
+      .filter(([, c]) => c.state === 'open' || c.state === 'half_open')
+      .sort(([a], [b]) => compareText(a, b))
+      .map(([model, c]) => ({
         model,
         state: c.state,
-        since: Number.isFinite(c.openedMs) ? iso(c.openedMs) : null,
+        since: isoOrNull(c.openedMs),
         consecutive_failures: c.failures,
-        retry_at: c.retryAfterSeconds !== null && Number.isFinite(c.tsMs) ? iso(c.tsMs + c.retryAfterSeconds * 1000) : null,
+        retry_at: Number.isNaN(c.retryAtMs) ? null : new Date(c.retryAtMs).toISOString(),
         last_error: c.lastError,
-      });
-    }
-    circuits.sort((a, b) => compareText(a.model, b.model));
+      }));
     const total = this.#tasks.size;
     const rows = [...this.#tasks.entries()].sort(([ia, a], [ib, b]) => b.tsMs - a.tsMs || compareText(ia, ib));
     const tasks: AttentionTask[] = rows.slice(0, MAX_TASKS).map(([taskId, t]) => ({
@@ -147,7 +144,7 @@ export class AttentionTracker {
       model: t.model,
       reason: t.reason,
       status: t.status,
-      escalated_at: Number.isFinite(t.tsMs) ? iso(t.tsMs) : null,
+      escalated_at: isoOrNull(t.tsMs),
       escalations: t.escalations,
       blocked: t.blocked,
       last_error: t.lastError,
@@ -159,10 +156,6 @@ export class AttentionTracker {
       blocked_tasks: rows.filter(([, t]) => t.blocked > 0).length,
     };
   }
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
 }
 
 /** A rejection (circuit_open) says the circuit is open, not why: the failure that opened it is kept. */

@@ -69,18 +69,19 @@ export class ChainAccumulator {
     return {
       calls: this.#calls,
       fell_through: this.#fellThrough,
-      rows: [...this.#rows.entries()]
-        .sort(([a, x], [b, y]) => y.calls - x.calls || compareText(a, b))
-        .map(([first, row]) => ({
-          first_model: first,
-          calls: row.calls,
-          fell_through: row.fellThrough,
-          to: [...row.to.entries()]
-            .sort(([a, x], [b, y]) => y.calls - x.calls || compareText(a, b))
-            .map(([model, c]) => ({ model, calls: c.calls, ok: c.ok })),
-        })),
+      rows: mostCallsFirst(this.#rows).map(([first, row]) => ({
+        first_model: first,
+        calls: row.calls,
+        fell_through: row.fellThrough,
+        to: mostCallsFirst(row.to).map(([model, { calls, ok }]) => ({ model, calls, ok })),
+      })),
       busy_retries: this.#busyRetries,
       busy_gave_up: this.#busyGaveUp,
     };
   }
+}
+
+/** Most calls first, then by name. */
+function mostCallsFirst<T extends { calls: number }>(map: ReadonlyMap<string, T>): [string, T][] {
+  return [...map].sort(([a, x], [b, y]) => y.calls - x.calls || compareText(a, b));
 }

@@ -1,4 +1,4 @@
-import { compareText } from './format.js';
+import { compareText, isoOrNull } from './format.js';
 import type { RunLine } from './run-line.js';
 import type { EscalationCause } from './summary-schema.js';
 
@@ -65,12 +65,9 @@ export class EscalationCauses {
     } else if (cause.error === null) cause.error = error;
   }
 
-  get truncated(): boolean {
-    return this.#truncated;
-  }
-
-  result(): EscalationCause[] {
-    return [...this.#causes.values()]
+  /** The causes, most escalations first; whether more were seen than kept. */
+  result(): { rows: EscalationCause[]; truncated: boolean } {
+    const rows = [...this.#causes.values()]
       .sort((a, b) => b.escalations - a.escalations || b.lastMs - a.lastMs || compareText(a.model, b.model))
       .map((c) => ({
         model: c.model,
@@ -78,10 +75,11 @@ export class EscalationCauses {
         status: c.status,
         escalations: c.escalations,
         tasks: c.tasks.size,
-        first_ts: Number.isFinite(c.firstMs) ? new Date(c.firstMs).toISOString() : null,
-        last_ts: Number.isFinite(c.lastMs) ? new Date(c.lastMs).toISOString() : null,
+        first_ts: isoOrNull(c.firstMs),
+        last_ts: isoOrNull(c.lastMs),
         example_tasks: c.examples,
         error: c.error,
       }));
+    return { rows, truncated: this.#truncated };
   }
 }

@@ -5,13 +5,11 @@ import type { ModelSummary, SummaryFiltersView } from './summary-schema.js';
 // report, the HTML page and the charts.
 
 const STATUS_ORDER = new Map<string, number>(RUN_STATUSES.map((status, index) => [status, index]));
+const statusRank = (status: string): number => STATUS_ORDER.get(status) ?? RUN_STATUSES.length;
 
 /** The failure table's status order (RUN_STATUSES), then unknown statuses by name. */
 export function compareStatuses(a: string, b: string): number {
-  const ia = STATUS_ORDER.get(a) ?? Infinity;
-  const ib = STATUS_ORDER.get(b) ?? Infinity;
-  if (ia !== ib) return ia < ib ? -1 : 1;
-  return compareText(a, b);
+  return statusRank(a) - statusRank(b) || compareText(a, b);
 }
 
 /** The failure statuses that occurred in any model's row, in the failure table's order. */
@@ -27,6 +25,11 @@ export function compareText(a: string, b: string): number {
 /** `record[key]` for a key read from the log: only the record's own entries count. */
 export function ownCount(record: Readonly<Record<string, number>>, key: string): number {
   return Object.hasOwn(record, key) ? (record[key] ?? 0) : 0;
+}
+
+/** Epoch milliseconds as an ISO time, or null when not a time (NaN, ±Infinity). */
+export function isoOrNull(ms: number): string | null {
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : null;
 }
 
 /** `12,345`. */

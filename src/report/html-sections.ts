@@ -12,6 +12,7 @@ export const TABLE_MODELS = 100;
 const ATTENTION_ROWS_OPEN = 10;
 
 type ModelColor = (model: string) => string;
+type StatusColor = (status: string) => string;
 
 export function attentionSection(s: RunsSummary, shown: RunsSummary['attention'], colorOfModel: ModelColor): Html {
   const a = s.attention;
@@ -33,11 +34,11 @@ export function attentionSection(s: RunsSummary, shown: RunsSummary['attention']
   ];
   const rows = tasks.map((t) => [
     html`<td class="name">${t.task_id}</td>`,
-    html`<td class="model">${swatch(colorOfModel(t.model))}${t.model}</td>`,
+    modelCell(t.model, colorOfModel),
     html`<td>${t.reason ?? NONE}</td>`,
     html`<td class="status">${t.status}</td>`,
-    html`<td class="time">${t.escalated_at === null ? '-' : time(t.escalated_at)}</td>`,
-    html`<td class="n">${num(t.escalations)}</td>`,
+    html`<td class="time">${time(t.escalated_at)}</td>`,
+    figureCell(t.escalations),
     countCell(t.blocked, 'bad'),
     html`<td class="error">${t.last_error ?? NONE}</td>`,
   ]);
@@ -62,11 +63,11 @@ export function causesSection(s: RunsSummary, causes: RunsSummary['escalation_ca
   ];
   const rows = causes.map((c) => [
     html`<td class="n warn">${num(c.escalations)}</td>`,
-    html`<td class="n">${num(c.tasks)}</td>`,
-    html`<td class="model">${swatch(colorOfModel(c.model))}${c.model}</td>`,
+    figureCell(c.tasks),
+    modelCell(c.model, colorOfModel),
     html`<td>${c.reason ?? '-'}</td>`,
     html`<td class="status">${c.status}</td>`,
-    html`<td class="time">${c.first_ts === null ? '-' : time(c.first_ts)}<br>${c.last_ts === null ? '-' : time(c.last_ts)}</td>`,
+    html`<td class="time">${time(c.first_ts)}<br>${time(c.last_ts)}</td>`,
     html`<td class="name">${c.example_tasks.join(', ')}</td>`,
     html`<td class="error">${c.error ?? '-'}</td>`,
   ]);
@@ -80,29 +81,23 @@ ${s.escalation_causes_truncated ? html`<p class="note">More than 200 causes: the
 }
 
 export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel: ModelColor): Html {
+  const chartHeight = (models: number) => Math.max(180, 80 + 30 * models);
   const withTokens = s.models.filter((m) => m.tokens.runs > 0 || m.tokens.may_be_truncated > 0);
   const chart = charts.tokens;
   const head = [
     ...th('model'),
-    ...thFigures(
-      'runs with usage',
-      'output tok/s p50',
-      'prompt tokens p95',
-      'tokens in',
-      'tokens out',
-      'cold loads',
-      'maybe truncated',
-    ),
+    ...thFigures('runs with usage', 'output tok/s p50', 'prompt tokens p95'),
+    ...thFigures('tokens in', 'tokens out', 'cold loads', 'maybe truncated'),
   ];
   const rows = withTokens
     .slice(0, TABLE_MODELS)
     .map((m) => [
-      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
-      html`<td class="n">${num(m.tokens.runs)}</td>`,
+      modelCell(m.model, colorOfModel),
+      figureCell(m.tokens.runs),
       html`<td class="n">${m.tokens.output_tps_p50 === null ? '-' : m.tokens.output_tps_p50.toFixed(1)}</td>`,
       html`<td class="n">${m.tokens.prompt_tokens_p95 === null ? '-' : num(m.tokens.prompt_tokens_p95)}</td>`,
-      html`<td class="n">${num(m.tokens.prompt_tokens)}</td>`,
-      html`<td class="n">${num(m.tokens.output_tokens)}</td>`,
+      figureCell(m.tokens.prompt_tokens),
+      figureCell(m.tokens.output_tokens),
       countCell(m.tokens.cold_loads, 'warn'),
       countCell(m.tokens.may_be_truncated, 'bad'),
     ]);
@@ -110,8 +105,8 @@ export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel
     chart === null
       ? html`<p class="empty" data-chart-empty="tokens">No run reported token usage (lines written before schema v2 have none).</p>`
       : html`<div class="pair">
-<div class="chart" style="height:${Math.max(180, 80 + 30 * chart.labels.length)}px"><canvas data-chart="tokens" role="img" aria-label="Bar chart: median output tokens per second, per model"></canvas></div>
-<div class="chart" style="height:${Math.max(180, 80 + 30 * chart.labels.length)}px"><canvas data-chart="prompt_tokens" role="img" aria-label="Bar chart: 95th percentile of prompt tokens, per model"></canvas></div>
+<div class="chart" style="height:${chartHeight(chart.labels.length)}px"><canvas data-chart="tokens" role="img" aria-label="Bar chart: median output tokens per second, per model"></canvas></div>
+<div class="chart" style="height:${chartHeight(chart.labels.length)}px"><canvas data-chart="prompt_tokens" role="img" aria-label="Bar chart: 95th percentile of prompt tokens, per model"></canvas></div>
 </div>`;
   return html`<section class="card" id="tokens">
 <h2>Tokens per model</h2>
@@ -126,8 +121,8 @@ export function chainsSection(s: RunsSummary, colorOfModel: ModelColor): Html {
   const fellThrough = s.models.reduce((sum, m) => sum + m.retried.fell_through, 0);
   const head = [...th('first model'), ...thFigures('calls', 'fell through'), ...th('answered by (calls, ok)')];
   const rows = c.rows.slice(0, TABLE_MODELS).map((row) => [
-    html`<td class="model">${swatch(colorOfModel(row.first_model))}${row.first_model}</td>`,
-    html`<td class="n">${num(row.calls)}</td>`,
+    modelCell(row.first_model, colorOfModel),
+    figureCell(row.calls),
     html`<td class="n${row.fell_through > 0 ? ' warn' : ' zero'}">${num(row.fell_through)} (${pct((row.fell_through / Math.max(1, row.calls)) * 100)})</td>`,
     html`<td>${
       row.to.length === 0
@@ -145,12 +140,7 @@ ${c.calls === 0 ? html`<p class="note">No call used a fallback chain.</p>` : tab
 </section>`;
 }
 
-export function outcomesSection(
-  s: RunsSummary,
-  charts: ReportCharts,
-  colorOf: (status: string) => string,
-  colorOfModel: ModelColor,
-): Html {
+export function outcomesSection(s: RunsSummary, charts: ReportCharts, colorOf: StatusColor, colorOfModel: ModelColor): Html {
   const chart = charts.outcomes!;
   const statuses = failureStatuses(s.models);
   const height = Math.max(200, 110 + 34 * chart.labels.length);
@@ -170,9 +160,9 @@ export function outcomesSection(
   const rows = s.models
     .slice(0, TABLE_MODELS)
     .map((m) => [
-      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
-      html`<td class="n">${num(m.runs)}</td>`,
-      html`<td class="n">${num(m.ok)}</td>`,
+      modelCell(m.model, colorOfModel),
+      figureCell(m.runs),
+      figureCell(m.ok),
       html`<td class="n ${m.ok_pct >= 95 ? 'good' : m.ok_pct >= 80 ? 'warn' : 'bad'}">${pct(m.ok_pct)}</td>`,
       ...statuses.map((st) => countCell(ownCount(m.failures, st), 'bad')),
       countCell(m.escalations, 'warn'),
@@ -200,8 +190,8 @@ ${chart.models_total > chart.series.length ? html`<p class="note">The chart show
   const rows = spawned
     .slice(0, TABLE_MODELS)
     .map((m) => [
-      html`<td class="model">${swatch(colorOfModel(m.model))}${m.model}</td>`,
-      html`<td class="n">${num(m.ok)}</td>`,
+      modelCell(m.model, colorOfModel),
+      figureCell(m.ok),
       html`<td class="n">${duration(m.ok_duration_ms.p50)}</td>`,
       html`<td class="n">${duration(m.ok_duration_ms.p95)}</td>`,
       html`<td class="n">${duration(m.ok_duration_ms.max)}</td>`,
@@ -223,8 +213,6 @@ export function timelineSection(s: RunsSummary, charts: ReportCharts): Html {
   const t = s.timeline;
   const counts = { escalation: 0, circuit_opening: 0 };
   for (const e of t.events) counts[e.kind] += 1;
-  const notes: string[] = [];
-  if (t.events_truncated) notes.push(`Only the ${num(t.events.length)} most recent events are marked.`);
   const body =
     chart === null
       ? html`<p class="empty" data-chart-empty="timeline">No selected run has a readable time (<code>ts</code>), so there is no timeline.</p>`
@@ -233,16 +221,12 @@ export function timelineSection(s: RunsSummary, charts: ReportCharts): Html {
 <h2>Runs over time</h2>
 <p class="note">${num(t.buckets.length)} bucket${t.buckets.length === 1 ? '' : 's'} of ${bucketWords(t.bucket)}; ${num(counts.escalation)} escalation${counts.escalation === 1 ? '' : 's'} and ${num(counts.circuit_opening)} circuit opening${counts.circuit_opening === 1 ? '' : 's'}, marked on one row, one marker per ${slotWords(chart?.marker_slot_ms ?? 0)} that holds any (<span class="mark open">&#9670;</span> when it holds a circuit opening, else <span class="mark esc">&#9650;</span>). Hover a marker for the time, model, task and reason of each.</p>
 ${body}
-${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
+${t.events_truncated ? html`<p class="note">Only the ${num(t.events.length)} most recent events are marked.</p>` : ''}
 </section>`;
 }
 
-export function escalatedSection(
-  s: RunsSummary,
-  tasks: RunsSummary['escalated_tasks'],
-  omitted: number,
-  colorOf: (status: string) => string,
-): Html {
+export function escalatedSection(s: RunsSummary, tasks: RunsSummary['escalated_tasks'], colorOf: StatusColor): Html {
+  const omitted = s.escalated_tasks.length - tasks.length;
   const notes: Html[] = [];
   if (omitted > 0) notes.push(html`${num(omitted)} more escalated task(s) not listed here: <code>report --json</code> has them.`);
   if (s.escalated_tasks_truncated) notes.push(html`Only the 1000 most recently active escalated tasks were kept.`);
@@ -254,17 +238,25 @@ export function escalatedSection(
   const rows = tasks.map((t) => [
     html`<td class="name">${t.task_id}</td>`,
     html`<td class="name">${t.model}</td>`,
-    html`<td class="n">${num(t.attempts)}</td>`,
+    figureCell(t.attempts),
     html`<td class="status">${swatch(colorOf(t.last_status))}${t.last_status}</td>`,
     html`<td>${t.escalation_reason ?? NONE}</td>`,
     html`<td class="error">${t.last_error ?? NONE}</td>`,
-    html`<td class="time">${t.last_ts === null ? '-' : time(t.last_ts)}</td>`,
+    html`<td class="time">${time(t.last_ts)}</td>`,
   ]);
   return html`<section class="card" id="escalated">
 <h2>Escalated tasks${tasks.length > 0 ? ` (${num(s.escalated_tasks.length)}, most recent first)` : ''}</h2>
 ${tasks.length === 0 ? html`<p class="note">No task escalated in this selection.</p>` : html`<details><summary>One row per task (the causes above group them)</summary>${table('escalated-table', head, rows)}</details>`}
 ${lines(notes.map((n) => html`<p class="note">${n}</p>`))}
 </section>`;
+}
+
+function modelCell(model: string, colorOfModel: ModelColor): Html {
+  return html`<td class="model">${swatch(colorOfModel(model))}${model}</td>`;
+}
+
+function figureCell(n: number): Html {
+  return html`<td class="n">${num(n)}</td>`;
 }
 
 /** A count, coloured when it is not zero (`bad` for failures, `warn` for what deserves a look). */

@@ -153,16 +153,10 @@ export class ModelRows {
     return key;
   }
 
-  /** More models than `maxModels` were seen. */
-  get truncated(): boolean {
-    return this.#truncated;
-  }
-
-  /** Most runs first, then by name. */
-  result(): ModelSummary[] {
-    return [...this.#rows.values()]
-      .map((stats) => stats.result())
-      .sort((a, b) => b.runs - a.runs || compareText(a.model, b.model));
+  /** The rows, most runs first, then by name; whether more models than `maxModels` were seen. */
+  result(): { rows: ModelSummary[]; truncated: boolean } {
+    const rows = [...this.#rows.values()].map((stats) => stats.result());
+    return { rows: rows.sort((a, b) => b.runs - a.runs || compareText(a.model, b.model)), truncated: this.#truncated };
   }
 }
 

@@ -17,15 +17,6 @@ import { buildReportCharts, modelColors, statusColors, type ReportCharts } from 
 import { REPORT_STYLE } from './report-style.js';
 import type { RunsSummary } from './summary-schema.js';
 
-/** Options of {@link renderReportHtml}. */
-interface RenderHtmlOptions {
-  /**
-   * Source of Chart.js's UMD build (it defines the global `Chart`), inlined in the page so that it
-   * opens with no network: `loadChartLibrary()` reads the installed one.
-   */
-  readonly chartLibrary: string;
-}
-
 /** Error texts longer than this are cut in the page (the log's own are at most 500 characters). */
 const ERROR_CHARS = 500;
 /** Error texts of the attention items and causes, shorter: they are many lines of the first screen. */
@@ -42,8 +33,11 @@ const MAX_CAUSES = 50;
  * is inlined and a Content-Security-Policy forbids every network request, so the page opens offline
  * and cannot call out. The summary is embedded as JSON (`#report-summary`, cut to the rows shown);
  * every text from the log is escaped. Pure: same summary and options, same page.
+ *
+ * @param options.chartLibrary the source of Chart.js's UMD build (it defines the global `Chart`), as
+ *   `loadChartLibrary()` reads the installed one
  */
-export function renderReportHtml(summary: RunsSummary, options: RenderHtmlOptions): string {
+export function renderReportHtml(summary: RunsSummary, options: { readonly chartLibrary: string }): string {
   const embedded = embeddedSummary(summary);
   const charts = buildReportCharts(summary);
   const library = options.chartLibrary.replace(/<\/(script)/gi, '<\\/$1');
@@ -98,7 +92,6 @@ function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCha
   }
   const colorOfModel = modelColors(summary);
   const colorOfStatus = statusColors(summary);
-  const tasks = embedded.escalated_tasks;
   return [
     attentionSection(summary, embedded.attention, colorOfModel),
     causesSection(summary, embedded.escalation_causes, colorOfModel),
@@ -107,7 +100,7 @@ function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCha
     tokensSection(summary, charts, colorOfModel),
     chainsSection(summary, colorOfModel),
     timelineSection(summary, charts),
-    escalatedSection(summary, tasks, summary.escalated_tasks.length - tasks.length, colorOfStatus),
+    escalatedSection(summary, embedded.escalated_tasks, colorOfStatus),
   ];
 }
 

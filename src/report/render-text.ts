@@ -1,6 +1,6 @@
 import { count, cutLine, duration, failureStatuses, filterPhrases, ownCount, pct, span, time } from './format.js';
 import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
-import { right, TextPage, type Cell } from './text-layout.js';
+import { right, TextPage, type Cell, type Style } from './text-layout.js';
 import { shortenPaths } from './short-paths.js';
 import { terminalText } from '../ollama/terminal-text.js';
 
@@ -41,10 +41,7 @@ interface Context {
 export function renderReportText(summary: SummaryView, options: RenderTextOptions = {}): string {
   const width = Math.max(MIN_WIDTH, Math.floor(options.width ?? DEFAULT_TEXT_WIDTH));
   const page = new TextPage(width, options.color === true);
-  const context: Context = {
-    page,
-    errorWidth: Math.min(options.errorWidth ?? width - 10, width - 10),
-  };
+  const context: Context = { page, errorWidth: Math.min(options.errorWidth ?? width - 10, width - 10) };
   headerSection(context, summary);
   attentionSection(context, summary);
   if (summary.models.length === 0) {
@@ -131,8 +128,8 @@ function attentionTasks({ page }: Context, attention: SummaryView['attention']):
         { text: t.task_id },
         { text: t.model },
         { text: t.reason ?? t.status, style: 'yellow' },
-        { text: t.escalated_at === null ? '-' : time(t.escalated_at) },
-        { text: count(t.blocked), style: t.blocked > 0 ? 'red' : undefined },
+        { text: time(t.escalated_at) },
+        countCell(t.blocked),
       ]),
   );
   const more = attention.tasks_total - Math.min(MAX_TASKS, attention.tasks.length);
@@ -190,10 +187,10 @@ function outcomesSection({ page }: Context, s: SummaryView): void {
       { text: m.model },
       { text: count(m.runs) },
       { text: pct(m.ok_pct), style: m.ok_pct >= 95 ? 'green' : m.ok_pct >= 80 ? 'yellow' : 'red' },
-      failureCell(m.timeouts),
-      ...failureKinds.map((kind) => failureCell(ownCount(m.failures, kind))),
-      { text: count(m.escalations), style: m.escalations > 0 ? 'yellow' : undefined },
-      { text: count(m.circuit_openings), style: m.circuit_openings > 0 ? 'yellow' : undefined },
+      countCell(m.timeouts),
+      ...failureKinds.map((kind) => countCell(ownCount(m.failures, kind))),
+      countCell(m.escalations, 'yellow'),
+      countCell(m.circuit_openings, 'yellow'),
     ]),
   );
   if (s.models_truncated) page.say(`Too many models: past the first 500, runs are counted under "(other)".`);
@@ -211,7 +208,7 @@ function latencySection({ page }: Context, s: SummaryView): void {
       { text: duration(m.ok_duration_ms.p95) },
       { text: duration(m.ok_duration_ms.max) },
       { text: duration(m.queue_ms.p50) },
-      failureCell(m.lost_attempts),
+      countCell(m.lost_attempts),
       { text: m.lost_attempts === 0 ? '-' : duration(m.lost_ms), style: m.lost_ms > 0 ? 'red' : undefined },
     ]),
   );
@@ -232,7 +229,7 @@ function tokensSection({ page }: Context, s: SummaryView): void {
       { text: count(t.prompt_tokens) },
       { text: count(t.output_tokens) },
       { text: count(t.cold_loads) },
-      { text: count(t.may_be_truncated), style: t.may_be_truncated > 0 ? 'red' : undefined },
+      countCell(t.may_be_truncated),
     ]),
   );
   page.say(
@@ -268,14 +265,15 @@ function chainsSection({ page }: Context, s: SummaryView): void {
 /** The escalated tasks are listed by `report --json` only: here, how many, and what was left out. */
 function escalatedTasksNote({ page }: Context, s: SummaryView): void {
   const more: string[] = [];
-  if ((s.escalated_tasks_omitted ?? 0) > 0)
-    more.push(`${count(s.escalated_tasks_omitted ?? 0)} more escalated task(s) not shown`);
+  const omitted = s.escalated_tasks_omitted ?? 0;
+  if (omitted > 0) more.push(`${count(omitted)} more escalated task(s) not shown`);
   if (s.escalated_tasks_truncated) more.push('only the 1000 most recently active escalated tasks were kept');
   if (s.escalated_tasks.length > 0)
     page.say(`${count(s.escalated_tasks.length)} escalated task(s) in all: report --json lists each (escalated_tasks).`, 'dim');
   if (more.length > 0) page.say(`${more.join('; ')}.`);
 }
 
-function failureCell(n: number): Cell {
-  return { text: count(n), style: n > 0 ? 'red' : undefined };
+/** A count, coloured when it is not zero (red for failures, yellow for what deserves a look). */
+function countCell(n: number, style: Style = 'red'): Cell {
+  return { text: count(n), style: n > 0 ? style : undefined };
 }

@@ -34,29 +34,14 @@ export const STATUS_COLORS: Readonly<Record<RunStatus, string>> = {
   invalid_input: '#00897b',
 };
 const EXTRA_COLORS = ['#7cb342', '#5c6bc0', '#ffa726', '#8d6e63', '#26a69a', '#ab47bc', '#78909c', '#d4e157'];
+/** Tableau 10 without its grey, then Tableau 20's light tones. */
+const TABLEAU_10 = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f'];
+const TABLEAU_20_LIGHT = ['#a0cbe8', '#ffbe7d', '#8cd17d', '#b6992d', '#86bcb6', '#d37295', '#d4a6c8'];
 /**
- * One colour per model, the same in every chart and table of the page: Tableau 10 without its grey,
- * then Tableau 20's light tones, given in the order of the models (most runs first); further
- * models share {@link OTHER_MODEL_COLOR}.
+ * One colour per model, the same in every chart and table of the page, given in the order of the
+ * models (most runs first); further models share {@link OTHER_MODEL_COLOR}.
  */
-const MODEL_COLORS = [
-  '#4e79a7',
-  '#f28e2b',
-  '#e15759',
-  '#76b7b2',
-  '#59a14f',
-  '#edc948',
-  '#b07aa1',
-  '#ff9da7',
-  '#9c755f',
-  '#a0cbe8',
-  '#ffbe7d',
-  '#8cd17d',
-  '#b6992d',
-  '#86bcb6',
-  '#d37295',
-  '#d4a6c8',
-];
+const MODEL_COLORS = [...TABLEAU_10, ...TABLEAU_20_LIGHT];
 const OTHER_MODEL_COLOR = '#9e9e9e';
 /** Models in the outcomes and tokens charts (most runs first). */
 const CHART_MODELS = 25;
@@ -71,14 +56,6 @@ const TIMELINE_COLORS = {
   escalation_border: '#6d4c00',
   circuit_opening: '#4527a0',
 };
-
-/** One series of a chart: a status (outcomes) or a model (latency). */
-interface ChartSeries {
-  readonly key: string;
-  readonly label: string;
-  readonly color: string;
-  readonly data: readonly number[];
-}
 
 /** What the page's charts draw, computed from the summary (`null`: nothing to draw, a note instead). */
 export interface ReportCharts {
@@ -117,7 +94,7 @@ function outcomesChart(summary: RunsSummary) {
   const colorOf = statusColors(summary);
   const models = summary.models.slice(0, CHART_MODELS);
   const anyOk = summary.models.some((m) => m.ok > 0);
-  const series: ChartSeries[] = [
+  const series = [
     ...(anyOk ? [{ key: 'ok', label: 'ok', color: colorOf('ok'), data: models.map((m) => m.ok) }] : []),
     ...failureStatuses(summary.models).map((status) => ({
       key: status,
@@ -187,13 +164,7 @@ function timelineChart(timeline: RunsSummary['timeline']) {
     starts_ms: starts,
     ok: timeline.buckets.map((b) => b.runs - b.failures),
     failed: timeline.buckets.map((b) => b.failures),
-    events: timeline.events.map((e) => ({
-      ts_ms: Date.parse(e.ts),
-      kind: e.kind,
-      model: e.model,
-      task_id: e.task_id,
-      detail: e.detail,
-    })),
+    events: timeline.events.map(({ ts, ...event }) => ({ ts_ms: Date.parse(ts), ...event })),
     marker_slot_ms: slotMs,
     markers: timelineMarkers(timeline.events, min, slotMs),
     min_ms: min,
@@ -248,10 +219,8 @@ function timelineMarkers(events: RunsSummary['timeline']['events'], min: number,
 
 /** A colour per status: the fixed one, or the next extra colour for a status the list does not know. */
 export function statusColors(s: RunsSummary): (status: string) => string {
-  const extra = new Map<string, string>();
-  for (const status of failureStatuses(s.models)) {
-    if (!(status in STATUS_COLORS) && !extra.has(status)) extra.set(status, EXTRA_COLORS[extra.size % EXTRA_COLORS.length]!);
-  }
+  const unknown = failureStatuses(s.models).filter((status) => !(status in STATUS_COLORS));
+  const extra = new Map(unknown.map((status, i) => [status, EXTRA_COLORS[i % EXTRA_COLORS.length]!]));
   return (status) =>
     (Object.hasOwn(STATUS_COLORS, status) ? (STATUS_COLORS as Record<string, string>)[status] : undefined) ??
     extra.get(status) ??

@@ -1,88 +1,57 @@
 import { modelKeyOf } from '../ollama/model-name.js';
 import type { JsonObject } from '../telemetry/jsonl-reader.js';
 
-/**
- * The fields of a run line the summary reads, each of the type it needs. The log is taken as it
- * is: a missing or mistyped field is absent (`null`, `NaN`, `false`), never an error.
- */
-export interface RunLine {
-  /** Canonical model name (the circuit's key), or the name as logged when it is not a model name. */
-  readonly model: string;
-  /** The model as logged. */
-  readonly loggedModel: string;
-  readonly status: string;
-  /** Epoch milliseconds of `ts`, or NaN when it is missing or not a time from 1970 to 9999. */
-  readonly tsMs: number;
-  readonly taskId: string | null;
-  readonly escalate: boolean;
-  readonly reason: string | null;
-  readonly error: string | null;
-  /** `will_retry`: the server went on after this line (a busy retry, a chain's next model); the caller never saw it. */
-  readonly willRetry: boolean;
-  /** The `circuit` object, or null. */
-  readonly circuit: Readonly<Record<string, unknown>> | null;
-  /** `"opened"` or `"reopened"` when this run opened its model's circuit, else null. */
-  readonly opening: string | null;
-  /** `duration_ms` when positive (a process ran), else null. */
-  readonly spawnedMs: number | null;
-  readonly queueMs: number | null;
-  readonly usage: Readonly<Record<string, unknown>> | null;
-  /** A `prompt_may_be_truncated` warning is among `warnings`. */
-  readonly mayBeTruncated: boolean;
-  /** `retry_count`, 0 when absent or negative. */
-  readonly retryCount: number;
-  readonly chainId: unknown;
-  readonly busyTry: unknown;
-}
+// The fields of a line the summary reads, each of the type it needs. The log is taken as it is: a
+// missing or mistyped field is absent (`null`, `NaN`, `false`), never an error.
 
-/** A control record's fields: a reset or status look-up logged beside the runs. */
-export interface ControlLine {
-  readonly action: unknown;
-  readonly taskId: string | null;
-  /** Canonical model name, or null. */
-  readonly model: string | null;
-  readonly tsMs: number;
-}
+export type RunLine = Readonly<NonNullable<ReturnType<typeof readRunLine>>>;
+export type ControlLine = Readonly<ReturnType<typeof readControlLine>>;
 
 /** Latest `ts` taken as real: 9999-12-31T23:59:59.999Z. */
 const MAX_TS_MS = 253_402_300_799_999;
 
 /** The run line, or null when the record is not a run (no string `model` and `status`). */
-export function readRunLine(record: JsonObject): RunLine | null {
-  const { model, status } = record;
+export function readRunLine(record: JsonObject) {
+  const { model, status, duration_ms: duration, queue_ms: queue, retry_count: retryCount } = record;
   if (typeof model !== 'string' || model === '' || typeof status !== 'string' || status === '') return null;
   const circuit = objectOrNull(record.circuit);
   const transition = circuit?.transition;
-  const duration = record.duration_ms;
-  const queue = record.queue_ms;
-  const retryCount = record.retry_count;
   return {
+    /** Canonical model name (the circuit's key), or the name as logged when it is not a model name. */
     model: modelKeyOf(model),
     loggedModel: model,
     status,
+    /** Epoch milliseconds of `ts`, or NaN when it is missing or not a time from 1970 to 9999. */
     tsMs: tsMsOf(record.ts),
     taskId: nonEmptyString(record.task_id),
     escalate: record.escalate === true,
     reason: typeof record.escalation_reason === 'string' ? record.escalation_reason : null,
     error: typeof record.error === 'string' ? record.error : null,
+    /** `will_retry`: the server went on after this line (a busy retry, a chain's next model); the caller never saw it. */
     willRetry: record.will_retry === true,
     circuit,
+    /** `"opened"` or `"reopened"` when this run opened its model's circuit, else null. */
     opening: transition === 'opened' || transition === 'reopened' ? transition : null,
+    /** `duration_ms` when positive (a process ran), else null. */
     spawnedMs: typeof duration === 'number' && duration > 0 ? duration : null,
     queueMs: typeof queue === 'number' ? queue : null,
     usage: objectOrNull(record.usage),
+    /** A `prompt_may_be_truncated` warning is among `warnings`. */
     mayBeTruncated: Array.isArray(record.warnings) && record.warnings.some(isTruncationWarning),
+    /** `retry_count`, 0 when absent or negative. */
     retryCount: typeof retryCount === 'number' && retryCount >= 0 ? retryCount : 0,
     chainId: record.chain_id,
     busyTry: record.busy_try,
   };
 }
 
-export function readControlLine(record: JsonObject): ControlLine {
+/** A control record's fields: a reset or status look-up logged beside the runs. */
+export function readControlLine(record: JsonObject) {
   const model = nonEmptyString(record.model);
   return {
     action: record.action,
     taskId: nonEmptyString(record.task_id),
+    /** Canonical model name, or null. */
     model: model === null ? null : modelKeyOf(model),
     tsMs: tsMsOf(record.ts),
   };

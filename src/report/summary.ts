@@ -8,6 +8,7 @@ import { ChainAccumulator } from './chains.js';
 import { EscalatedTasks } from './escalated-tasks.js';
 import { EscalationCauses } from './escalation-causes.js';
 import type { RunFilters } from './filters.js';
+import { isoOrNull } from './format.js';
 import { DURATION_BUCKETS_MS } from './histogram.js';
 import { ModelRows } from './model-stats.js';
 import { readControlLine, readRunLine, type RunLine } from './run-line.js';
@@ -16,23 +17,17 @@ import { SUMMARY_SCHEMA_VERSION } from './summary-version.js';
 import { TimelineAccumulator } from './timeline.js';
 
 /** The bounds that keep a summary's memory constant whatever the size of the log. */
-interface SummaryLimits {
-  /** Distinct models with their own row; runs of further models are counted under `(other)`. @default 500 */
-  readonly maxModels: number;
-  /** Escalated tasks kept (the most recently active); past it `escalated_tasks_truncated` is true. @default 1000 */
-  readonly maxEscalatedTasks: number;
-  /** Tasks not (yet) escalated whose attempt count is remembered (the most recently seen). @default 100000 */
-  readonly maxTrackedTasks: number;
-  /** Timeline events kept (the most recent). @default 200 */
-  readonly maxEvents: number;
-}
-
-const DEFAULT_SUMMARY_LIMITS: SummaryLimits = {
+const DEFAULT_LIMITS = {
+  /** Distinct models with their own row; runs of further models are counted under `(other)`. */
   maxModels: 500,
+  /** Escalated tasks kept (the most recently active); past it `escalated_tasks_truncated` is true. */
   maxEscalatedTasks: 1000,
+  /** Tasks not (yet) escalated whose attempt count is remembered (the most recently seen). */
   maxTrackedTasks: 100_000,
+  /** Timeline events kept (the most recent). */
   maxEvents: 200,
 };
+type SummaryLimits = typeof DEFAULT_LIMITS;
 
 /** Options of {@link summarizeRuns}. */
 interface SummarizeOptions {
@@ -63,7 +58,7 @@ export async function summarizeRuns(
   options: SummarizeOptions = {},
 ): Promise<RunsSummary> {
   const dirs = options.dirs ?? [...new Set(files.map((file) => dirname(file)))];
-  const builder = new SummaryBuilder(filters, { ...DEFAULT_SUMMARY_LIMITS, ...options.limits }, dirs.length > 1);
+  const builder = new SummaryBuilder(filters, { ...DEFAULT_LIMITS, ...options.limits }, dirs.length > 1);
   const read: string[] = [];
   let skippedFiles = 0;
   const sinceMs = filters.since?.getTime();
@@ -120,7 +115,9 @@ class SummaryBuilder {
   /** One parsed line of the log. */
   add(record: JsonObject): void {
     if (record.kind === 'control') {
-      this.#addControl(record);
+      // Not a run, but a reset settles what needed attention.
+      const control = readControlLine(record);
+      if (this.#isAbout(control.taskId, control.model, null)) this.#attention.control(control);
       return;
     }
     const line = readRunLine(record);
@@ -139,13 +136,6 @@ class SummaryBuilder {
   skip(reason: SkipReason): void {
     if (reason === 'blank') this.#unread.blank += 1;
     else this.#unread.skipped += 1;
-  }
-
-  /** A reset or status look-up logged beside the runs: not a run, but a reset settles what needed attention. */
-  #addControl(record: JsonObject): void {
-    const line = readControlLine(record);
-    if (!this.#isAbout(line.taskId, line.model, null)) return;
-    this.#attention.control(line);
   }
 
   /** The `task` and `model` filters (a control line without a model is about every model). */
@@ -185,8 +175,8 @@ class SummaryBuilder {
   result(read: { now: Date; dirs: readonly string[]; files: readonly string[]; skippedFiles: number }): RunsSummary {
     const several = read.dirs.length > 1;
     const { since, model, task } = this.#filters;
-    const iso = (ms: number): string | null => (this.#totals.runs > 0 && Number.isFinite(ms) ? new Date(ms).toISOString() : null);
-    const escalatedTasks = this.#tasks.result();
+    const iso = (ms: number): string | null => (this.#totals.runs > 0 ? isoOrNull(ms) : null);
+    const [tasks, causes, models] = [this.#tasks.result(), this.#causes.result(), this.#models.result()];
     return {
       schema: SUMMARY_SCHEMA_VERSION,
       generated_at: read.now.toISOString(),
@@ -205,17 +195,17 @@ class SummaryBuilder {
       skipped_lines: this.#unread.skipped,
       blank_lines: this.#unread.blank,
       unrecognized_records: this.#unread.unrecognized,
-      models_truncated: this.#models.truncated,
-      escalated_tasks_truncated: this.#tasks.truncated,
-      escalations_without_task: this.#tasks.withoutTask,
+      models_truncated: models.truncated,
+      escalated_tasks_truncated: tasks.truncated,
+      escalations_without_task: tasks.withoutTask,
       dirs: [...read.dirs],
       attention: this.#attention.result(),
-      escalation_causes: this.#causes.result(),
-      escalation_causes_truncated: this.#causes.truncated,
+      escalation_causes: causes.rows,
+      escalation_causes_truncated: causes.truncated,
       chains: this.#chains.result(),
       duration_buckets_ms: [...DURATION_BUCKETS_MS],
-      models: this.#models.result(),
-      escalated_tasks: escalatedTasks,
+      models: models.rows,
+      escalated_tasks: tasks.rows,
       timeline: this.#timeline.result(),
     };
   }

@@ -14,6 +14,7 @@ export interface Cell {
   readonly text: string;
   readonly style?: Style | undefined;
 }
+type Row = readonly Cell[];
 
 interface Column {
   readonly header: string;
@@ -56,7 +57,7 @@ export class TextPage {
   }
 
   /** A table that fits the width (see {@link fitTable}). */
-  table(columns: readonly Column[], rows: readonly (readonly Cell[])[]): void {
+  table(columns: readonly Column[], rows: readonly Row[]): void {
     this.#lines.push(...this.fitTable(columns, rows));
   }
 
@@ -79,7 +80,7 @@ export class TextPage {
    * longer; when the other columns do not fit beside it they go into several tables, each repeating
    * the key; a `fill` column (free text) takes what is left and is cut to it.
    */
-  fitTable(rawColumns: readonly Column[], rawRows: readonly (readonly Cell[])[]): string[] {
+  fitTable(rawColumns: readonly Column[], rawRows: readonly Row[]): string[] {
     const keyMax = Math.max(12, Math.floor(this.width * KEY_SHARE));
     const columns = rawColumns.map((column) => ({ ...column, header: terminalText(column.header) }));
     const rows = rawRows.map((row) =>
@@ -89,26 +90,17 @@ export class TextPage {
       })),
     );
     const natural = columns.map((column, c) => Math.max(column.header.length, ...rows.map((row) => row[c]?.text.length ?? 0)));
-    const out: string[] = [];
-    for (const [g, group] of columnGroups(columns, natural, this.width).entries()) {
-      if (g > 0) out.push('');
-      out.push(...this.#part(columns, rows, [0, ...group], natural));
-    }
-    return out;
+    const parts = columnGroups(columns, natural, this.width).map((group) => this.#part(columns, rows, [0, ...group], natural));
+    return parts.flatMap((part, g) => (g > 0 ? ['', ...part] : part));
   }
 
   /** One part of a split table: the key column and the columns `shown`. */
-  #part(
-    columns: readonly Column[],
-    rows: readonly (readonly Cell[])[],
-    shown: readonly number[],
-    natural: readonly number[],
-  ): string[] {
+  #part(columns: readonly Column[], rows: readonly Row[], shown: readonly number[], natural: readonly number[]): string[] {
     const widths = shown.map((c) => natural[c]!);
     const last = shown.length - 1;
     const fixed = widths.reduce((sum, w) => sum + w, 0) + 2 * last;
     if (fixed > this.width) widths[last] = Math.max(columns[shown[last]!]!.header.length, widths[last]! - (fixed - this.width));
-    const render = (cells: readonly Cell[]): string =>
+    const render = (cells: Row): string =>
       shown
         .map((c, i) => {
           const text = cutLine(cells[c]?.text ?? '', widths[i]!);
@@ -145,14 +137,14 @@ function columnGroups(columns: readonly Column[], natural: readonly number[], wi
  */
 function wrap(text: string, width: number, longWords: LongWords): string[] {
   const indent = /^ */.exec(text)![0];
-  const words = text.trim().split(/\s+/);
+  const next = `${indent}  `;
+  const room = width - next.length; // of a continuation line
   const out: string[] = [];
   let line = indent;
-  for (const word of words) {
-    const room = width - line.length - (line.trim() === '' ? 0 : 1);
-    if (line.trim() !== '' && word.length > room) {
+  for (const word of text.trim().split(/\s+/)) {
+    if (line.trim() !== '' && line.length + 1 + word.length > width) {
       out.push(line);
-      line = `${indent}  `;
+      line = next;
     }
     const sep = line.trim() === '' ? '' : ' ';
     const fits = width - line.length - sep.length;
@@ -162,11 +154,9 @@ function wrap(text: string, width: number, longWords: LongWords): string[] {
     }
     // Broken: as much as fits here, the rest on continuation lines of their own.
     line += sep + word.slice(0, fits);
-    for (let at = fits; at < word.length;) {
+    for (let at = fits; at < word.length; at += room) {
       out.push(line);
-      line = `${indent}  `;
-      line += word.slice(at, at + width - line.length);
-      at += width - `${indent}  `.length;
+      line = next + word.slice(at, at + room);
     }
   }
   out.push(line);

@@ -39,17 +39,7 @@ export class TimelineAccumulator {
 
   /** Counts one run that finished at `tsMs` (epoch milliseconds). */
   addRun(tsMs: number, failed: boolean, escalated: boolean): void {
-    const key = Math.floor(tsMs / this.#sizeMs);
-    let bucket = this.#buckets.get(key);
-    if (bucket === undefined) {
-      bucket = { runs: 0, failures: 0, escalations: 0 };
-      this.#buckets.set(key, bucket);
-      if (key < this.#minKey) this.#minKey = key;
-      if (key > this.#maxKey) this.#maxKey = key;
-    }
-    bucket.runs += 1;
-    if (failed) bucket.failures += 1;
-    if (escalated) bucket.escalations += 1;
+    this.#addTo(Math.floor(tsMs / this.#sizeMs), { runs: 1, failures: failed ? 1 : 0, escalations: escalated ? 1 : 0 });
     while (this.#maxKey - this.#minKey + 1 > MAX_BUCKETS) this.#coarsen();
   }
 
@@ -76,24 +66,26 @@ export class TimelineAccumulator {
     };
   }
 
+  #addTo(key: number, counts: BucketCounts): void {
+    const into = this.#buckets.get(key);
+    if (into === undefined) {
+      this.#buckets.set(key, { ...counts });
+      this.#minKey = Math.min(this.#minKey, key);
+      this.#maxKey = Math.max(this.#maxKey, key);
+      return;
+    }
+    into.runs += counts.runs;
+    into.failures += counts.failures;
+    into.escalations += counts.escalations;
+  }
+
+  /** Merges the buckets into the next size of the ladder. */
   #coarsen(): void {
     this.#step += 1;
-    const next = this.#step < LADDER_MS.length ? LADDER_MS[this.#step]! : this.#sizeMs * 2;
-    const merged = new Map<number, BucketCounts>();
-    for (const [key, counts] of this.#buckets) {
-      const newKey = Math.floor((key * this.#sizeMs) / next);
-      const into = merged.get(newKey);
-      if (into === undefined) merged.set(newKey, { ...counts });
-      else {
-        into.runs += counts.runs;
-        into.failures += counts.failures;
-        into.escalations += counts.escalations;
-      }
-    }
-    this.#minKey = Math.floor((this.#minKey * this.#sizeMs) / next);
-    this.#maxKey = Math.floor((this.#maxKey * this.#sizeMs) / next);
-    this.#sizeMs = next;
-    this.#buckets = merged;
+    const [size, old] = [this.#sizeMs, this.#buckets];
+    this.#sizeMs = this.#step < LADDER_MS.length ? LADDER_MS[this.#step]! : size * 2;
+    [this.#buckets, this.#minKey, this.#maxKey] = [new Map(), Infinity, -Infinity];
+    for (const [key, counts] of old) this.#addTo(Math.floor((key * size) / this.#sizeMs), counts);
   }
 
   /** Keeps the most recent maxEvents, oldest first (a stable sort keeps file order among equal times). */
