@@ -1,7 +1,7 @@
 import { mkdir, readdir, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ProcessId, ProcessPlace } from '../policy/process-identity.js';
-import { readTextIfAny, writeFileAtomic } from './durable-fs.js';
+import { orIfMissing, readTextIfAny, writeFileAtomic } from './durable-fs.js';
 import { removeAbandonedTemps } from './temp-files.js';
 
 /** The folder of the telemetry dir that holds one file per attempt whose model process runs. */
@@ -53,9 +53,7 @@ export class AttemptJournal {
   }
 
   async close(runId: string): Promise<void> {
-    await unlink(this.#file(runId)).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-    });
+    await orIfMissing(unlink(this.#file(runId)), undefined);
   }
 
   /**
@@ -65,13 +63,7 @@ export class AttemptJournal {
    */
   async list(): Promise<(OpenAttempt & { readonly claimedBy: number | null })[]> {
     await removeAbandonedTemps(this.dir);
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw error;
-    }
+    const names = await orIfMissing(readdir(this.dir), []);
     const attempts: (OpenAttempt & { claimedBy: number | null })[] = [];
     for (const name of names) {
       const match = /^[0-9a-f-]{36}\.json(?:\.settling-(\d+))?$/.exec(name);
