@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createClient } from '@redis/client';
@@ -120,12 +121,7 @@ export class RedisStateStore implements DescribedStateBackend {
    * For other shared state of team mode (e.g. a cross-machine concurrency cap): the connected
    * client and this store's key names. Not part of StateBackend.
    */
-  get connection(): {
-    readonly client: Client;
-    readonly keys: RedisKeys;
-    readonly connected: () => Promise<void>;
-    readonly location: string;
-  } {
+  get connection() {
     return { client: this.#client, keys: this.#keys, connected: () => this.#connected(), location: this.location };
   }
 
@@ -146,10 +142,7 @@ export class RedisStateStore implements DescribedStateBackend {
     try {
       if ((await Promise.race([turn.ready.then(() => true), delay(QUEUE_WAIT_MS, false, { ref: false })])) === false) {
         throw this.#failed(
-          new StateStoreError(
-            `the shared state at ${this.location} is too slow: this update waited ${QUEUE_WAIT_MS} ms behind this server's earlier ones`,
-            { step: 'lock' },
-          ),
+          `the shared state at ${this.location} is too slow: this update waited ${QUEUE_WAIT_MS} ms behind this server's earlier ones`,
         );
       }
       return await this.#transactInTurn(scope, fn);
@@ -178,10 +171,7 @@ export class RedisStateStore implements DescribedStateBackend {
       }
       if (attempt >= MAX_TRIES) {
         throw this.#failed(
-          new StateStoreError(
-            `the shared state at ${this.location} kept changing under this update (${attempt} tries): too many servers writing the same task or circuits at once`,
-            { step: 'lock' },
-          ),
+          `the shared state at ${this.location} kept changing under this update (${attempt} tries): too many servers writing the same task or circuits at once`,
         );
       }
       await delay(conflictBackoffMs(attempt, Math.random()));
@@ -198,7 +188,9 @@ export class RedisStateStore implements DescribedStateBackend {
     }
   }
 
-  #failed(error: StateStoreError): StateStoreError {
+  /** `failure` (a message: the update could not get its turn), remembered as the last write failure. */
+  #failed(failure: StateStoreError | string): StateStoreError {
+    const error = typeof failure === 'string' ? new StateStoreError(failure, { step: 'lock' }) : failure;
     this.#writeFailure = { at: Date.now(), message: error.message };
     return error;
   }
@@ -233,17 +225,8 @@ export class RedisStateStore implements DescribedStateBackend {
    */
   async #connected(): Promise<void> {
     if (this.#client.isReady || this.#connectionError !== null || !this.#client.isOpen) return;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#client.off('ready', done);
-        this.#client.off('error', done);
-        resolve();
-      };
-      const timer = setTimeout(done, COMMAND_TIMEOUT_MS);
-      this.#client.once('ready', done);
-      this.#client.once('error', done);
-    });
+    // Rejects on an error or at the timeout: either way, the command that follows says why it failed.
+    await once(this.#client, 'ready', { signal: AbortSignal.timeout(COMMAND_TIMEOUT_MS) }).catch(() => {});
   }
 
   /** The task ids of the scope; `all` lists every task key (SCAN: used only by explicit maintenance). */
@@ -262,8 +245,7 @@ export class RedisStateStore implements DescribedStateBackend {
    * would write it (to find what `fn` changed).
    */
   async #read(taskIds: readonly string[]): Promise<{ state: StateData; raw: string[]; before: string[] }> {
-    const keys = [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
-    const replies = (await this.#client.sendCommand(['MGET', ...keys])) as (string | null)[];
+    const replies = (await this.#client.sendCommand(['MGET', ...this.#keysOf(taskIds)])) as (string | null)[];
     const raw = replies.map((reply) => reply ?? '');
     const breakers = this.#parseCircuits(raw[0]!);
     const tasks = dict<StateData['tasks'][string]>();
@@ -296,10 +278,14 @@ export class RedisStateStore implements DescribedStateBackend {
     raw: readonly string[],
     writes: readonly string[],
   ): Promise<boolean> {
-    const keys = [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
     const ttls = [0, ...taskIds.map((id) => (state.tasks[id]?.escalated ? ESCALATED_AGE_FACTOR : 1) * this.#taskTtlMs)];
-    const reply = await this.#client.sendCommand(['EVAL', CAS_SCRIPT, ...casArguments(keys, raw, writes, ttls)]);
+    const reply = await this.#client.sendCommand(['EVAL', CAS_SCRIPT, ...casArguments(this.#keysOf(taskIds), raw, writes, ttls)]);
     return Number(reply) === 1;
+  }
+
+  /** The circuits key, then each task's: the order of every read and write. */
+  #keysOf(taskIds: readonly string[]): string[] {
+    return [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
   }
 
   #parseCircuits(raw: string): StateData['breakers'] {
