@@ -1,5 +1,6 @@
 import { mkdir, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { parseStartTime, type ChildRecord } from '../../policy/process-identity.js';
 import type { SelfIdentity } from './proc-reader.js';
 
@@ -45,23 +46,17 @@ export class ChildRegistry {
    * stderr (that child is then not covered by the sweep).
    */
   track(pid: number, bin: string, args: readonly string[]): () => void {
-    if (this.#identity.self.start === null) return noop;
+    if (this.#identity.self.start === null) return () => {};
     let exited = false;
-    let stopWaiting = noop;
+    const exit = new AbortController();
     // Recorded once the child has run a moment (idle() waits for that moment too).
-    const waited = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, this.#recordAfterMs);
-      stopWaiting = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    const waited = delay(this.#recordAfterMs, undefined, { signal: exit.signal }).catch(() => {});
     const written = waited.then(() => (exited ? null : this.#record(pid, bin, args, () => exited)));
     this.#keep(written);
     return () => {
       if (exited) return;
       exited = true;
-      stopWaiting();
+      exit.abort();
       this.#keep(written.then((file) => (file === null ? undefined : this.#remove(file))));
     };
   }
@@ -106,8 +101,6 @@ export class ChildRegistry {
     this.#warn(`${message} (the orphan sweep will not know about it; further such errors are not reported)`);
   }
 }
-
-function noop(): void {}
 
 /** One file of the children dir, read: its record, or why it could not be used. */
 type ChildFile =

@@ -110,22 +110,17 @@ export class FileSlotTable implements SlotTable {
       if (this.#held.has(file)) continue;
       const holder = readHolder(file);
       if (holder === 'free') continue;
-      let dead: boolean;
-      let who: string;
-      if (holder === null) {
-        dead = ageOf(file, now) > UNREADABLE_SLOT_MAX_AGE_MS;
-        who = 'an unreadable holder';
-      } else {
-        dead = livenessOf(holder, this.#identity.place, this.#proc) === 'dead';
-        who = `server pid ${holder.pid}, which is gone`;
-      }
+      const dead =
+        holder === null
+          ? ageOf(file, now) > UNREADABLE_SLOT_MAX_AGE_MS
+          : livenessOf(holder, this.#identity.place, this.#proc) === 'dead';
       if (!dead) continue;
       // Removed only if it still names the same holder: another process may have reclaimed and re-taken it meanwhile.
-      const before = holder === null ? null : JSON.stringify(holder);
       const again = readHolder(file);
-      if (again === 'free' || (again !== null && JSON.stringify(again) !== before)) continue;
+      if (again === 'free' || (again !== null && JSON.stringify(again) !== JSON.stringify(holder))) continue;
       if (unlinkQuietly(file)) {
         freed += 1;
+        const who = holder === null ? 'an unreadable holder' : `server pid ${holder.pid}, which is gone`;
         this.#warn(`shared concurrency slot ${slot} was held by ${who}: reclaimed`);
       }
     }

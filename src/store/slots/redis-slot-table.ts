@@ -7,14 +7,9 @@ import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from 
 /** A slot is held for this long unless renewed; its holder renews it every third of it. */
 const DEFAULT_SLOT_LEASE_MS = 15_000;
 
-/** What the table needs of a Redis client (node-redis's `sendCommand`). */
-export interface SlotRedisClient {
-  sendCommand(args: string[]): Promise<unknown>;
-}
-
 /** Team mode's Redis as RedisStateStore.connection gives it. */
 export interface SlotRedisConnection {
-  readonly client: SlotRedisClient;
+  readonly client: { sendCommand(args: string[]): Promise<unknown> };
   readonly keys: { readonly prefix: string };
   /** Resolves once the first connection is made or has failed (bounded). */
   readonly connected: () => Promise<void>;

@@ -1,5 +1,4 @@
-import path from 'node:path';
-import { FileSlotTable, SLOTS_DIR_NAME, type FileSlotTableOptions } from './file-slot-table.js';
+import { FileSlotTable, type FileSlotTableOptions } from './file-slot-table.js';
 import { SlotAbortedError } from './slot-aborted-error.js';
 import type { ReleaseSharedSlot, SlotTable, SlotView } from './slot-table.js';
 
@@ -54,14 +53,11 @@ export class SharedSlots {
   constructor(options: SharedSlotsOptions) {
     this.#warn = options.warn;
     this.#random = options.random ?? Math.random;
+    let unusable: unknown = null;
     this.table =
-      'table' in options
-        ? options.table
-        : new FileSlotTable({
-            ...options,
-            onUnusable: (error) => this.#fail(error, path.join(options.telemetryDir, SLOTS_DIR_NAME), 'server processes'),
-          });
+      'table' in options ? options.table : new FileSlotTable({ ...options, onUnusable: (error) => (unusable = error) });
     this.limit = this.table.limit;
+    if (unusable !== null) this.#fail(unusable);
   }
 
   /** Calls of this process waiting for a shared slot. */
@@ -195,13 +191,12 @@ export class SharedSlots {
     this.#pollMs = FIRST_POLL_MS;
   }
 
-  /** `location` and `sharedBy`: the table's (given while the table is being built). */
-  #fail(error: unknown, location = this.table.location, sharedBy = this.table.sharedBy): void {
+  #fail(error: unknown): void {
     const first = this.#lastError === null;
-    this.#lastError = `${location}: ${(error as Error).message}`;
+    this.#lastError = `${this.table.location}: ${(error as Error).message}`;
     if (first) {
       this.#warn(
-        `the shared concurrency slots cannot be used (${this.#lastError}): runs go ahead without the cap across ${sharedBy} (OLLAMA_MCP_SHARED_CONCURRENCY) until they can; the in-process limit still holds`,
+        `the shared concurrency slots cannot be used (${this.#lastError}): runs go ahead without the cap across ${this.table.sharedBy} (OLLAMA_MCP_SHARED_CONCURRENCY) until they can; the in-process limit still holds`,
       );
     }
   }
