@@ -1,11 +1,13 @@
 import { mkdir, readdir, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import * as z from 'zod';
 import type { ProcessId, ProcessPlace } from '../policy/process-identity.js';
 import { orIfMissing, readTextIfAny, writeFileAtomic } from './durable-fs.js';
 import { removeAbandonedTemps } from './temp-files.js';
 
 /** The folder of the telemetry dir that holds one file per attempt whose model process runs. */
 const ATTEMPTS_DIR_NAME = 'attempts';
+const RUN_ID = /^[0-9a-f-]{36}$/;
 
 /** An attempt whose model process was started and whose runs.jsonl line is not written yet. */
 export interface OpenAttempt {
@@ -98,19 +100,16 @@ export class AttemptJournal {
   }
 }
 
+const openAttemptSchema = z.looseObject({
+  runId: z.string().regex(RUN_ID),
+  model: z.string(),
+  startedAt: z.number(),
+  server: z.looseObject({ pid: z.number(), host: z.string() }),
+});
+
 function parseOpenAttempt(text: string | null): OpenAttempt | null {
-  if (text === null) return null;
   try {
-    const value = JSON.parse(text) as Partial<OpenAttempt> | null;
-    const server = value?.server;
-    const valid =
-      typeof value?.runId === 'string' &&
-      /^[0-9a-f-]{36}$/.test(value.runId) &&
-      typeof value.model === 'string' &&
-      typeof value.startedAt === 'number' &&
-      typeof server?.pid === 'number' &&
-      typeof server.host === 'string';
-    return valid ? (value as OpenAttempt) : null;
+    return text === null ? null : ((openAttemptSchema.safeParse(JSON.parse(text)).data as OpenAttempt | undefined) ?? null);
   } catch {
     return null;
   }

@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import * as z from 'zod';
 import { parseStartTime, type ChildRecord } from '../../policy/process-identity.js';
 import type { SelfIdentity } from './proc-reader.js';
 
@@ -134,29 +135,22 @@ export async function readChildRecords(dir: string, now = Date.now()): Promise<C
   return files.filter((entry): entry is ChildFile => entry !== null);
 }
 
+const pid = z.number().int().positive();
+const ticks = z.number().int().nonnegative();
+const childRecordSchema = z.looseObject({
+  pid,
+  start: ticks,
+  bin: z.string(),
+  args: z.array(z.string()),
+  owner: z.looseObject({ pid, start: ticks }),
+  host: z.string(),
+  boot: z.string().nullable(),
+  pidns: z.string().nullable(),
+});
+
 function parseChildRecord(text: string): ChildRecord | null {
   try {
-    const value = JSON.parse(text) as Partial<ChildRecord> | null;
-    const int = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
-    const ticks = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-    const nullableString = (v: unknown) => v === null || typeof v === 'string';
-    if (
-      value === null ||
-      typeof value !== 'object' ||
-      !int(value.pid) ||
-      !ticks(value.start) ||
-      typeof value.bin !== 'string' ||
-      !Array.isArray(value.args) ||
-      !value.args.every((arg) => typeof arg === 'string') ||
-      !int(value.owner?.pid) ||
-      !ticks(value.owner?.start) ||
-      typeof value.host !== 'string' ||
-      !nullableString(value.boot) ||
-      !nullableString(value.pidns)
-    ) {
-      return null;
-    }
-    return value as ChildRecord;
+    return (childRecordSchema.safeParse(JSON.parse(text)).data as ChildRecord | undefined) ?? null;
   } catch {
     return null;
   }
