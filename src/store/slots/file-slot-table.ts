@@ -4,7 +4,7 @@ import { livenessOf, type ProcView, type ProcessPlace } from '../../policy/proce
 import { ensureDirSync } from '../../config/telemetry-dir.js';
 import { parseHolder, type Holder } from '../holder.js';
 import type { SelfIdentity } from '../processes/proc-reader.js';
-import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
+import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotTableOptions, type SlotView } from './slot-table.js';
 
 /** The folder of the state dir holding the shared slots. */
 export const SLOTS_DIR_NAME = 'slots';
@@ -15,13 +15,8 @@ const UNREADABLE_SLOT_MAX_AGE_MS = 60_000;
 /** A process whose calls wait for a slot leaves `slots/waiting-<pid>`, naming it and since when its oldest call waits. */
 const WAITING_PREFIX = 'waiting-';
 
-export interface FileSlotTableOptions {
+export interface FileSlotTableOptions extends SlotTableOptions {
   readonly telemetryDir: string;
-  /** OLLAMA_MCP_SHARED_CONCURRENCY. */
-  readonly limit: number;
-  readonly identity: SelfIdentity;
-  readonly proc: ProcView;
-  readonly warn: (message: string) => void;
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ProcView } from '../../policy/process-identity.js';
 import type { SelfIdentity } from '../processes/proc-reader.js';
 import { parseHolder } from '../holder.js';
-import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
+import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotTableOptions, type SlotView } from './slot-table.js';
 
 /** A slot is held for this long unless renewed; its holder renews it every third of it. */
 const DEFAULT_SLOT_LEASE_MS = 15_000;
@@ -17,14 +17,8 @@ export interface SlotRedisConnection {
   readonly location: string;
 }
 
-interface RedisSlotTableOptions {
+interface RedisSlotTableOptions extends SlotTableOptions {
   readonly connection: SlotRedisConnection;
-  /** OLLAMA_MCP_SHARED_CONCURRENCY. */
-  readonly limit: number;
-  readonly identity: SelfIdentity;
-  readonly proc: ProcView;
-  /** A lost lease (Redis unreachable for longer than the lease). */
-  readonly warn: (message: string) => void;
   /** @default DEFAULT_SLOT_LEASE_MS */
   readonly leaseMs?: number;
 }
