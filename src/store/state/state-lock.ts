@@ -46,11 +46,8 @@ interface Claim {
  * jitter, never blocking the thread. Where the file system has no hard links, the lock is created
  * exclusively (`wx`) and its holder written after.
  *
- * A lock is judged by who holds it, never by its mtime alone (which a crash followed by a clock
- * step makes wrong, hence no proper-lockfile): one whose holder is gone is taken over at once; one
- * that names no holder (empty: its writer was killed between creating it and writing it) once its
- * mtime is a moment away from now; any other (a live holder, one on another host, a file this
- * server did not write) once it has stayed the same for `staleMs` by this process's monotonic clock.
+ * A lock is judged by who holds it (`judgeLock` in lock-policy.ts), never by its mtime alone,
+ * which a crash followed by a clock step makes wrong (hence no proper-lockfile).
  */
 export class StateLock {
   readonly path: string;
