@@ -110,12 +110,7 @@ type ChildFile =
 
 /** Every record in `dir` (none when the dir does not exist). */
 export async function readChildRecords(dir: string, now = Date.now()): Promise<ChildFile[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return [];
-  }
+  const names = await readdir(dir).catch(() => [] as string[]);
   const files = await Promise.all(
     names
       .filter((name) => name.endsWith('.json'))

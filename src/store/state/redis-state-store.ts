@@ -164,7 +164,8 @@ export class RedisStateStore implements DescribedStateBackend {
     for (let attempt = 1; ; attempt += 1) {
       const { state, raw, before } = await this.#io(() => this.#read(taskIds));
       const result = fn(state); // its own errors are the caller's: not a store failure
-      const writes = this.#writesOf(state, taskIds, before);
+      checkScope(state.tasks, taskIds);
+      const writes = this.#serialize(state, taskIds).map((after, index) => (after === before[index] ? KEEP : after));
       if (writes.every((write) => write === KEEP) || (await this.#io(() => this.#compareAndSet(state, taskIds, raw, writes)))) {
         this.#writeFailure = null;
         return result;
@@ -258,18 +259,13 @@ export class RedisStateStore implements DescribedStateBackend {
     return { state, raw, before: this.#serialize(state, taskIds) };
   }
 
+  /** Each key's value as this process writes it ('' for none), in the order of {@link #keysOf}. */
   #serialize(state: StateData, taskIds: readonly string[]): string[] {
     const circuits =
       Object.keys(state.breakers).length === 0
         ? ''
         : JSON.stringify(mainFileJson({ breakers: state.breakers, prunedAt: 0, prunedAsOf: 0 }));
     return [circuits, ...taskIds.map((id) => (state.tasks[id] === undefined ? '' : JSON.stringify(state.tasks[id])))];
-  }
-
-  /** Per key: KEEP, '' (delete) or the new value. */
-  #writesOf(state: StateData, taskIds: readonly string[], before: readonly string[]): string[] {
-    checkScope(state.tasks, taskIds);
-    return this.#serialize(state, taskIds).map((after, index) => (after === before[index] ? KEEP : after));
   }
 
   async #compareAndSet(
@@ -331,7 +327,6 @@ export class RedisStateStore implements DescribedStateBackend {
 
   /** One line saying why a command failed; never the password. */
   #reason(error: unknown): string {
-    if (error instanceof StateStoreError) return error.message;
     if (isOffline(error) && this.#connectionError !== null) return `not connected (${this.#connectionError}); reconnecting`;
     return withoutSecret(describeRedisError(error, COMMAND_TIMEOUT_MS), this.#target);
   }
