@@ -86,8 +86,7 @@ export class FileSlotTable implements SlotTable {
       }
       this.#held.add(file);
       return () => {
-        if (!this.#held.delete(file)) return;
-        unlinkQuietly(file);
+        if (this.#held.delete(file)) unlinkQuietly(file);
       };
     }
     return null;

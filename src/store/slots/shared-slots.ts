@@ -15,13 +15,11 @@ interface Waiter {
   readonly since: number;
 }
 
-interface CommonOptions {
+/** The slots in the state dir (`telemetryDir`...), or any other table (`table`: team mode's Redis). */
+type SharedSlotsOptions = (FileSlotTableOptions | { readonly table: SlotTable }) & {
   readonly warn: (message: string) => void;
   readonly random?: () => number;
-}
-
-/** The slots in the state dir (`telemetryDir`...), or any other table (`table`: team mode's Redis). */
-type SharedSlotsOptions = (FileSlotTableOptions | { readonly table: SlotTable }) & CommonOptions;
+};
 
 /**
  * At most `limit` model processes across every server process sharing the slot table
