@@ -35,7 +35,7 @@ export interface OpenAttempt {
  * The attempts under way, one small file each (`attempts/<run_id>.json`), written before the model
  * process starts and removed once the attempt's runs.jsonl line is written. A server that dies in
  * between (SIGKILL, out of memory) leaves its file, and the next server settles the attempt as
- * `interrupted` (app/interrupted-attempts.ts): so no attempt a model ran vanishes, and the ledger
+ * `interrupted` (app/attempt/interrupted.ts): so no attempt a model ran vanishes, and the ledger
  * and the log agree.
  */
 export class AttemptJournal {
@@ -81,13 +81,11 @@ export class AttemptJournal {
    * true for exactly one of several servers trying at once (the file is renamed, atomically); call
    * {@link settled} once it is settled.
    */
-  async claim(runId: string, by: number, from: number | null = null): Promise<boolean> {
-    try {
-      await rename(this.#file(runId, from === null ? '' : `.settling-${from}`), this.#file(runId, `.settling-${by}`));
-      return true;
-    } catch {
-      return false;
-    }
+  claim(runId: string, by: number, from: number | null = null): Promise<boolean> {
+    const before = this.#file(runId, from === null ? '' : `.settling-${from}`);
+    return rename(before, this.#file(runId, `.settling-${by}`))
+      .then(() => true)
+      .catch(() => false);
   }
 
   /** Done settling a claimed attempt. */

@@ -48,16 +48,14 @@ export class ChildRegistry {
    */
   track(pid: number, bin: string, args: readonly string[]): () => void {
     if (this.#identity.self.start === null) return () => {};
-    let exited = false;
-    const exit = new AbortController();
+    const exited = new AbortController();
     // Recorded once the child has run a moment (idle() waits for that moment too).
-    const waited = delay(this.#recordAfterMs, undefined, { signal: exit.signal }).catch(() => {});
-    const written = waited.then(() => (exited ? null : this.#record(pid, bin, args, () => exited)));
+    const waited = delay(this.#recordAfterMs, undefined, { signal: exited.signal }).catch(() => {});
+    const written = waited.then(() => (exited.signal.aborted ? null : this.#record(pid, bin, args, exited.signal)));
     this.#keep(written);
     return () => {
-      if (exited) return;
-      exited = true;
-      exit.abort();
+      if (exited.signal.aborted) return;
+      exited.abort();
       this.#keep(written.then((file) => (file === null ? undefined : this.#remove(file))));
     };
   }
@@ -73,10 +71,10 @@ export class ChildRegistry {
   }
 
   /** Writes the child's record: its file, or null when the child is gone or the record could not be written. */
-  async #record(pid: number, bin: string, args: readonly string[], hasExited: () => boolean): Promise<string | null> {
+  async #record(pid: number, bin: string, args: readonly string[], exited: AbortSignal): Promise<string | null> {
     // Its start time never changes, and it makes the pid a name (pids are reused).
     const start = await readFile(`/proc/${pid}/stat`, 'latin1').then(parseStartTime, () => null);
-    if (start === null || hasExited()) return null;
+    if (start === null || exited.aborted) return null;
     const { self, place } = this.#identity;
     const record: ChildRecord = { pid, start, bin, args, owner: { pid: self.pid, start: self.start! }, ...place, at: Date.now() };
     const file = path.join(this.dir, `${pid}-${start}.json`);
