@@ -113,7 +113,7 @@ export class SharedSlots {
       release = await this.table.claim();
     } catch (error) {
       this.#fail(error);
-      return noop;
+      return () => {}; // uncapped
     }
     if (this.#lastError !== null) {
       this.#lastError = null;
@@ -199,5 +199,3 @@ export class SharedSlots {
     }
   }
 }
-
-function noop(): void {}

@@ -1,8 +1,7 @@
 import { once } from 'node:events';
 import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createClient } from '@redis/client';
-import { describeRedisError, isOffline } from './redis-errors.js';
+import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, createClient, TimeoutError } from '@redis/client';
 import {
   dict,
   type DescribedStateBackend,
@@ -328,7 +327,7 @@ export class RedisStateStore implements DescribedStateBackend {
   /** One line saying why a command failed; never the password. */
   #reason(error: unknown): string {
     if (isOffline(error) && this.#connectionError !== null) return `not connected (${this.#connectionError}); reconnecting`;
-    return withoutSecret(describeRedisError(error, COMMAND_TIMEOUT_MS), this.#target);
+    return withoutSecret(describeRedisError(error), this.#target);
   }
 
   #asStoreError(error: unknown): StateStoreError {
@@ -340,7 +339,7 @@ export class RedisStateStore implements DescribedStateBackend {
   }
 
   #lost(error: Error): void {
-    this.#connectionError = withoutSecret(describeRedisError(error, COMMAND_TIMEOUT_MS), this.#target);
+    this.#connectionError = withoutSecret(describeRedisError(error), this.#target);
     if (this.#lostSaid) return;
     this.#lostSaid = true;
     this.#warn(
@@ -355,4 +354,21 @@ export class RedisStateStore implements DescribedStateBackend {
     this.#everReady = true;
     this.#connectionError = null;
   }
+}
+
+/** The client gave up on a command because it is not connected (or closed). */
+function isOffline(error: unknown): boolean {
+  return error instanceof ClientOfflineError || error instanceof ClientClosedError;
+}
+
+/** A one-line reason from the client's errors (which may be AggregateErrors without a message). */
+function describeRedisError(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return describeRedisError(error.errors[0]);
+  if (error instanceof ClientClosedError) return 'the client is closed';
+  if (error instanceof ClientOfflineError) return 'not connected (reconnecting)';
+  if (error instanceof TimeoutError) return `no answer within ${COMMAND_TIMEOUT_MS} ms`;
+  if (error instanceof ConnectionTimeoutError) return 'the connection timed out';
+  const { code, message, name } = error as NodeJS.ErrnoException;
+  const text = message || name || String(error);
+  return code && !text.includes(code) ? `${code}: ${text}` : text;
 }
