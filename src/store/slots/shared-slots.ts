@@ -101,7 +101,6 @@ export class SharedSlots {
     return { granted, position: () => this.#queue.indexOf(waiter) + 1 };
   }
 
-  /** Every slot held now, and who holds it. */
   async view(): Promise<SlotView[]> {
     return this.table.view();
   }

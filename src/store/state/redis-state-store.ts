@@ -28,18 +28,12 @@ interface RedisStateStoreOptions {
   readonly warn?: (message: string) => void;
 }
 
-const CONNECT_TIMEOUT_MS = 2_000;
 /** Each command gives up after this (a slow or stopped Redis must not hold a run). */
 const COMMAND_TIMEOUT_MS = 1_000;
 /** A transaction that cannot start within this (earlier ones stuck on a slow Redis) fails. */
 const QUEUE_WAIT_MS = 3 * COMMAND_TIMEOUT_MS;
 /** A transaction that keeps meeting concurrent writers gives up after this many tries. */
 const MAX_TRIES = 64;
-
-/** Longest pause between two reconnection attempts. */
-const MAX_RECONNECT_DELAY_MS = 2_000;
-/** Commands waiting for a reply at most; more are refused at once (never an unbounded queue). */
-const MAX_QUEUED_COMMANDS = 2_000;
 
 type Client = ReturnType<typeof createClient>;
 
@@ -86,16 +80,15 @@ export class RedisStateStore implements DescribedStateBackend {
         port: target.port,
         // TLS checks the certificate against the host name (SNI only for a name: RFC 6066 forbids an IP there).
         ...(target.tls ? { tls: true as const, ...(isIP(target.host) === 0 ? { servername: target.host } : {}) } : {}),
-        connectTimeout: CONNECT_TIMEOUT_MS,
-        // Jittered, capped backoff; never gives up (the server reconnects by itself).
-        reconnectStrategy: (retries: number) =>
-          Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS) * (0.5 + Math.random() / 2),
+        connectTimeout: 2_000,
+        // Jittered backoff, at most 2 s; never gives up (the server reconnects by itself).
+        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 10), 2_000) * (0.5 + Math.random() / 2),
       },
       username: target.username,
       password: target.password,
       database: target.db,
       disableOfflineQueue: true,
-      commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
+      commandsQueueMaxLength: 2_000, // more are refused at once: never an unbounded queue
       // A half-dead connection (a peer gone without a FIN) is found within this.
       pingInterval: 5_000,
       commandOptions: { timeout: COMMAND_TIMEOUT_MS },
@@ -137,25 +130,20 @@ export class RedisStateStore implements DescribedStateBackend {
   async transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
     // One transaction of this process at a time (in call order): they all read the circuits key,
     // so running them side by side would only make them conflict with each other.
-    const turn = this.#nextTurn();
+    const ready = this.#tail;
+    let done!: () => void;
+    const mine = new Promise<void>((resolve) => (done = resolve));
+    this.#tail = ready.then(() => mine);
     try {
-      if ((await Promise.race([turn.ready.then(() => true), delay(QUEUE_WAIT_MS, false, { ref: false })])) === false) {
+      if ((await Promise.race([ready.then(() => true), delay(QUEUE_WAIT_MS, false, { ref: false })])) === false) {
         throw this.#failed(
           `the shared state at ${this.location} is too slow: this update waited ${QUEUE_WAIT_MS} ms behind this server's earlier ones`,
         );
       }
       return await this.#transactInTurn(scope, fn);
     } finally {
-      turn.done();
+      done();
     }
-  }
-
-  #nextTurn(): { ready: Promise<void>; done: () => void } {
-    const ready = this.#tail;
-    let done!: () => void;
-    const mine = new Promise<void>((resolve) => (done = resolve));
-    this.#tail = ready.then(() => mine);
-    return { ready, done };
   }
 
   async #transactInTurn<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {

@@ -33,9 +33,7 @@ export const TASK_SHARDS = 64;
  * - `snapshot(scope)` reads without the lock: writes are renames, so a reader never sees a torn file.
  */
 export class StateStore implements StateBackend {
-  /** `state.json`. */
   readonly file: string;
-  /** `state.tasks`: the ledger shards. */
   readonly #shardDir: string;
   readonly #main: StateFile<MainFile>;
   readonly #shards: StateFile<ShardFile>[];
@@ -43,7 +41,6 @@ export class StateStore implements StateBackend {
   /** Settles when this process's last transaction so far is done. */
   #tail: Promise<unknown> = Promise.resolve();
   #writeFailure: StoreWriteFailure | null = null;
-  /** The temp files that killed writers left, being removed (at the first transaction). */
   #sweep: Promise<unknown> | null = null;
 
   /** @throws StateStoreError (one line, naming the path) when the shard dir cannot be created. */
