@@ -66,17 +66,16 @@ export class StateFile<T> {
     if (text === null) return this.#options.empty();
     const decoded = decode(text, this.#options.parse);
     if ('unusable' in decoded) {
-      const { contents } = this.#options;
-      this.#warnOnce(
-        text,
-        `${this.path} ${decoded.unusable}: ${contents} reads as empty; it will be moved aside at the next write`,
-      );
+      const message = `${this.path} ${decoded.unusable}: ${this.#options.contents} reads as empty; it will be moved aside at the next write`;
+      this.#warnOnce(text, message);
       return this.#options.empty();
     }
-    const repairs = describeRepairs(decoded.parsed);
-    if (repairs)
-      this.#warnOnce(text, `${this.path}: ${repairs}; the next write keeps a copy of the file (${this.path}.corrupt-<time>)`);
-    return decoded.parsed.data;
+    if (decoded.repairs)
+      this.#warnOnce(
+        text,
+        `${this.path}: ${decoded.repairs}; the next write keeps a copy of the file (${this.path}.corrupt-<time>)`,
+      );
+    return decoded.data;
   }
 
   /** lowdb's read, under the lock: an unusable file is moved aside, a repaired one copied aside. */
@@ -91,15 +90,14 @@ export class StateFile<T> {
       this.#options.warn(`${this.path} ${decoded.unusable}: ${this.#options.contents} started afresh; moved it to ${aside}`);
       return this.#options.empty();
     }
-    const repairs = describeRepairs(decoded.parsed);
-    if (repairs) {
+    if (decoded.repairs) {
       // If the copy cannot be made, the read fails rather than let a write destroy the dropped parts.
       const copy = asideName(this.path);
       await copyFile(this.path, copy);
-      this.#warnOnce(text, `${this.path}: ${repairs}; a copy of the file is at ${copy}`);
+      this.#warnOnce(text, `${this.path}: ${decoded.repairs}; a copy of the file is at ${copy}`);
       this.#repaired = true;
     }
-    return decoded.parsed.data;
+    return decoded.data;
   }
 
   #serialize(data: T): string {
@@ -113,8 +111,8 @@ export class StateFile<T> {
   }
 }
 
-/** A file's text validated, or why none of it can be used. */
-function decode<T>(text: string, parse: (json: unknown) => Parsed<T>): { parsed: Parsed<T> } | { unusable: string } {
+/** A file's text validated and what was repaired (in words; empty when nothing was), or why none of it can be used. */
+function decode<T>(text: string, parse: (json: unknown) => Parsed<T>): { data: T; repairs: string } | { unusable: string } {
   if (text.trim() === '') return { unusable: text === '' ? 'is empty (0 bytes)' : 'holds only whitespace' };
   let json: unknown;
   try {
@@ -123,7 +121,8 @@ function decode<T>(text: string, parse: (json: unknown) => Parsed<T>): { parsed:
     return { unusable: 'is not valid JSON' };
   }
   try {
-    return { parsed: parse(json) };
+    const parsed = parse(json);
+    return { data: parsed.data, repairs: describeRepairs(parsed) };
   } catch (error) {
     if (isUnusableDocument(error)) return { unusable: `does not have the expected shape (${error.message})` };
     throw error;

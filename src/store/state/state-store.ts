@@ -146,17 +146,13 @@ export class StateStore implements StateBackend {
     const files = indexes.map((index) => this.#shards[index]!);
     const result = fn(state);
     this.#main.db.data = { breakers: state.breakers, prunedAt: state.prunedAt, prunedAsOf: state.prunedAsOf };
-    if (scope === 'all') {
-      const regrouped = indexes.map(() => dict<TaskLedgerEntry>());
-      for (const taskId in state.tasks) regrouped[shardOf(taskId)]![taskId] = state.tasks[taskId]!;
-      files.forEach((file, i) => (file.db.data = { tasks: regrouped[i]! }));
-    } else {
-      checkScope(state.tasks, scope);
-      for (const taskId of scope) {
-        const { tasks } = this.#shards[shardOf(taskId)]!.db.data;
-        if (Object.hasOwn(state.tasks, taskId)) tasks[taskId] = state.tasks[taskId]!;
-        else delete tasks[taskId];
-      }
+    // Every shard is rewritten from the state (`all`), or each task of the scope in its own.
+    if (scope === 'all') for (const file of files) file.db.data = { tasks: dict() };
+    else checkScope(state.tasks, scope);
+    for (const taskId of scope === 'all' ? Object.keys(state.tasks) : scope) {
+      const { tasks } = this.#shards[shardOf(taskId)]!.db.data;
+      if (Object.hasOwn(state.tasks, taskId)) tasks[taskId] = state.tasks[taskId]!;
+      else delete tasks[taskId];
     }
     await this.#main.save();
     await Promise.all(files.map((file) => file.save()));
