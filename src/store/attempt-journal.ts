@@ -27,7 +27,6 @@ export interface OpenAttempt {
   readonly promptChars: number;
   /** Epoch ms the model process was started. */
   readonly startedAt: number;
-  /** The server that ran it. */
   readonly server: ProcessId & ProcessPlace;
 }
 
@@ -88,7 +87,6 @@ export class AttemptJournal {
       .catch(() => false);
   }
 
-  /** Done settling a claimed attempt. */
   async settled(runId: string, by: number): Promise<void> {
     await unlink(this.#file(runId, `.settling-${by}`)).catch(() => {});
   }

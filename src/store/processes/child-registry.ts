@@ -60,7 +60,6 @@ export class ChildRegistry {
     };
   }
 
-  /** Resolves once every record write and removal started so far is done. */
   async idle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.all(this.#pending);
   }

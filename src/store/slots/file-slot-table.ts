@@ -6,7 +6,6 @@ import { parseHolder, type Holder } from '../holder.js';
 import type { SelfIdentity } from '../processes/proc-reader.js';
 import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotTableOptions, type SlotView } from './slot-table.js';
 
-/** The folder of the state dir holding the shared slots. */
 export const SLOTS_DIR_NAME = 'slots';
 /** Holders of taken slots are checked for liveness at most this often while calls wait. */
 const RECLAIM_CHECK_MS = 1_000;

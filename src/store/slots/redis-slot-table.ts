@@ -70,7 +70,6 @@ export class RedisSlotTable implements SlotTable {
   /** Slot key -> the holder value this process wrote there. */
   readonly #held = new Map<string, string>();
   #renewal: NodeJS.Timeout | undefined;
-  /** Releases sent and not yet answered. */
   readonly #releasing = new Set<Promise<unknown>>();
 
   constructor(options: RedisSlotTableOptions) {

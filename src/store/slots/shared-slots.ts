@@ -63,7 +63,6 @@ export class SharedSlots {
     return this.#queue.length;
   }
 
-  /** Slots this process holds. */
   get heldHere(): number {
     return this.#held;
   }

@@ -20,7 +20,6 @@ export function slotView(slot: number, holder: Holder | null, mine: boolean, her
   return { slot, pid: holder.pid, host: holder.host, since: new Date(holder.at).toISOString(), holder: state };
 }
 
-/** What either table is built with. */
 export interface SlotTableOptions {
   /** OLLAMA_MCP_SHARED_CONCURRENCY. */
   readonly limit: number;

@@ -120,8 +120,7 @@ export class RedisStateStore implements DescribedStateBackend {
   async snapshot(scope: TaskScope = []): Promise<StateData> {
     try {
       await this.#connected();
-      const { state } = await this.#read(await this.#taskIds(scope));
-      return state;
+      return (await this.#read(await this.#taskIds(scope))).state;
     } catch (error) {
       throw this.#asStoreError(error);
     }
