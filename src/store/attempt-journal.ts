@@ -1,11 +1,13 @@
 import { mkdir, readdir, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import * as z from 'zod';
 import type { ProcessId, ProcessPlace } from '../policy/process-identity.js';
-import { readTextIfAny, writeFileAtomic } from './durable-fs.js';
+import { orIfMissing, readTextIfAny, writeFileAtomic } from './durable-fs.js';
 import { removeAbandonedTemps } from './temp-files.js';
 
 /** The folder of the telemetry dir that holds one file per attempt whose model process runs. */
 const ATTEMPTS_DIR_NAME = 'attempts';
+const RUN_ID = /^[0-9a-f-]{36}$/;
 
 /** An attempt whose model process was started and whose runs.jsonl line is not written yet. */
 export interface OpenAttempt {
@@ -27,7 +29,6 @@ export interface OpenAttempt {
   readonly promptChars: number;
   /** Epoch ms the model process was started. */
   readonly startedAt: number;
-  /** The server that ran it. */
   readonly server: ProcessId & ProcessPlace;
 }
 
@@ -35,7 +36,7 @@ export interface OpenAttempt {
  * The attempts under way, one small file each (`attempts/<run_id>.json`), written before the model
  * process starts and removed once the attempt's runs.jsonl line is written. A server that dies in
  * between (SIGKILL, out of memory) leaves its file, and the next server settles the attempt as
- * `interrupted` (app/interrupted-attempts.ts): so no attempt a model ran vanishes, and the ledger
+ * `interrupted` (app/attempt/interrupted.ts): so no attempt a model ran vanishes, and the ledger
  * and the log agree.
  */
 export class AttemptJournal {
@@ -55,9 +56,7 @@ export class AttemptJournal {
   }
 
   async close(runId: string): Promise<void> {
-    await unlink(this.#file(runId)).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-    });
+    await orIfMissing(unlink(this.#file(runId)), undefined);
   }
 
   /**
@@ -67,13 +66,7 @@ export class AttemptJournal {
    */
   async list(): Promise<(OpenAttempt & { readonly claimedBy: number | null })[]> {
     await removeAbandonedTemps(this.dir);
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw error;
-    }
+    const names = await orIfMissing(readdir(this.dir), []);
     const attempts: (OpenAttempt & { claimedBy: number | null })[] = [];
     for (const name of names) {
       const match = /^[0-9a-f-]{36}\.json(?:\.settling-(\d+))?$/.exec(name);
@@ -89,16 +82,13 @@ export class AttemptJournal {
    * true for exactly one of several servers trying at once (the file is renamed, atomically); call
    * {@link settled} once it is settled.
    */
-  async claim(runId: string, by: number, from: number | null = null): Promise<boolean> {
-    try {
-      await rename(this.#file(runId, from === null ? '' : `.settling-${from}`), this.#file(runId, `.settling-${by}`));
-      return true;
-    } catch {
-      return false;
-    }
+  claim(runId: string, by: number, from: number | null = null): Promise<boolean> {
+    const before = this.#file(runId, from === null ? '' : `.settling-${from}`);
+    return rename(before, this.#file(runId, `.settling-${by}`))
+      .then(() => true)
+      .catch(() => false);
   }
 
-  /** Done settling a claimed attempt. */
   async settled(runId: string, by: number): Promise<void> {
     await unlink(this.#file(runId, `.settling-${by}`)).catch(() => {});
   }
@@ -108,19 +98,16 @@ export class AttemptJournal {
   }
 }
 
+const openAttemptSchema = z.looseObject({
+  runId: z.string().regex(RUN_ID),
+  model: z.string(),
+  startedAt: z.number(),
+  server: z.looseObject({ pid: z.number(), host: z.string() }),
+});
+
 function parseOpenAttempt(text: string | null): OpenAttempt | null {
-  if (text === null) return null;
   try {
-    const value = JSON.parse(text) as Partial<OpenAttempt> | null;
-    const server = value?.server;
-    const valid =
-      typeof value?.runId === 'string' &&
-      /^[0-9a-f-]{36}$/.test(value.runId) &&
-      typeof value.model === 'string' &&
-      typeof value.startedAt === 'number' &&
-      typeof server?.pid === 'number' &&
-      typeof server.host === 'string';
-    return valid ? (value as OpenAttempt) : null;
+    return text === null ? null : ((openAttemptSchema.safeParse(JSON.parse(text)).data as OpenAttempt | undefined) ?? null);
   } catch {
     return null;
   }

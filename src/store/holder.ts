@@ -1,3 +1,4 @@
+import * as z from 'zod';
 import type { ProcessId, ProcessPlace } from '../policy/process-identity.js';
 
 /**
@@ -9,23 +10,19 @@ export interface Holder extends ProcessId, ProcessPlace {
   readonly at: number;
 }
 
-/** A holder as written by a server (JSON), or null when the text is not one. */
+const holderSchema = z.looseObject({
+  pid: z.number().int(),
+  start: z.number().int().nullable(),
+  host: z.string(),
+  boot: z.string().nullable(),
+  pidns: z.string().nullable(),
+  at: z.number(),
+});
+
+/** A holder as written by a server (JSON; other fields kept), or null when the text is not one. */
 export function parseHolder(text: string): Holder | null {
   try {
-    const value = JSON.parse(text) as Partial<Holder> | null;
-    if (
-      value === null ||
-      typeof value !== 'object' ||
-      !Number.isSafeInteger(value.pid) ||
-      !(value.start === null || Number.isSafeInteger(value.start)) ||
-      typeof value.host !== 'string' ||
-      !(value.boot === null || typeof value.boot === 'string') ||
-      !(value.pidns === null || typeof value.pidns === 'string') ||
-      typeof value.at !== 'number'
-    ) {
-      return null;
-    }
-    return value as Holder;
+    return holderSchema.safeParse(JSON.parse(text)).data ?? null;
   } catch {
     return null;
   }

@@ -21,12 +21,7 @@ export function isAbandonedTemp(mtimeMs: number, now: number): boolean {
  * mid-write left; returns their names. Never rejects: a file that cannot be read or removed is skipped.
  */
 export async function removeAbandonedTemps(dir: string, of?: string, now = Date.now()): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return [];
-  }
+  const names = await readdir(dir).catch(() => [] as string[]);
   const removed: string[] = [];
   for (const name of names) {
     if (!TEMP_NAME.test(name) || (of !== undefined && !name.startsWith(`.${of}.`))) continue;

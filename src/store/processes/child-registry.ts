@@ -1,5 +1,7 @@
 import { mkdir, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import * as z from 'zod';
 import { parseStartTime, type ChildRecord } from '../../policy/process-identity.js';
 import type { SelfIdentity } from './proc-reader.js';
 
@@ -45,28 +47,19 @@ export class ChildRegistry {
    * stderr (that child is then not covered by the sweep).
    */
   track(pid: number, bin: string, args: readonly string[]): () => void {
-    if (this.#identity.self.start === null) return noop;
-    let exited = false;
-    let stopWaiting = noop;
+    if (this.#identity.self.start === null) return () => {};
+    const exited = new AbortController();
     // Recorded once the child has run a moment (idle() waits for that moment too).
-    const waited = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, this.#recordAfterMs);
-      stopWaiting = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    const written = waited.then(() => (exited ? null : this.#record(pid, bin, args, () => exited)));
+    const waited = delay(this.#recordAfterMs, undefined, { signal: exited.signal }).catch(() => {});
+    const written = waited.then(() => (exited.signal.aborted ? null : this.#record(pid, bin, args, exited.signal)));
     this.#keep(written);
     return () => {
-      if (exited) return;
-      exited = true;
-      stopWaiting();
+      if (exited.signal.aborted) return;
+      exited.abort();
       this.#keep(written.then((file) => (file === null ? undefined : this.#remove(file))));
     };
   }
 
-  /** Resolves once every record write and removal started so far is done. */
   async idle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.all(this.#pending);
   }
@@ -77,10 +70,10 @@ export class ChildRegistry {
   }
 
   /** Writes the child's record: its file, or null when the child is gone or the record could not be written. */
-  async #record(pid: number, bin: string, args: readonly string[], hasExited: () => boolean): Promise<string | null> {
+  async #record(pid: number, bin: string, args: readonly string[], exited: AbortSignal): Promise<string | null> {
     // Its start time never changes, and it makes the pid a name (pids are reused).
     const start = await readFile(`/proc/${pid}/stat`, 'latin1').then(parseStartTime, () => null);
-    if (start === null || hasExited()) return null;
+    if (start === null || exited.aborted) return null;
     const { self, place } = this.#identity;
     const record: ChildRecord = { pid, start, bin, args, owner: { pid: self.pid, start: self.start! }, ...place, at: Date.now() };
     const file = path.join(this.dir, `${pid}-${start}.json`);
@@ -107,8 +100,6 @@ export class ChildRegistry {
   }
 }
 
-function noop(): void {}
-
 /** One file of the children dir, read: its record, or why it could not be used. */
 type ChildFile =
   | { readonly file: string; readonly record: ChildRecord }
@@ -116,12 +107,7 @@ type ChildFile =
 
 /** Every record in `dir` (none when the dir does not exist). */
 export async function readChildRecords(dir: string, now = Date.now()): Promise<ChildFile[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return [];
-  }
+  const names = await readdir(dir).catch(() => [] as string[]);
   const files = await Promise.all(
     names
       .filter((name) => name.endsWith('.json'))
@@ -141,29 +127,22 @@ export async function readChildRecords(dir: string, now = Date.now()): Promise<C
   return files.filter((entry): entry is ChildFile => entry !== null);
 }
 
+const pid = z.number().int().positive();
+const ticks = z.number().int().nonnegative();
+const childRecordSchema = z.looseObject({
+  pid,
+  start: ticks,
+  bin: z.string(),
+  args: z.array(z.string()),
+  owner: z.looseObject({ pid, start: ticks }),
+  host: z.string(),
+  boot: z.string().nullable(),
+  pidns: z.string().nullable(),
+});
+
 function parseChildRecord(text: string): ChildRecord | null {
   try {
-    const value = JSON.parse(text) as Partial<ChildRecord> | null;
-    const int = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
-    const ticks = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-    const nullableString = (v: unknown) => v === null || typeof v === 'string';
-    if (
-      value === null ||
-      typeof value !== 'object' ||
-      !int(value.pid) ||
-      !ticks(value.start) ||
-      typeof value.bin !== 'string' ||
-      !Array.isArray(value.args) ||
-      !value.args.every((arg) => typeof arg === 'string') ||
-      !int(value.owner?.pid) ||
-      !ticks(value.owner?.start) ||
-      typeof value.host !== 'string' ||
-      !nullableString(value.boot) ||
-      !nullableString(value.pidns)
-    ) {
-      return null;
-    }
-    return value as ChildRecord;
+    return (childRecordSchema.safeParse(JSON.parse(text)).data as ChildRecord | undefined) ?? null;
   } catch {
     return null;
   }

@@ -22,7 +22,7 @@ export function selfIdentity(): SelfIdentity {
     place: {
       host: os.hostname(),
       boot: hasProc ? readText('/proc/sys/kernel/random/boot_id')?.trim() || null : null,
-      pidns: hasProc ? readLink('/proc/self/ns/pid') : null,
+      pidns: hasProc ? orNull(() => readlinkSync('/proc/self/ns/pid')) : null,
     },
     hasProc,
   };
@@ -55,16 +55,13 @@ export const liveProcView: ProcView = {
 };
 
 function readText(file: string): string | null {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
+  return orNull(() => readFileSync(file, 'utf8'));
 }
 
-function readLink(file: string): string | null {
+/** What `read` returns, or null when it throws (no such process, no /proc). */
+function orNull<T>(read: () => T): T | null {
   try {
-    return readlinkSync(file);
+    return read();
   } catch {
     return null;
   }

@@ -4,9 +4,8 @@ import { livenessOf, type ProcView, type ProcessPlace } from '../../policy/proce
 import { ensureDirSync } from '../../config/telemetry-dir.js';
 import { parseHolder, type Holder } from '../holder.js';
 import type { SelfIdentity } from '../processes/proc-reader.js';
-import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
+import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotTableOptions, type SlotView } from './slot-table.js';
 
-/** The folder of the state dir holding the shared slots. */
 export const SLOTS_DIR_NAME = 'slots';
 /** Holders of taken slots are checked for liveness at most this often while calls wait. */
 const RECLAIM_CHECK_MS = 1_000;
@@ -15,13 +14,8 @@ const UNREADABLE_SLOT_MAX_AGE_MS = 60_000;
 /** A process whose calls wait for a slot leaves `slots/waiting-<pid>`, naming it and since when its oldest call waits. */
 const WAITING_PREFIX = 'waiting-';
 
-export interface FileSlotTableOptions {
+export interface FileSlotTableOptions extends SlotTableOptions {
   readonly telemetryDir: string;
-  /** OLLAMA_MCP_SHARED_CONCURRENCY. */
-  readonly limit: number;
-  readonly identity: SelfIdentity;
-  readonly proc: ProcView;
-  readonly warn: (message: string) => void;
 }
 
 /**
@@ -91,8 +85,7 @@ export class FileSlotTable implements SlotTable {
       }
       this.#held.add(file);
       return () => {
-        if (!this.#held.delete(file)) return;
-        unlinkQuietly(file);
+        if (this.#held.delete(file)) unlinkQuietly(file);
       };
     }
     return null;
@@ -110,22 +103,17 @@ export class FileSlotTable implements SlotTable {
       if (this.#held.has(file)) continue;
       const holder = readHolder(file);
       if (holder === 'free') continue;
-      let dead: boolean;
-      let who: string;
-      if (holder === null) {
-        dead = ageOf(file, now) > UNREADABLE_SLOT_MAX_AGE_MS;
-        who = 'an unreadable holder';
-      } else {
-        dead = livenessOf(holder, this.#identity.place, this.#proc) === 'dead';
-        who = `server pid ${holder.pid}, which is gone`;
-      }
+      const dead =
+        holder === null
+          ? ageOf(file, now) > UNREADABLE_SLOT_MAX_AGE_MS
+          : livenessOf(holder, this.#identity.place, this.#proc) === 'dead';
       if (!dead) continue;
       // Removed only if it still names the same holder: another process may have reclaimed and re-taken it meanwhile.
-      const before = holder === null ? null : JSON.stringify(holder);
       const again = readHolder(file);
-      if (again === 'free' || (again !== null && JSON.stringify(again) !== before)) continue;
+      if (again === 'free' || (again !== null && JSON.stringify(again) !== JSON.stringify(holder))) continue;
       if (unlinkQuietly(file)) {
         freed += 1;
+        const who = holder === null ? 'an unreadable holder' : `server pid ${holder.pid}, which is gone`;
         this.#warn(`shared concurrency slot ${slot} was held by ${who}: reclaimed`);
       }
     }

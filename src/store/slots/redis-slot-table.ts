@@ -2,19 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { ProcView } from '../../policy/process-identity.js';
 import type { SelfIdentity } from '../processes/proc-reader.js';
 import { parseHolder } from '../holder.js';
-import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotView } from './slot-table.js';
+import { slotView, type ReleaseSharedSlot, type SlotTable, type SlotTableOptions, type SlotView } from './slot-table.js';
 
 /** A slot is held for this long unless renewed; its holder renews it every third of it. */
 const DEFAULT_SLOT_LEASE_MS = 15_000;
 
-/** What the table needs of a Redis client (node-redis's `sendCommand`). */
-export interface SlotRedisClient {
-  sendCommand(args: string[]): Promise<unknown>;
-}
-
 /** Team mode's Redis as RedisStateStore.connection gives it. */
 export interface SlotRedisConnection {
-  readonly client: SlotRedisClient;
+  readonly client: { sendCommand(args: string[]): Promise<unknown> };
   readonly keys: { readonly prefix: string };
   /** Resolves once the first connection is made or has failed (bounded). */
   readonly connected: () => Promise<void>;
@@ -22,14 +17,8 @@ export interface SlotRedisConnection {
   readonly location: string;
 }
 
-interface RedisSlotTableOptions {
+interface RedisSlotTableOptions extends SlotTableOptions {
   readonly connection: SlotRedisConnection;
-  /** OLLAMA_MCP_SHARED_CONCURRENCY. */
-  readonly limit: number;
-  readonly identity: SelfIdentity;
-  readonly proc: ProcView;
-  /** A lost lease (Redis unreachable for longer than the lease). */
-  readonly warn: (message: string) => void;
   /** @default DEFAULT_SLOT_LEASE_MS */
   readonly leaseMs?: number;
 }
@@ -81,7 +70,6 @@ export class RedisSlotTable implements SlotTable {
   /** Slot key -> the holder value this process wrote there. */
   readonly #held = new Map<string, string>();
   #renewal: NodeJS.Timeout | undefined;
-  /** Releases sent and not yet answered. */
   readonly #releasing = new Set<Promise<unknown>>();
 
   constructor(options: RedisSlotTableOptions) {
@@ -99,12 +87,9 @@ export class RedisSlotTable implements SlotTable {
   }
 
   async claim(): Promise<ReleaseSharedSlot | null> {
-    await this.#connection.connected();
     const { self, place } = this.#identity;
     const holder = JSON.stringify({ pid: self.pid, start: self.start, ...place, at: Date.now(), id: randomUUID() });
-    const reply = Number(
-      await this.#send(['EVAL', CLAIM_SCRIPT, String(this.#keys.length), ...this.#keys, holder, String(this.leaseMs)]),
-    );
+    const reply = Number(await this.#send(evalArgs(CLAIM_SCRIPT, this.#keys, holder, String(this.leaseMs))));
     if (!(reply >= 0)) return null;
     const key = this.#keys[reply]!;
     this.#held.set(key, holder);
@@ -118,7 +103,6 @@ export class RedisSlotTable implements SlotTable {
   }
 
   async view(): Promise<SlotView[]> {
-    await this.#connection.connected();
     const values = (await this.#send(['MGET', ...this.#keys])) as (string | null)[];
     const views: SlotView[] = [];
     values.forEach((value, slot) => {
@@ -136,8 +120,9 @@ export class RedisSlotTable implements SlotTable {
     return false;
   }
 
-  /** One command; its failure as an Error saying why in a few words (no secret: node-redis's messages hold none). */
+  /** One command, once connected; its failure as an Error saying why in a few words (no secret: node-redis's messages hold none). */
   async #send(args: string[]): Promise<unknown> {
+    await this.#connection.connected();
     try {
       return await this.#connection.client.sendCommand(args);
     } catch (error) {
@@ -150,7 +135,7 @@ export class RedisSlotTable implements SlotTable {
     this.#held.delete(key);
     if (this.#held.size === 0) this.#stopRenewing();
     // Sent at once, before any claim that follows on this connection; on failure the lease frees it.
-    const sent = this.#connection.client.sendCommand(['EVAL', RELEASE_SCRIPT, '1', key, holder]).catch(() => {});
+    const sent = this.#connection.client.sendCommand(evalArgs(RELEASE_SCRIPT, [key], holder)).catch(() => {});
     this.#releasing.add(sent);
     void sent.finally(() => this.#releasing.delete(sent));
   }
@@ -175,19 +160,11 @@ export class RedisSlotTable implements SlotTable {
   async #renew(): Promise<void> {
     const held = [...this.#held];
     if (held.length === 0) return;
-    let kept: unknown;
-    try {
-      kept = await this.#connection.client.sendCommand([
-        'EVAL',
-        RENEW_SCRIPT,
-        String(held.length),
-        ...held.map(([key]) => key),
-        ...held.map(([, holder]) => holder),
-        String(this.leaseMs),
-      ]);
-    } catch {
-      return; // Redis unreachable: tried again at the next tick, while the lease lasts
-    }
+    const keys = held.map(([key]) => key);
+    const holders = held.map(([, holder]) => holder);
+    const kept = await this.#connection.client
+      .sendCommand(evalArgs(RENEW_SCRIPT, keys, ...holders, String(this.leaseMs)))
+      .catch(() => null); // Redis unreachable: tried again at the next tick, while the lease lasts
     if (!Array.isArray(kept)) return;
     held.forEach(([key, holder], index) => {
       if (Number(kept[index]) === 1 || this.#held.get(key) !== holder) return;
@@ -198,6 +175,11 @@ export class RedisSlotTable implements SlotTable {
     });
     if (this.#held.size === 0) this.#stopRenewing();
   }
+}
+
+/** EVAL's arguments: the script, its keys, then its other arguments. */
+function evalArgs(script: string, keys: readonly string[], ...args: string[]): string[] {
+  return ['EVAL', script, String(keys.length), ...keys, ...args];
 }
 
 /** node-redis's errors by class: `The client is offline` says little to an operator. */

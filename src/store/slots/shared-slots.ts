@@ -1,5 +1,4 @@
-import path from 'node:path';
-import { FileSlotTable, SLOTS_DIR_NAME, type FileSlotTableOptions } from './file-slot-table.js';
+import { FileSlotTable, type FileSlotTableOptions } from './file-slot-table.js';
 import { SlotAbortedError } from './slot-aborted-error.js';
 import type { ReleaseSharedSlot, SlotTable, SlotView } from './slot-table.js';
 
@@ -16,13 +15,11 @@ interface Waiter {
   readonly since: number;
 }
 
-interface CommonOptions {
+/** The slots in the state dir (`telemetryDir`...), or any other table (`table`: team mode's Redis). */
+type SharedSlotsOptions = (FileSlotTableOptions | { readonly table: SlotTable }) & {
   readonly warn: (message: string) => void;
   readonly random?: () => number;
-}
-
-/** The slots in the state dir (`telemetryDir`...), or any other table (`table`: team mode's Redis). */
-type SharedSlotsOptions = (FileSlotTableOptions | { readonly table: SlotTable }) & CommonOptions;
+};
 
 /**
  * At most `limit` model processes across every server process sharing the slot table
@@ -54,14 +51,11 @@ export class SharedSlots {
   constructor(options: SharedSlotsOptions) {
     this.#warn = options.warn;
     this.#random = options.random ?? Math.random;
+    let unusable: unknown = null;
     this.table =
-      'table' in options
-        ? options.table
-        : new FileSlotTable({
-            ...options,
-            onUnusable: (error) => this.#fail(error, path.join(options.telemetryDir, SLOTS_DIR_NAME), 'server processes'),
-          });
+      'table' in options ? options.table : new FileSlotTable({ ...options, onUnusable: (error) => (unusable = error) });
     this.limit = this.table.limit;
+    if (unusable !== null) this.#fail(unusable);
   }
 
   /** Calls of this process waiting for a shared slot. */
@@ -69,7 +63,6 @@ export class SharedSlots {
     return this.#queue.length;
   }
 
-  /** Slots this process holds. */
   get heldHere(): number {
     return this.#held;
   }
@@ -107,7 +100,6 @@ export class SharedSlots {
     return { granted, position: () => this.#queue.indexOf(waiter) + 1 };
   }
 
-  /** Every slot held now, and who holds it. */
   async view(): Promise<SlotView[]> {
     return this.table.view();
   }
@@ -119,7 +111,7 @@ export class SharedSlots {
       release = await this.table.claim();
     } catch (error) {
       this.#fail(error);
-      return noop;
+      return () => {}; // uncapped
     }
     if (this.#lastError !== null) {
       this.#lastError = null;
@@ -195,16 +187,13 @@ export class SharedSlots {
     this.#pollMs = FIRST_POLL_MS;
   }
 
-  /** `location` and `sharedBy`: the table's (given while the table is being built). */
-  #fail(error: unknown, location = this.table.location, sharedBy = this.table.sharedBy): void {
+  #fail(error: unknown): void {
     const first = this.#lastError === null;
-    this.#lastError = `${location}: ${(error as Error).message}`;
+    this.#lastError = `${this.table.location}: ${(error as Error).message}`;
     if (first) {
       this.#warn(
-        `the shared concurrency slots cannot be used (${this.#lastError}): runs go ahead without the cap across ${sharedBy} (OLLAMA_MCP_SHARED_CONCURRENCY) until they can; the in-process limit still holds`,
+        `the shared concurrency slots cannot be used (${this.#lastError}): runs go ahead without the cap across ${this.table.sharedBy} (OLLAMA_MCP_SHARED_CONCURRENCY) until they can; the in-process limit still holds`,
       );
     }
   }
 }
-
-function noop(): void {}

@@ -1,5 +1,6 @@
 import { livenessOf, type ProcessPlace, type ProcView } from '../../policy/process-identity.js';
 import type { Holder } from '../holder.js';
+import type { SelfIdentity } from '../processes/proc-reader.js';
 
 /** One slot as `ollama_health` shows it. */
 export interface SlotView {
@@ -17,6 +18,15 @@ export function slotView(slot: number, holder: Holder | null, mine: boolean, her
   if (holder === null) return { slot, pid: null, host: null, since: null, holder: 'unreadable' };
   const state = mine ? 'this_server' : livenessOf(holder, here, proc);
   return { slot, pid: holder.pid, host: holder.host, since: new Date(holder.at).toISOString(), holder: state };
+}
+
+export interface SlotTableOptions {
+  /** OLLAMA_MCP_SHARED_CONCURRENCY. */
+  readonly limit: number;
+  readonly identity: SelfIdentity;
+  readonly proc: ProcView;
+  /** A slot reclaimed, or a lease lost. */
+  readonly warn: (message: string) => void;
 }
 
 /** Frees a slot. Calling it twice is harmless. */

@@ -29,28 +29,23 @@ for i = 1, n do
 end
 return 1`;
 
-export interface RedisKeys {
-  /** Every model's circuit, one JSON document (the format of state.json). */
-  readonly circuits: string;
-  /** One task's ledger entry (JSON), expiring with the task TTL. */
-  task(taskId: string): string;
-  /** SCAN pattern of every task key of this prefix. */
-  readonly taskPattern: string;
-  taskIdOf(key: string): string;
-  /** The prefix itself, for other team-mode keys (e.g. a shared concurrency cap): `${prefix}<name>`. */
-  readonly prefix: string;
-}
-
-export function redisKeys(prefix: string): RedisKeys {
+/**
+ * The keys under a prefix: `circuits` holds every model's circuit (one JSON document, the format of
+ * state.json), `task(id)` one task's ledger entry (expiring with the task TTL), `taskPattern` matches
+ * every task key (SCAN), and `prefix` is for other team-mode keys (the shared cap's slots).
+ */
+export function redisKeys(prefix: string) {
   const taskPrefix = `${prefix}task:`;
   return {
     circuits: `${prefix}circuits`,
-    task: (taskId) => `${taskPrefix}${taskId}`,
+    task: (taskId: string) => `${taskPrefix}${taskId}`,
     taskPattern: `${taskPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`,
-    taskIdOf: (key) => key.slice(taskPrefix.length),
+    taskIdOf: (key: string) => key.slice(taskPrefix.length),
     prefix,
-  };
+  } as const;
 }
+
+export type RedisKeys = ReturnType<typeof redisKeys>;
 
 /** The EVAL arguments after the script: numkeys, keys, values read, writes, TTLs (ms; 0: none). */
 export function casArguments(

@@ -1,7 +1,7 @@
+import { once } from 'node:events';
 import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createClient } from '@redis/client';
-import { describeRedisError, isOffline } from './redis-errors.js';
+import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, createClient, TimeoutError } from '@redis/client';
 import {
   dict,
   type DescribedStateBackend,
@@ -28,18 +28,12 @@ interface RedisStateStoreOptions {
   readonly warn?: (message: string) => void;
 }
 
-const CONNECT_TIMEOUT_MS = 2_000;
 /** Each command gives up after this (a slow or stopped Redis must not hold a run). */
 const COMMAND_TIMEOUT_MS = 1_000;
 /** A transaction that cannot start within this (earlier ones stuck on a slow Redis) fails. */
 const QUEUE_WAIT_MS = 3 * COMMAND_TIMEOUT_MS;
 /** A transaction that keeps meeting concurrent writers gives up after this many tries. */
 const MAX_TRIES = 64;
-
-/** Longest pause between two reconnection attempts. */
-const MAX_RECONNECT_DELAY_MS = 2_000;
-/** Commands waiting for a reply at most; more are refused at once (never an unbounded queue). */
-const MAX_QUEUED_COMMANDS = 2_000;
 
 type Client = ReturnType<typeof createClient>;
 
@@ -86,16 +80,15 @@ export class RedisStateStore implements DescribedStateBackend {
         port: target.port,
         // TLS checks the certificate against the host name (SNI only for a name: RFC 6066 forbids an IP there).
         ...(target.tls ? { tls: true as const, ...(isIP(target.host) === 0 ? { servername: target.host } : {}) } : {}),
-        connectTimeout: CONNECT_TIMEOUT_MS,
-        // Jittered, capped backoff; never gives up (the server reconnects by itself).
-        reconnectStrategy: (retries: number) =>
-          Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS) * (0.5 + Math.random() / 2),
+        connectTimeout: 2_000,
+        // Jittered backoff, at most 2 s; never gives up (the server reconnects by itself).
+        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 10), 2_000) * (0.5 + Math.random() / 2),
       },
       username: target.username,
       password: target.password,
       database: target.db,
       disableOfflineQueue: true,
-      commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
+      commandsQueueMaxLength: 2_000, // more are refused at once: never an unbounded queue
       // A half-dead connection (a peer gone without a FIN) is found within this.
       pingInterval: 5_000,
       commandOptions: { timeout: COMMAND_TIMEOUT_MS },
@@ -120,20 +113,14 @@ export class RedisStateStore implements DescribedStateBackend {
    * For other shared state of team mode (e.g. a cross-machine concurrency cap): the connected
    * client and this store's key names. Not part of StateBackend.
    */
-  get connection(): {
-    readonly client: Client;
-    readonly keys: RedisKeys;
-    readonly connected: () => Promise<void>;
-    readonly location: string;
-  } {
+  get connection() {
     return { client: this.#client, keys: this.#keys, connected: () => this.#connected(), location: this.location };
   }
 
   async snapshot(scope: TaskScope = []): Promise<StateData> {
     try {
       await this.#connected();
-      const { state } = await this.#read(await this.#taskIds(scope));
-      return state;
+      return (await this.#read(await this.#taskIds(scope))).state;
     } catch (error) {
       throw this.#asStoreError(error);
     }
@@ -142,28 +129,20 @@ export class RedisStateStore implements DescribedStateBackend {
   async transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
     // One transaction of this process at a time (in call order): they all read the circuits key,
     // so running them side by side would only make them conflict with each other.
-    const turn = this.#nextTurn();
-    try {
-      if ((await Promise.race([turn.ready.then(() => true), delay(QUEUE_WAIT_MS, false, { ref: false })])) === false) {
-        throw this.#failed(
-          new StateStoreError(
-            `the shared state at ${this.location} is too slow: this update waited ${QUEUE_WAIT_MS} ms behind this server's earlier ones`,
-            { step: 'lock' },
-          ),
-        );
-      }
-      return await this.#transactInTurn(scope, fn);
-    } finally {
-      turn.done();
-    }
-  }
-
-  #nextTurn(): { ready: Promise<void>; done: () => void } {
     const ready = this.#tail;
     let done!: () => void;
     const mine = new Promise<void>((resolve) => (done = resolve));
     this.#tail = ready.then(() => mine);
-    return { ready, done };
+    try {
+      if ((await Promise.race([ready.then(() => true), delay(QUEUE_WAIT_MS, false, { ref: false })])) === false) {
+        throw this.#failed(
+          `the shared state at ${this.location} is too slow: this update waited ${QUEUE_WAIT_MS} ms behind this server's earlier ones`,
+        );
+      }
+      return await this.#transactInTurn(scope, fn);
+    } finally {
+      done();
+    }
   }
 
   async #transactInTurn<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
@@ -171,17 +150,15 @@ export class RedisStateStore implements DescribedStateBackend {
     for (let attempt = 1; ; attempt += 1) {
       const { state, raw, before } = await this.#io(() => this.#read(taskIds));
       const result = fn(state); // its own errors are the caller's: not a store failure
-      const writes = this.#writesOf(state, taskIds, before);
+      checkScope(state.tasks, taskIds);
+      const writes = this.#serialize(state, taskIds).map((after, index) => (after === before[index] ? KEEP : after));
       if (writes.every((write) => write === KEEP) || (await this.#io(() => this.#compareAndSet(state, taskIds, raw, writes)))) {
         this.#writeFailure = null;
         return result;
       }
       if (attempt >= MAX_TRIES) {
         throw this.#failed(
-          new StateStoreError(
-            `the shared state at ${this.location} kept changing under this update (${attempt} tries): too many servers writing the same task or circuits at once`,
-            { step: 'lock' },
-          ),
+          `the shared state at ${this.location} kept changing under this update (${attempt} tries): too many servers writing the same task or circuits at once`,
         );
       }
       await delay(conflictBackoffMs(attempt, Math.random()));
@@ -198,7 +175,9 @@ export class RedisStateStore implements DescribedStateBackend {
     }
   }
 
-  #failed(error: StateStoreError): StateStoreError {
+  /** `failure` (a message: the update could not get its turn), remembered as the last write failure. */
+  #failed(failure: StateStoreError | string): StateStoreError {
+    const error = typeof failure === 'string' ? new StateStoreError(failure, { step: 'lock' }) : failure;
     this.#writeFailure = { at: Date.now(), message: error.message };
     return error;
   }
@@ -233,17 +212,8 @@ export class RedisStateStore implements DescribedStateBackend {
    */
   async #connected(): Promise<void> {
     if (this.#client.isReady || this.#connectionError !== null || !this.#client.isOpen) return;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#client.off('ready', done);
-        this.#client.off('error', done);
-        resolve();
-      };
-      const timer = setTimeout(done, COMMAND_TIMEOUT_MS);
-      this.#client.once('ready', done);
-      this.#client.once('error', done);
-    });
+    // Rejects on an error or at the timeout: either way, the command that follows says why it failed.
+    await once(this.#client, 'ready', { signal: AbortSignal.timeout(COMMAND_TIMEOUT_MS) }).catch(() => {});
   }
 
   /** The task ids of the scope; `all` lists every task key (SCAN: used only by explicit maintenance). */
@@ -262,8 +232,7 @@ export class RedisStateStore implements DescribedStateBackend {
    * would write it (to find what `fn` changed).
    */
   async #read(taskIds: readonly string[]): Promise<{ state: StateData; raw: string[]; before: string[] }> {
-    const keys = [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
-    const replies = (await this.#client.sendCommand(['MGET', ...keys])) as (string | null)[];
+    const replies = (await this.#client.sendCommand(['MGET', ...this.#keysOf(taskIds)])) as (string | null)[];
     const raw = replies.map((reply) => reply ?? '');
     const breakers = this.#parseCircuits(raw[0]!);
     const tasks = dict<StateData['tasks'][string]>();
@@ -276,6 +245,7 @@ export class RedisStateStore implements DescribedStateBackend {
     return { state, raw, before: this.#serialize(state, taskIds) };
   }
 
+  /** Each key's value as this process writes it ('' for none), in the order of {@link #keysOf}. */
   #serialize(state: StateData, taskIds: readonly string[]): string[] {
     const circuits =
       Object.keys(state.breakers).length === 0
@@ -284,22 +254,20 @@ export class RedisStateStore implements DescribedStateBackend {
     return [circuits, ...taskIds.map((id) => (state.tasks[id] === undefined ? '' : JSON.stringify(state.tasks[id])))];
   }
 
-  /** Per key: KEEP, '' (delete) or the new value. */
-  #writesOf(state: StateData, taskIds: readonly string[], before: readonly string[]): string[] {
-    checkScope(state.tasks, taskIds);
-    return this.#serialize(state, taskIds).map((after, index) => (after === before[index] ? KEEP : after));
-  }
-
   async #compareAndSet(
     state: StateData,
     taskIds: readonly string[],
     raw: readonly string[],
     writes: readonly string[],
   ): Promise<boolean> {
-    const keys = [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
     const ttls = [0, ...taskIds.map((id) => (state.tasks[id]?.escalated ? ESCALATED_AGE_FACTOR : 1) * this.#taskTtlMs)];
-    const reply = await this.#client.sendCommand(['EVAL', CAS_SCRIPT, ...casArguments(keys, raw, writes, ttls)]);
+    const reply = await this.#client.sendCommand(['EVAL', CAS_SCRIPT, ...casArguments(this.#keysOf(taskIds), raw, writes, ttls)]);
     return Number(reply) === 1;
+  }
+
+  /** The circuits key, then each task's: the order of every read and write. */
+  #keysOf(taskIds: readonly string[]): string[] {
+    return [this.#keys.circuits, ...taskIds.map((id) => this.#keys.task(id))];
   }
 
   #parseCircuits(raw: string): StateData['breakers'] {
@@ -345,9 +313,8 @@ export class RedisStateStore implements DescribedStateBackend {
 
   /** One line saying why a command failed; never the password. */
   #reason(error: unknown): string {
-    if (error instanceof StateStoreError) return error.message;
     if (isOffline(error) && this.#connectionError !== null) return `not connected (${this.#connectionError}); reconnecting`;
-    return withoutSecret(describeRedisError(error, COMMAND_TIMEOUT_MS), this.#target);
+    return withoutSecret(describeRedisError(error), this.#target);
   }
 
   #asStoreError(error: unknown): StateStoreError {
@@ -359,7 +326,7 @@ export class RedisStateStore implements DescribedStateBackend {
   }
 
   #lost(error: Error): void {
-    this.#connectionError = withoutSecret(describeRedisError(error, COMMAND_TIMEOUT_MS), this.#target);
+    this.#connectionError = withoutSecret(describeRedisError(error), this.#target);
     if (this.#lostSaid) return;
     this.#lostSaid = true;
     this.#warn(
@@ -374,4 +341,21 @@ export class RedisStateStore implements DescribedStateBackend {
     this.#everReady = true;
     this.#connectionError = null;
   }
+}
+
+/** The client gave up on a command because it is not connected (or closed). */
+function isOffline(error: unknown): boolean {
+  return error instanceof ClientOfflineError || error instanceof ClientClosedError;
+}
+
+/** A one-line reason from the client's errors (which may be AggregateErrors without a message). */
+function describeRedisError(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return describeRedisError(error.errors[0]);
+  if (error instanceof ClientClosedError) return 'the client is closed';
+  if (error instanceof ClientOfflineError) return 'not connected (reconnecting)';
+  if (error instanceof TimeoutError) return `no answer within ${COMMAND_TIMEOUT_MS} ms`;
+  if (error instanceof ConnectionTimeoutError) return 'the connection timed out';
+  const { code, message, name } = error as NodeJS.ErrnoException;
+  const text = message || name || String(error);
+  return code && !text.includes(code) ? `${code}: ${text}` : text;
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { link, open, stat, unlink } from 'node:fs/promises';
+import { link, stat, unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { livenessOf } from '../../policy/process-identity.js';
-import { readTextIfAny, STATE_FILE_MODE, tempPathFor } from '../durable-fs.js';
+import { createFile, orIfMissing, readTextIfAny, tempPathFor } from '../durable-fs.js';
 import { parseHolder, type Holder } from '../holder.js';
 import { CONTENDED, judgeLock, nextLockAttempt, type HolderLiveness, type LockJudgement } from './lock-policy.js';
 import { liveProcView, selfIdentity, type SelfIdentity } from '../processes/proc-reader.js';
@@ -46,11 +46,8 @@ interface Claim {
  * jitter, never blocking the thread. Where the file system has no hard links, the lock is created
  * exclusively (`wx`) and its holder written after.
  *
- * A lock is judged by who holds it, never by its mtime alone (which a crash followed by a clock
- * step makes wrong, hence no proper-lockfile): one whose holder is gone is taken over at once; one
- * that names no holder (empty: its writer was killed between creating it and writing it) once its
- * mtime is a moment away from now; any other (a live holder, one on another host, a file this
- * server did not write) once it has stayed the same for `staleMs` by this process's monotonic clock.
+ * A lock is judged by who holds it (`judgeLock` in lock-policy.ts), never by its mtime alone,
+ * which a crash followed by a clock step makes wrong (hence no proper-lockfile).
  */
 export class StateLock {
   readonly path: string;
@@ -126,15 +123,7 @@ export class StateLock {
   async #writeClaim(): Promise<Claim> {
     const holder = this.#newHolder();
     const temp = tempPathFor(this.path);
-    const handle = await open(temp, 'wx', STATE_FILE_MODE);
-    try {
-      await handle.writeFile(JSON.stringify(holder));
-    } catch (error) {
-      await handle.close().catch(() => {});
-      await unlink(temp).catch(() => {});
-      throw error;
-    }
-    await handle.close();
+    await createFile(temp, JSON.stringify(holder));
     return { token: holder.token, temp };
   }
 
@@ -143,26 +132,16 @@ export class StateLock {
     return { pid: self.pid, start: self.start, ...place, at: Date.now(), token: randomUUID() };
   }
 
-  /** Without hard links: create the lock exclusively, then write the holder into it. */
+  /** Without hard links: create the lock exclusively with its holder in it (a lock naming nobody would hold the others off). */
   async #tryCreateInPlace(): Promise<string | null> {
-    let handle;
+    const holder = this.#newHolder();
     try {
-      handle = await open(this.path, 'wx', STATE_FILE_MODE);
+      await createFile(this.path, JSON.stringify(holder));
+      return holder.token;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === CONTENDED) return null;
       throw error;
     }
-    const holder = this.#newHolder();
-    try {
-      await handle.writeFile(JSON.stringify(holder));
-      await handle.close();
-    } catch (error) {
-      // A lock that names nobody would hold the others off until judged abandoned: remove it (a full disk).
-      await handle.close().catch(() => {});
-      await unlink(this.path).catch(() => {});
-      throw error;
-    }
-    return holder.token;
   }
 
   /**
@@ -183,9 +162,7 @@ export class StateLock {
     if (judged === 'wait') return who;
     // Removed only if it is still the lock judged: another process may have taken it over meanwhile.
     if ((await readTextIfAny(this.path)) !== text) return 'free';
-    await unlink(this.path).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-    });
+    await orIfMissing(unlink(this.path), undefined);
     this.#seen = null;
     this.#options.warn(this.#takenOver(judged, who, text, ageMs));
     return 'free';
@@ -193,12 +170,8 @@ export class StateLock {
 
   /** How long ago the lock file was written, by the wall clock (negative: dated ahead); null when it is gone. */
   async #fileAgeMs(): Promise<number | null> {
-    try {
-      return Date.now() - (await stat(this.path)).mtimeMs;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw error;
-    }
+    const info = await orIfMissing(stat(this.path), null);
+    return info && Date.now() - info.mtimeMs;
   }
 
   /** The stderr line of a lock taken over. */

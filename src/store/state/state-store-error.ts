@@ -5,13 +5,10 @@
 export class StateStoreError extends Error {
   readonly kind = 'state_store_error';
   readonly step: 'setup' | 'lock' | 'update';
-  /** errno code of the underlying failure (EROFS, ENOSPC...), when there is one. */
-  readonly code: string | undefined;
   constructor(message: string, options: { step: StateStoreError['step']; cause?: unknown }) {
     super(message, { cause: options.cause });
     this.name = 'StateStoreError';
     this.step = options.step;
-    this.code = (options.cause as NodeJS.ErrnoException | undefined)?.code;
   }
 }
 

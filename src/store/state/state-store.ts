@@ -7,7 +7,7 @@ import { StateFile } from './state-file.js';
 import { StateLock } from './state-lock.js';
 import { removeAbandonedTemps } from '../temp-files.js';
 import { isStateStoreError, StateStoreError } from './state-store-error.js';
-import { dict, type StateData, type StoreWriteFailure, type TaskScope } from '../state-backend.js';
+import { dict, type StateBackend, type StateData, type StoreWriteFailure, type TaskScope } from '../state-backend.js';
 import { mainFileJson, parseMainFile, parseShardFile, type MainFile, type ShardFile } from './state-schema.js';
 
 interface StateStoreOptions {
@@ -29,33 +29,30 @@ export const TASK_SHARDS = 64;
  *   (`state.json.lock`, see `state-lock.ts`) it reads the files it needs (`db.read()`), applies
  *   `fn`, and writes back (`db.write()`, atomic) only the files that changed. lowdb's own
  *   `update()` does no re-read and would lose updates between processes. Transactions of this
- *   process run one at a time, in call order.
+ *   process run one at a time, in call order; one that writes a task outside its scope fails.
  * - `snapshot(scope)` reads without the lock: writes are renames, so a reader never sees a torn file.
  */
-export class StateStore {
-  /** `state.json`. */
+export class StateStore implements StateBackend {
   readonly file: string;
-  /** `state.tasks`: the ledger shards. */
-  readonly shardDir: string;
+  readonly #shardDir: string;
   readonly #main: StateFile<MainFile>;
   readonly #shards: StateFile<ShardFile>[];
   readonly #lock: StateLock;
   /** Settles when this process's last transaction so far is done. */
   #tail: Promise<unknown> = Promise.resolve();
   #writeFailure: StoreWriteFailure | null = null;
-  /** The temp files that killed writers left, being removed (at the first transaction). */
   #sweep: Promise<unknown> | null = null;
 
   /** @throws StateStoreError (one line, naming the path) when the shard dir cannot be created. */
   constructor(file: string, options: StateStoreOptions = {}) {
     this.file = path.resolve(file);
-    this.shardDir = path.join(path.dirname(this.file), `${path.basename(this.file, '.json')}.tasks`);
+    this.#shardDir = path.join(path.dirname(this.file), `${path.basename(this.file, '.json')}.tasks`);
     try {
-      ensureDirSync(this.shardDir);
+      ensureDirSync(this.#shardDir);
     } catch (error) {
       const { code, message } = error as NodeJS.ErrnoException;
       const why = code === 'EEXIST' || code === 'ENOTDIR' ? `a file is in the way (${message})` : message;
-      throw new StateStoreError(`cannot use ${this.shardDir} as the task ledger's directory: ${why}`, {
+      throw new StateStoreError(`cannot use ${this.#shardDir} as the task ledger's directory: ${why}`, {
         step: 'setup',
         cause: error,
       });
@@ -71,7 +68,7 @@ export class StateStore {
     this.#shards = Array.from(
       { length: TASK_SHARDS },
       (_, index) =>
-        new StateFile(path.join(this.shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
+        new StateFile(path.join(this.#shardDir, `${index.toString(16).padStart(2, '0')}.json`), {
           parse: (json) => parseShardFile(json, (taskId) => shardOf(taskId) === index),
           empty: () => ({ tasks: dict() }),
           warn,
@@ -82,25 +79,15 @@ export class StateStore {
     this.#lock = new StateLock(`${this.file}.lock`, { guards: this.file, staleMs, maxWaitMs: staleMs + 5_000, warn });
   }
 
-  /**
-   * The state of the circuits and of the tasks in `scope`, read without the lock.
-   * Treat it as read-only and do not keep it.
-   */
   async snapshot(scope: TaskScope = []): Promise<StateData> {
-    const indexes = shardIndexesOf(scope);
-    const [main, ...shards] = await Promise.all([this.#main.peek(), ...indexes.map((index) => this.#shards[index]!.peek())]);
-    return { ...main!, tasks: tasksOf(scope, indexes, shards as ShardFile[]) };
+    return (await this.#load(scope, 'peek')).state;
   }
 
-  /** Set when the last transaction could not be saved (cleared by the next one that is). */
   get lastWriteFailure(): StoreWriteFailure | null {
     return this.#writeFailure;
   }
 
-  /**
-   * Can every file the store needs be read and written? One line per problem, naming the path
-   * and the error (an unreadable shard, a directory where a file should be, a read-only dir).
-   */
+  /** One line per file the store cannot read and write, naming the path and the error. */
   async inspect(): Promise<string[]> {
     const problems: string[] = [];
     const check = async (target: string, kind: 'file' | 'dir') => {
@@ -118,33 +105,19 @@ export class StateStore {
     };
     await check(path.dirname(this.file), 'dir');
     await check(this.file, 'file');
-    await check(this.shardDir, 'dir');
-    const names = await readdir(this.shardDir).catch(() => []); // an unreadable dir is reported above
+    await check(this.#shardDir, 'dir');
+    const names = await readdir(this.#shardDir).catch(() => []); // an unreadable dir is reported above
     const shards = names.filter((name) => /^[0-9a-f]{2}\.json$/.test(name));
-    await Promise.all(shards.map((name) => check(path.join(this.shardDir, name), 'file')));
+    await Promise.all(shards.map((name) => check(path.join(this.#shardDir, name), 'file')));
     return [...new Set(problems)];
   }
 
-  /**
-   * Remove the temp files of the state files and of the lock that a process killed mid-write left
-   * (done once by the first transaction); returns their names. Never rejects.
-   */
-  async removeAbandonedTemps(): Promise<string[]> {
-    const [main, shards] = await Promise.all([
-      removeAbandonedTemps(path.dirname(this.file), path.basename(this.file)),
-      removeAbandonedTemps(this.shardDir),
-    ]);
-    return [...main, ...shards];
-  }
-
-  /**
-   * Apply `fn` to the latest state under the cross-process lock and persist what it changed.
-   * `fn` sees every circuit and the tasks in `scope` (tasks outside it are absent, and writing
-   * them is an error). It mutates the state it is given and returns a value for the caller; it
-   * must be synchronous and do no I/O (the lock is held while it runs).
-   */
   transact<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
-    this.#sweep ??= this.removeAbandonedTemps();
+    // Once: the temp files of the state files and of the lock that a process killed mid-write left.
+    this.#sweep ??= Promise.all([
+      removeAbandonedTemps(path.dirname(this.file), path.basename(this.file)),
+      removeAbandonedTemps(this.#shardDir),
+    ]);
     const turn = this.#tail.then(() => this.#transactLocked(scope, fn));
     this.#tail = turn.catch(() => {});
     return turn;
@@ -169,27 +142,31 @@ export class StateStore {
 
   /** Under the lock: read the files of the scope, apply `fn`, write the files it changed. */
   async #apply<T>(scope: TaskScope, fn: (state: StateData) => T): Promise<T> {
-    const indexes = shardIndexesOf(scope);
+    const { indexes, state } = await this.#load(scope, 'read');
     const files = indexes.map((index) => this.#shards[index]!);
-    const [main, ...shards] = await Promise.all([this.#main.read(), ...files.map((file) => file.read())]);
-    const state: StateData = { ...main!, tasks: tasksOf(scope, indexes, shards as ShardFile[]) };
     const result = fn(state);
     this.#main.db.data = { breakers: state.breakers, prunedAt: state.prunedAt, prunedAsOf: state.prunedAsOf };
-    if (scope === 'all') {
-      const regrouped = indexes.map(() => dict<TaskLedgerEntry>());
-      for (const taskId in state.tasks) regrouped[shardOf(taskId)]![taskId] = state.tasks[taskId]!;
-      files.forEach((file, i) => (file.db.data = { tasks: regrouped[i]! }));
-    } else {
-      checkScope(state.tasks, scope);
-      for (const taskId of scope) {
-        const { tasks } = this.#shards[shardOf(taskId)]!.db.data;
-        if (Object.hasOwn(state.tasks, taskId)) tasks[taskId] = state.tasks[taskId]!;
-        else delete tasks[taskId];
-      }
+    // Every shard is rewritten from the state (`all`), or each task of the scope in its own.
+    if (scope === 'all') for (const file of files) file.db.data = { tasks: dict() };
+    else checkScope(state.tasks, scope);
+    for (const taskId of scope === 'all' ? Object.keys(state.tasks) : scope) {
+      const { tasks } = this.#shards[shardOf(taskId)]!.db.data;
+      if (Object.hasOwn(state.tasks, taskId)) tasks[taskId] = state.tasks[taskId]!;
+      else delete tasks[taskId];
     }
     await this.#main.save();
     await Promise.all(files.map((file) => file.save()));
     return result;
+  }
+
+  /** The circuits and the tasks of `scope` from their files: `peek`ed, or `read` under the lock. */
+  async #load(scope: TaskScope, how: 'peek' | 'read'): Promise<{ indexes: number[]; state: StateData }> {
+    const indexes = shardIndexesOf(scope);
+    const [main, shards] = await Promise.all([
+      this.#main[how](),
+      Promise.all(indexes.map((index) => this.#shards[index]![how]())),
+    ]);
+    return { indexes, state: { ...main, tasks: tasksOf(scope, indexes, shards) } };
   }
 }
 
