@@ -51,8 +51,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const [command, ...rest] = argv;
-  const httpModule = command === '--http' ? await import('./transport/http/server.js') : null;
-  const http = httpModule ? parseHttpArgs(rest) : null;
+  const http = command === '--http' ? parseHttpArgs(rest) : null;
   if (typeof http === 'string') return usageError(`${http}. Run \`${SERVER_NAME} --help\`.`);
   if (command !== undefined && command !== 'doctor' && http === null) {
     return usageError(`unknown argument \`${command}\`. Run \`${SERVER_NAME} --help\`.`);
@@ -63,11 +62,11 @@ async function main(argv: readonly string[]): Promise<number> {
     // Before anything opens a file there: a dir that cannot be written stops start-up with one
     // line naming it, instead of a stack trace the client shows as "Connection closed".
     await prepareTelemetryDir(config.telemetryDir);
-    if (http && httpModule) await serveHttp(config, httpModule, http.host, http.port);
+    if (http) await serveHttp(config, http);
     else await serveStdio(config);
     return 0;
   } catch (error) {
-    const httpError = httpModule !== null && (await import('./transport/http/errors.js')).isHttpServerError(error);
+    const httpError = http !== null && (await import('./transport/http/errors.js')).isHttpServerError(error);
     if (isConfigError(error) || httpError || isTelemetryDirError(error)) {
       return usageError(`${isConfigError(error) ? 'configuration error: ' : ''}${error.message}`);
     }
@@ -167,24 +166,24 @@ function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: stri
     })());
 }
 
-type HttpModule = typeof import('./transport/http/server.js');
-
 /** Who the jobs of an HTTP client belong to: the digest of the token it presents, or everyone without one. */
 function ownerOf(auth: { kind: 'bearer'; token: string } | { kind: 'none' }): string {
   return auth.kind === 'none' ? 'http' : `token:${createHash('sha256').update(auth.token).digest('hex').slice(0, 32)}`;
 }
 
 /** Serve Streamable HTTP until SIGTERM/SIGINT/SIGHUP; in-flight runs are stopped and logged first. */
-async function serveHttp(config: Config, httpModule: HttpModule, host: string, port: number): Promise<void> {
-  const [{ createApp, createMcpServer }, { announceAccess, resolveHttpAccess }, { hostname }] = await Promise.all([
-    import('./mcp/server.js'),
-    import('./transport/http/access.js'),
-    import('node:os'),
-  ]);
+async function serveHttp(config: Config, { host, port }: { host: string; port: number }): Promise<void> {
+  const [{ createApp, createMcpServer }, { startHttpServer }, { announceAccess, resolveHttpAccess }, { hostname }] =
+    await Promise.all([
+      import('./mcp/server.js'),
+      import('./transport/http/server.js'),
+      import('./transport/http/access.js'),
+      import('node:os'),
+    ]);
   const access = await resolveHttpAccess({ mode: config.httpAuth, token: config.httpToken, dataDir: config.telemetryDir });
   const app = await createApp(config, warn);
   (await app.services()).hygiene.start(); // ends the model processes of servers that were killed
-  const server = await httpModule.startHttpServer({
+  const server = await startHttpServer({
     app,
     // Jobs started over HTTP are the token's: a client holding it collects them, after a reconnect too.
     createServer: (app) => createMcpServer(app, ownerOf(access.auth)),

@@ -26,13 +26,10 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
   // Create the dir as the server would (0700) before the store creates it with default modes; a
   // failure is not fatal here: the writability check below reports it with the fix.
   await prepareTelemetryDir(config.telemetryDir).catch(() => {});
-  let store: HealthStateSource;
-  try {
-    store = await openStateBackend(config, (message) => storeWarnings.push(message));
-  } catch (error) {
+  const store: HealthStateSource = await openStateBackend(config, (message) => storeWarnings.push(message)).catch(
     // The telemetry dir cannot be created or used: the report says so (the writability check fails too).
-    store = { snapshot: () => Promise.reject(error as Error) };
-  }
+    (error: Error) => ({ snapshot: () => Promise.reject(error) }),
+  );
   const env = cliEnvironment(config);
   const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
   let code: number;
@@ -57,9 +54,7 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
   }
   // Team mode: stop the Redis client, or its reconnection timer keeps the process alive.
   if (isDescribedBackend(store)) await store.close();
-  await new Promise<void>((resolve) => {
-    out.write(`${text}\n`, () => resolve());
-  });
+  await new Promise((resolve) => out.write(`${text}\n`, resolve));
   return code;
 }
 

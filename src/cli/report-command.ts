@@ -91,7 +91,7 @@ export async function runReportCommand(argv: readonly string[], deps: ReportComm
   try {
     summary = await summarize(args, deps.telemetryDir, now);
   } catch (error) {
-    if (!isRunLogReadError(error)) throw error;
+    if (!(error instanceof RunLogReadError)) throw error;
     deps.err.write(`report: ${error.message}\n`);
     return 1;
   }
@@ -121,10 +121,6 @@ export async function runReportCommand(argv: readonly string[], deps: ReportComm
 /** The run logs asked for could not be read: a `--dir` that does not exist, permissions, a file given as a directory. */
 class RunLogReadError extends Error {
   readonly kind = 'run_log_read_error';
-}
-
-function isRunLogReadError(error: unknown): error is RunLogReadError {
-  return typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'run_log_read_error';
 }
 
 /**
@@ -178,13 +174,9 @@ function parseArgs(argv: readonly string[], now: Date): ParsedArgs {
     if (!VALUE_OPTIONS.has(name)) {
       throw new ReportUsageError(arg.startsWith('-') ? `unknown option \`${arg}\`` : `unexpected argument \`${arg}\``);
     }
-    let value: string | undefined;
-    if (eq !== -1) value = arg.slice(eq + 1);
-    else {
-      value = argv[i + 1];
-      if (value === undefined || (value.startsWith('--') && value.length > 2))
-        throw new ReportUsageError(`${name} needs a value`);
-      i += 1;
+    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    if (value === undefined || (eq === -1 && value.startsWith('--') && value.length > 2)) {
+      throw new ReportUsageError(`${name} needs a value`);
     }
     if (value.trim() === '') throw new ReportUsageError(`${name} must not be empty`);
     if (name === '--dir') {

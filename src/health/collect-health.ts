@@ -34,10 +34,7 @@ export interface HealthStateSource {
 export interface HealthDeps {
   readonly config: Config;
   readonly store: HealthStateSource;
-  readonly runs: {
-    readonly inFlight: number;
-    readonly queue: QueueView;
-  };
+  readonly runs: { readonly inFlight: number; readonly queue: QueueView };
   readonly installedModels: InstalledModels;
   /** The orphan sweep and the shared slots, read when the check runs. @default none shown */
   readonly processes?: () => ProcessesStatus | Promise<ProcessesStatus>;
@@ -315,8 +312,7 @@ async function checkTelemetry(dir: string): Promise<{ writable: boolean; error: 
   }
   for (const name of names) {
     try {
-      const handle = await open(path.join(dir, name), 'a');
-      await handle.close();
+      await (await open(path.join(dir, name), 'a')).close();
     } catch (error) {
       return { writable: false, error: `${name}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` };
     }

@@ -4,6 +4,7 @@ import * as z from 'zod';
 // start-up, and the check (CLI probes, the state backend) loads only on the first call.
 
 const configValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+const int = () => z.number().int();
 
 export const healthReportSchema = z.object({
   ok: z.boolean().describe('true when everything needed to run a model works; `problems` says what does not'),
@@ -30,27 +31,21 @@ export const healthReportSchema = z.object({
       z.object({
         model: z.string(),
         state: z.enum(['closed', 'open', 'half_open']),
-        consecutive_failures: z.number().int(),
-        retry_after_seconds: z.number().int().nullable(),
+        consecutive_failures: int(),
+        retry_after_seconds: int().nullable(),
       }),
     )
     .describe('every model with a circuit on record'),
   runs: z.object({
-    in_flight: z.number().int(),
-    running: z.number().int(),
-    queued: z.number().int(),
-    concurrency: z.number().int(),
-    parallel: z
-      .number()
-      .int()
-      .describe('requests of one model sent to Ollama at once (OLLAMA_MCP_PARALLEL / OLLAMA_NUM_PARALLEL)'),
+    in_flight: int(),
+    running: int(),
+    queued: int(),
+    concurrency: int(),
+    parallel: int().describe('requests of one model sent to Ollama at once (OLLAMA_MCP_PARALLEL / OLLAMA_NUM_PARALLEL)'),
     loaded_models: z.array(z.string()).describe('models this server believes Ollama has loaded, least recently used first'),
-    max_loaded_models: z
-      .number()
-      .int()
-      .describe(
-        'models Ollama keeps loaded together: as set (OLLAMA_MAX_LOADED_MODELS), else the most `ollama ps` has shown at once',
-      ),
+    max_loaded_models: int().describe(
+      'models Ollama keeps loaded together: as set (OLLAMA_MAX_LOADED_MODELS), else the most `ollama ps` has shown at once',
+    ),
     memory_budget_bytes: z
       .number()
       .nullable()
@@ -63,28 +58,25 @@ export const healthReportSchema = z.object({
       orphan_sweep: z.object({
         enabled: z.boolean().describe('whether this server ends model processes left running by a killed server (needs /proc)'),
         reason: z.string().nullable().describe('why it is off, when it is'),
-        interval_seconds: z.number().int(),
+        interval_seconds: int(),
         last: z
-          .object({ at: z.string(), ended: z.number().int(), forgotten: z.number().int(), kept: z.number().int() })
+          .object({ at: z.string(), ended: int(), forgotten: int(), kept: int() })
           .nullable()
           .describe("this server's last sweep: orphans ended, stale records removed, records of live servers kept"),
       }),
       shared_slots: z
         .object({
-          limit: z.number().int().describe('OLLAMA_MCP_SHARED_CONCURRENCY'),
-          in_use: z
-            .number()
-            .int()
-            .describe('slots held now, by every server process sharing the telemetry dir (team mode: the Redis)'),
+          limit: int().describe('OLLAMA_MCP_SHARED_CONCURRENCY'),
+          in_use: int().describe('slots held now, by every server process sharing the telemetry dir (team mode: the Redis)'),
           across: z
             .enum(['processes', 'machines'])
             .optional()
             .describe('who shares the cap: the server processes of this telemetry dir, or (team mode) every server on the Redis'),
-          waiting_here: z.number().int().describe("this server's calls waiting for a shared slot"),
+          waiting_here: int().describe("this server's calls waiting for a shared slot"),
           slots: z.array(
             z.object({
-              slot: z.number().int(),
-              pid: z.number().int().nullable().describe('the server process holding it'),
+              slot: int(),
+              pid: int().nullable().describe('the server process holding it'),
               host: z.string().nullable().optional().describe('the host name of that server (team mode: any machine)'),
               since: z.string().nullable(),
               holder: z.enum(['this_server', 'alive', 'dead', 'unknown', 'unreadable']),

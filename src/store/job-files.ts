@@ -1,7 +1,7 @@
-import { mkdir, readdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ProcessId, ProcessPlace } from '../policy/process-identity.js';
-import { readTextIfAny, STATE_FILE_MODE, writeFileAtomic } from './durable-fs.js';
+import { readTextIfAny, writeFileAtomic } from './durable-fs.js';
 
 /** The folder of the telemetry dir that holds one file per job (a call that outlasts its reply). */
 const JOBS_DIR_NAME = 'jobs';
@@ -76,7 +76,7 @@ export class JobFiles {
   async requestCancel(id: string): Promise<void> {
     if (!ID.test(id)) return;
     await this.#ensureDir();
-    await writeFile(this.#file(id, '.cancel'), '', { mode: STATE_FILE_MODE });
+    await writeFileAtomic(this.#file(id, '.cancel'), '');
   }
 
   async cancelRequested(id: string): Promise<boolean> {

@@ -70,22 +70,18 @@ export class LineFramer {
     this.#size = 0;
     this.#pieces = [];
     this.#skipping = null;
-    if (skipped) {
-      return { kind: 'oversized', bytes: size, head: skipped.head.toString('utf8'), tail: skipped.tail.toString('utf8') };
-    }
+    if (skipped) return oversized(size, skipped.head, skipped.tail);
     let buffer = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, size);
     if (buffer.length > 0 && buffer[buffer.length - 1] === 0x0d) buffer = buffer.subarray(0, -1);
-    if (buffer.length > this.#maxLineBytes) {
-      return {
-        kind: 'oversized',
-        bytes: buffer.length,
-        head: buffer.subarray(0, EDGE_BYTES).toString('utf8'),
-        tail: buffer.subarray(-EDGE_BYTES).toString('utf8'),
-      };
-    }
+    if (buffer.length > this.#maxLineBytes)
+      return oversized(buffer.length, buffer.subarray(0, EDGE_BYTES), buffer.subarray(-EDGE_BYTES));
     const text = buffer.toString('utf8');
     return text.trim() === '' ? null : { kind: 'line', text };
   }
+}
+
+function oversized(bytes: number, head: Buffer, tail: Buffer): FramedLine {
+  return { kind: 'oversized', bytes, head: head.toString('utf8'), tail: tail.toString('utf8') };
 }
 
 function keepTail(tail: Buffer, piece: Buffer): Buffer {

@@ -89,18 +89,9 @@ export class LineStdioTransport implements Transport {
   };
 
   #handle(intake: Intake): void {
-    switch (intake.kind) {
-      case 'message':
-        this.onmessage?.(intake.message);
-        return;
-      case 'refuse':
-        this.#log(`refused a message on stdin: ${intake.problem}`);
-        this.#write(intake.reply).catch(() => {}); // a failed write closes the transport via 'error'
-        return;
-      case 'ignore':
-        this.#log(`ignored a message on stdin: ${intake.problem}`);
-        return;
-    }
+    if (intake.kind === 'message') return this.onmessage?.(intake.message);
+    this.#log(`${intake.kind === 'refuse' ? 'refused' : 'ignored'} a message on stdin: ${intake.problem}`);
+    if (intake.kind === 'refuse') this.#write(intake.reply).catch(() => {}); // a failed write closes the transport via 'error'
   }
 
   #write(message: unknown): Promise<void> {

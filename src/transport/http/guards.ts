@@ -39,46 +39,30 @@ export function formatHost(host: string): string {
 
 /** The host names a legitimate request may use to reach this listener. */
 export function hostNamesFor(bindHost: string): ReadonlySet<string> {
-  const names = new Set<string>();
   const bound = formatHost(bindHost);
-  if (isLoopbackHost(bindHost)) {
-    for (const name of LOOPBACK_NAMES) names.add(name);
-    names.add(bound);
-  } else if (bound === '0.0.0.0' || bound === '[::]') {
-    // Every interface: this machine's own addresses and name (the token is the real guard here).
-    for (const name of LOOPBACK_NAMES) names.add(name);
-    names.add(osHostname().toLowerCase());
-    for (const addresses of Object.values(networkInterfaces())) {
-      for (const address of addresses ?? []) names.add(formatHost(address.address));
-    }
-  } else {
-    names.add(bound);
-  }
-  return names;
+  if (isLoopbackHost(bindHost)) return new Set([...LOOPBACK_NAMES, bound]);
+  if (bound !== '0.0.0.0' && bound !== '[::]') return new Set([bound]);
+  // Every interface: this machine's own addresses and name (the token is the real guard here).
+  const addresses = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
+  return new Set([...LOOPBACK_NAMES, osHostname().toLowerCase(), ...addresses.map(({ address }) => formatHost(address))]);
 }
 
-/** Split `name[:port]` / `[v6][:port]`; undefined when malformed. */
-function parseHostHeader(value: string): { name: string; port: number } | undefined {
+interface Place {
+  readonly name: string;
+  readonly port: number;
+}
+
+/** Split a Host header, `name[:port]` / `[v6][:port]`; undefined when malformed. */
+function hostHeaderPlace(value: string): Place | undefined {
   const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(value.trim());
-  if (!match?.[1]) return undefined;
-  return { name: match[1].toLowerCase(), port: match[2] === undefined ? 80 : Number(match[2]) };
+  return match?.[1] ? { name: match[1].toLowerCase(), port: match[2] === undefined ? 80 : Number(match[2]) } : undefined;
 }
 
-function isAllowedHost(value: string, names: ReadonlySet<string>, port: number): boolean {
-  const parsed = parseHostHeader(value);
-  return parsed !== undefined && parsed.port === port && names.has(parsed.name);
-}
-
-function isAllowedOrigin(value: string, names: ReadonlySet<string>, port: number): boolean {
-  let origin: URL;
-  try {
-    origin = new URL(value);
-  } catch {
-    return false; // includes the opaque origin "null"
-  }
-  if (origin.protocol !== 'http:') return false;
-  const originPort = origin.port === '' ? 80 : Number(origin.port);
-  return originPort === port && names.has(origin.hostname.toLowerCase());
+/** The host and port of an `http:` Origin; undefined for any other (the opaque origin "null" included). */
+function originPlace(value: string): Place | undefined {
+  const origin = URL.canParse(value) ? new URL(value) : undefined;
+  if (origin?.protocol !== 'http:') return undefined;
+  return { name: origin.hostname.toLowerCase(), port: origin.port === '' ? 80 : Number(origin.port) };
 }
 
 /** What the checks compare a request with; the port and host names are known once it listens. */
@@ -98,24 +82,24 @@ interface Refusal {
   readonly log?: string;
 }
 
+function forbidden(header: 'Host' | 'Origin', value: string | null): Refusal {
+  const shown = JSON.stringify(value);
+  return {
+    status: 403,
+    message: `Forbidden: invalid ${header} header ${shown}`,
+    log: `refused a request with ${header} ${shown} (403)`,
+  };
+}
+
 /** Why a request is refused before its body is read (checked in this order), or null. */
 export function refusal(req: Pick<IncomingMessage, 'headers' | 'url' | 'method'>, listener: Listener): Refusal | null {
   const { auth, hostNames, port } = listener;
+  const isOurs = (place: Place | undefined) => place !== undefined && place.port === port && hostNames.has(place.name);
   // DNS rebinding: the Host header must name this server, and a browser's Origin must be ours.
   const host = req.headers.host;
-  if (!host || !isAllowedHost(host, hostNames, port)) {
-    const shown = JSON.stringify(host ?? null);
-    return { status: 403, message: `Forbidden: invalid Host header ${shown}`, log: `refused a request with Host ${shown} (403)` };
-  }
+  if (!host || !isOurs(hostHeaderPlace(host))) return forbidden('Host', host ?? null);
   const origin = req.headers.origin;
-  if (origin !== undefined && !isAllowedOrigin(origin, hostNames, port)) {
-    const shown = JSON.stringify(origin);
-    return {
-      status: 403,
-      message: `Forbidden: invalid Origin header ${shown}`,
-      log: `refused a request with Origin ${shown} (403)`,
-    };
-  }
+  if (origin !== undefined && !isOurs(originPlace(origin))) return forbidden('Origin', origin);
   const presented = bearerToken(req.headers.authorization);
   if (auth.kind === 'bearer' && (presented === undefined || !tokenMatches(presented, auth.token))) {
     return {

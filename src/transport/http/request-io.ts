@@ -53,9 +53,7 @@ export async function readBody(
   maxBytes: number,
 ): Promise<{ tooLarge: true } | { tooLarge: false; text: string }> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    return { tooLarge: true };
-  }
+  if (Number.isFinite(declared) && declared > maxBytes) return { tooLarge: true };
   // Events rather than `for await`: leaving a `for await` early destroys the socket, and the 413 with it.
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

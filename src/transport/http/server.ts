@@ -12,6 +12,7 @@
  * always SSE streams (never `enableJsonResponse`), which is what carries progress.
  */
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -21,15 +22,15 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT } from '../../config/ranges.js';
+import { HTTP_CONNECTIONS, HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT } from '../../config/ranges.js';
 import type { App } from '../../mcp/server.js';
 import { interpretMessage } from '../json-rpc-intake.js';
 import { describeByteLimit, MAX_MESSAGE_BYTES } from '../message-limits.js';
 import { terminalLine } from '../terminal-line.js';
 import { AUTH_VARIABLE, TOKEN_VARIABLE, type HttpAuth } from './access.js';
 import { cancelWhenAbandoned, requestIdsOf } from './abandoned-requests.js';
-import { affordableLimits, type ConnectionCaps, type ConnectionLimits } from './connection-table.js';
-import { DEFAULT_CONNECTION_CAPS, guardConnections, openFileLimit } from './connections.js';
+import type { ConnectionCaps } from './connection-table.js';
+import { guardConnections } from './connections.js';
 import { HttpServerError } from './errors.js';
 import { formatHost, hostNamesFor, isLoopbackHost, MCP_PATH, refusal, unbracket, type Listener } from './guards.js';
 import { discardRestOfBody, isInitialization, readBody, sendError } from './request-io.js';
@@ -61,11 +62,9 @@ interface HttpServerOptions {
   readonly sessionIdleMs?: number;
   /**
    * TCP connections serving no request at most, in total and per remote address; cut to half the
-   * open-file limit (connections.ts). @default DEFAULT_CONNECTION_CAPS
+   * open-file limit (connections.ts). @default HTTP_CONNECTIONS
    */
   readonly connections?: ConnectionCaps;
-  /** A connection with no request in flight this long is closed. @default IDLE_CONNECTION_MS */
-  readonly idleConnectionMs?: number;
   /** Diagnostics (one line each, control characters escaped); the caller sends them to stderr. @default none */
   readonly log?: (message: string) => void;
 }
@@ -99,11 +98,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   ctx.port = (httpServer.address() as AddressInfo).port;
   ctx.hostNames = hostNamesFor(host);
   httpServer.on('error', (error) => log(`HTTP server error: ${error.message}`));
-  const connections = guardConnections(httpServer, {
-    limits: connectionLimits(options.connections ?? DEFAULT_CONNECTION_CAPS, log),
-    idleMs: options.idleConnectionMs,
-    log,
-  });
+  const connections = guardConnections(httpServer, options.connections ?? HTTP_CONNECTIONS, log);
 
   const sessionIdleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
   const reapEveryMs = Math.max(1_000, Math.min(60_000, Math.floor(sessionIdleMs / 4)));
@@ -133,18 +128,6 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   };
 }
 
-/** The connection limits this process can afford, saying so when they are lower than asked. */
-function connectionLimits(wanted: ConnectionCaps, log: (message: string) => void): ConnectionLimits {
-  const fdLimit = openFileLimit();
-  const limits = affordableLimits(wanted, fdLimit);
-  if (limits.total < wanted.total) {
-    log(
-      `at most ${limits.total} HTTP connections serving no request (not ${wanted.total}): this process may open ${fdLimit} files (ulimit -n), and model processes need theirs`,
-    );
-  }
-  return limits;
-}
-
 /** The bind address, port and access, checked before anything listens. Throws HttpServerError. */
 function checkOptions(options: HttpServerOptions): { host: string; port: number; auth: HttpAuth } {
   const host = options.host?.trim() || '127.0.0.1';
@@ -166,34 +149,21 @@ function checkOptions(options: HttpServerOptions): { host: string; port: number;
   return { host, port, auth };
 }
 
-/** Listen, or reject with a listen_error that says what to do. */
-function listen(httpServer: HttpServer, host: string, port: number): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const onError = (error: NodeJS.ErrnoException) => {
-      httpServer.off('listening', onListening);
-      reject(new HttpServerError('listen_error', `cannot listen on ${host}:${port}: ${listenProblem(error)}`));
-    };
-    const onListening = () => {
-      httpServer.off('error', onError);
-      resolve();
-    };
-    httpServer.once('error', onError);
-    httpServer.once('listening', onListening);
-    httpServer.listen(port, unbracket(host));
-  });
-}
+const LISTEN_PROBLEMS: Partial<Record<string, string>> = {
+  EADDRINUSE: 'the port is already in use (pick another port)',
+  EADDRNOTAVAIL: 'no such local address',
+  ENOTFOUND: 'no such local address',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+};
 
-function listenProblem(error: NodeJS.ErrnoException): string {
-  switch (error.code) {
-    case 'EADDRINUSE':
-      return 'the port is already in use (pick another port)';
-    case 'EADDRNOTAVAIL':
-    case 'ENOTFOUND':
-      return 'no such local address';
-    case 'EACCES':
-      return 'permission denied (ports below 1024 need privileges)';
-    default:
-      return error.message;
+/** Listen, or reject with a listen_error that says what to do. */
+async function listen(httpServer: HttpServer, host: string, port: number): Promise<void> {
+  httpServer.listen(port, unbracket(host));
+  try {
+    await once(httpServer, 'listening');
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    throw new HttpServerError('listen_error', `cannot listen on ${host}:${port}: ${LISTEN_PROBLEMS[code ?? ''] ?? message}`);
   }
 }
 

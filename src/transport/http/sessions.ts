@@ -2,9 +2,6 @@ import type { ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 
-/** What an open response of a session is: a POST or DELETE awaiting its reply, or the GET stream. */
-type ResponseKind = 'request' | 'stream';
-
 export interface Session {
   readonly id: string;
   readonly transport: StreamableHTTPServerTransport;
@@ -105,8 +102,11 @@ export class SessionTable {
     return victim;
   }
 
-  /** Count a response as open for the session until it ends: a busy session is never closed for room or idleness. */
-  track(session: Session, res: ServerResponse, kind: ResponseKind): void {
+  /**
+   * Count a response as open for the session until it ends (a POST or DELETE awaiting its reply, or
+   * the GET stream): a busy session is never closed for room or idleness.
+   */
+  track(session: Session, res: ServerResponse, kind: 'request' | 'stream'): void {
     const field = kind === 'request' ? 'openRequests' : 'openStreams';
     session[field] += 1;
     session.lastActive = this.#now();
@@ -133,7 +133,5 @@ export class SessionTable {
 
 function evictsBefore(a: Session, b: Session): boolean {
   const aListens = a.openStreams > 0;
-  const bListens = b.openStreams > 0;
-  if (aListens !== bListens) return !aListens;
-  return a.lastActive < b.lastActive;
+  return aListens === b.openStreams > 0 ? a.lastActive < b.lastActive : !aListens;
 }

@@ -56,10 +56,6 @@ export function tokenInText(text: string): string | null {
   return TOKEN_PATTERN.test(token) ? token : null;
 }
 
-function newToken(): string {
-  return randomBytes(32).toString('base64url');
-}
-
 /** The token in `dir`'s token file, made (or remade, when it cannot be trusted) as needed. Throws HttpServerError. */
 export async function loadOrCreateTokenFile(dir: string): Promise<TokenFile> {
   const file = path.join(dir, TOKEN_FILE_NAME);
@@ -91,7 +87,7 @@ async function settleTokenFile(file: string): Promise<TokenFile> {
       replacedBecause = existing.problem;
       await fs.unlink(file).catch(ignoreCode('ENOENT'));
     }
-    const token = newToken();
+    const token = randomBytes(32).toString('base64url');
     if (await createExclusive(file, token)) return outcome(token, true);
   }
   throw new HttpServerError('token_file_error', `${file} kept changing while this server started: start it again`);
