@@ -1,5 +1,5 @@
-import { cannotExecute, isResourceSpawnError, lastErrorLine, isUnreachableMessage, spawnErrorMessage } from './cli-errors.js';
-import { DRAIN_MAX_MS, untilExitAndDrained } from './process-end.js';
+import { cannotExecute, isResourceSpawnError, lastErrorLine, isUnreachableMessage, spawnErrorOf } from './cli-errors.js';
+import { DRAIN_MAX_MS, spawnFailureOf, untilExitAndDrained } from './process-end.js';
 import { startProcess, type Subprocess } from './start-process.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -53,10 +53,7 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     forceKillAfterDelay: KILL_GRACE_MS,
     windowsHide: true,
   });
-  if ('failure' in start) {
-    const { code, message } = start.failure;
-    return { ...NO_RESULT, spawnError: spawnErrorMessage(request.bin, code, message), spawnErrorCode: code };
-  }
+  if ('failure' in start) return { ...NO_RESULT, ...spawnErrorOf(request.bin, start.failure) };
   const { subprocess } = start;
   const output = new CommandOutput(subprocess);
   let timedOut = false;
@@ -79,16 +76,12 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     subprocess.stderr?.destroy();
     return { ...NO_RESULT, timedOut: true };
   }
-  const result = end.result;
-  const spawnFailed = result !== null && result.failed && result.exitCode === undefined && !timedOut && !result.signal;
-  const code = (result as { code?: string } | null)?.code ?? null;
   return {
     stdout: output.stdout(),
     stderr: output.stderr(),
     exitCode: end.exitCode,
     timedOut,
-    spawnError: spawnFailed ? spawnErrorMessage(request.bin, code, result.message) : null,
-    spawnErrorCode: spawnFailed ? code : null,
+    ...spawnErrorOf(request.bin, spawnFailureOf(end, timedOut)),
   };
 }
 

@@ -1,4 +1,5 @@
 import { stripTerminalControls } from './clean-output.js';
+import type { StartFailure } from './start-process.js';
 import { isVerboseStatsLine } from './verbose-stats.js';
 
 // How the ollama CLI reports failures, read the same way by `ollama run` (classify-outcome.ts)
@@ -31,8 +32,14 @@ const RESOURCE_WORDS: Readonly<Record<string, string>> = {
   ENOMEM: 'not enough memory',
 };
 
+/** A result's `spawnError` (the message) and `spawnErrorCode`, both null when the CLI was started. */
+export function spawnErrorOf(bin: string, failure: StartFailure | null) {
+  if (failure === null) return { spawnError: null, spawnErrorCode: null };
+  return { spawnError: spawnErrorMessage(bin, failure), spawnErrorCode: failure.code };
+}
+
 /** The message of a CLI that could not be started at all, from the spawn error's code. */
-export function spawnErrorMessage(bin: string, code: string | null, message: string | undefined): string {
+function spawnErrorMessage(bin: string, { code, message }: StartFailure): string {
   if (code !== null && isResourceSpawnError(code)) {
     return `the server's machine could not start \`${bin}\` just now (${code}: ${RESOURCE_WORDS[code]}); this passes by itself`;
   }
@@ -44,7 +51,7 @@ export function spawnErrorMessage(bin: string, code: string | null, message: str
     case 'ENOEXEC':
       return `cannot run \`${bin}\`: not an executable this machine can run (a script without a #! line, or another platform's binary)`;
     default:
-      return `cannot run \`${bin}\`: ${code ?? message ?? 'unknown error'}`;
+      return `cannot run \`${bin}\`: ${code ?? message}`;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Subprocess } from './start-process.js';
+import type { StartFailure, Subprocess } from './start-process.js';
 
 /**
  * Once the CLI has exited, its output is read until its pipes close, or until they have been quiet
@@ -53,4 +53,10 @@ export function untilExitAndDrained(subprocess: Subprocess, lastData: () => numb
       drainTimer = setTimeout(checkDrained, DRAIN_QUIET_MS);
     });
   });
+}
+
+/** Why a process execa reported as never run could not be started; null when it ran, or when `stopped` by us. */
+export function spawnFailureOf({ result }: ProcessEnd, stopped: boolean): StartFailure | null {
+  if (result === null || !result.failed || result.exitCode !== undefined || stopped || result.signal) return null;
+  return { code: (result as { code?: string }).code ?? null, message: result.message ?? 'unknown error' };
 }
