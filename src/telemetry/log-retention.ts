@@ -13,10 +13,8 @@ export interface RetentionPolicy {
   readonly maxTotalBytes: number;
 }
 
-const DAY_MS = 86_400_000;
-
 /** 90 days and 1 GiB, as `OLLAMA_MCP_LOG_RETENTION_DAYS` and `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`. */
-export const DEFAULT_RETENTION: RetentionPolicy = { maxAgeMs: 90 * DAY_MS, maxTotalBytes: 1_073_741_824 };
+export const DEFAULT_RETENTION: RetentionPolicy = { maxAgeMs: 90 * 86_400_000, maxTotalBytes: 1_073_741_824 };
 
 /** Never deleted: the active file, and the one before, which a process that listed the files a moment ago may still append to. */
 const KEEP_NEWEST = 2;

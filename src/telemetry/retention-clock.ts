@@ -18,7 +18,7 @@ export interface RetentionClock {
 /** The furthest a forward step of the wall clock moves the retention clock at once: a day, as the ledger's prune clock. */
 export const RETENTION_MAX_STEP_MS = 24 * 60 * 60 * 1000;
 /** While it catches up with a wall clock that stepped further, it moves one step an hour. */
-export const RETENTION_STEP_EVERY_MS = 60 * 60 * 1000;
+const RETENTION_STEP_EVERY_MS = 60 * 60 * 1000;
 
 /**
  * The retention clock after a look at the wall clock `now`. It follows the wall clock, backwards
@@ -63,13 +63,7 @@ export class RetentionClockFile {
 
   /** The clock as last written, or null when there is none (or it cannot be read). */
   async read(): Promise<RetentionClock | null> {
-    let text: string;
-    try {
-      text = await readFile(this.#file, 'utf8');
-    } catch {
-      return null;
-    }
-    return parseClock(text);
+    return parseClock(await readFile(this.#file, 'utf8').catch(() => ''));
   }
 
   /** One write of a fixed length at the start of the file, never truncated first: a reader sees the old clock or the new one, never an empty file. */
