@@ -5,16 +5,17 @@ import { isVerboseStatsLine } from './verbose-stats.js';
 // How the ollama CLI reports failures, read the same way by `ollama run` (classify-outcome.ts)
 // and the short commands (`ollama list`, `ollama -v`: cli-command.ts).
 
-/**
- * Spawn errors of a machine short of resources right now: this process's open files (EMFILE), the
- * system's (ENFILE), processes or threads (EAGAIN: a ulimit, a container's pids limit), memory
- * (ENOMEM). They pass by themselves.
- */
-const RESOURCE_CODES: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
+/** Spawn errors of a machine short of resources right now, which pass by themselves, in words. */
+const RESOURCE_WORDS: Readonly<Record<string, string>> = {
+  EMFILE: 'this server has too many open files',
+  ENFILE: 'the system has too many open files',
+  EAGAIN: "too many processes (a process limit, or a container's pids limit)",
+  ENOMEM: 'not enough memory',
+};
 
 /** Did the spawn fail because the machine is short of resources now (not because the CLI is missing)? */
 export function isResourceSpawnError(code: string | null): boolean {
-  return code !== null && RESOURCE_CODES.has(code);
+  return code !== null && Object.hasOwn(RESOURCE_WORDS, code);
 }
 
 /** Spawn errors that say the CLI itself cannot be executed: missing, not executable, not a program. */
@@ -24,13 +25,6 @@ const NOT_EXECUTABLE_CODES: ReadonlySet<string> = new Set(['ENOENT', 'EACCES', '
 export function cannotExecute(code: string | null): boolean {
   return code !== null && NOT_EXECUTABLE_CODES.has(code);
 }
-
-const RESOURCE_WORDS: Readonly<Record<string, string>> = {
-  EMFILE: 'this server has too many open files',
-  ENFILE: 'the system has too many open files',
-  EAGAIN: "too many processes (a process limit, or a container's pids limit)",
-  ENOMEM: 'not enough memory',
-};
 
 /** A result's `spawnError` (the message) and `spawnErrorCode`, both null when the CLI was started. */
 export function spawnErrorOf(bin: string, failure: StartFailure | null) {

@@ -42,15 +42,11 @@ export interface CliProbe {
   readonly latencyMs: number;
 }
 
-interface VersionOutput {
-  /** `ollama version is X`: the version of the **server** the CLI asked. */
-  readonly server: string | null;
-  /** The CLI's own version: `Warning: client version is Y` (printed when it differs, or when the server is down), else the server's. */
-  readonly client: string | null;
-}
-
-/** The versions `ollama --version` printed (with no server, only the client's, after a warning). */
-export function parseVersions(output: string): VersionOutput {
+/**
+ * The versions `ollama --version` printed: the server's (`ollama version is X`) and the CLI's own
+ * (`Warning: client version is Y`, printed when they differ or the server is down; else the server's).
+ */
+export function parseVersions(output: string): { server: string | null; client: string | null } {
   const server = /ollama version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
   const client = /client version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
   return { server, client: client ?? server };

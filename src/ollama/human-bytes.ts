@@ -34,13 +34,8 @@ export function sizeCellOf(row: string): ShownSize | null {
 
 /** Bytes for people: `4.7 GB`, `870 MB` (decimal units, like the CLI). */
 export function formatBytes(bytes: number): string {
-  for (const [unit, size] of [
-    ['TB', 1e12],
-    ['GB', 1e9],
-    ['MB', 1e6],
-    ['KB', 1e3],
-  ] as const) {
-    if (bytes >= size) return `${Number((bytes / size).toFixed(1))} ${unit}`;
+  for (const unit of ['TB', 'GB', 'MB', 'KB']) {
+    if (bytes >= UNITS[unit]!) return `${Number((bytes / UNITS[unit]!).toFixed(1))} ${unit}`;
   }
   return `${Math.round(bytes)} B`;
 }

@@ -136,7 +136,9 @@ export class InstalledModels {
   async #get(force: boolean): Promise<{ result: ModelListResult; fresh: boolean }> {
     if (this.#inFlight) return { result: await this.#inFlight, fresh: true };
     const cached = this.#cached;
-    if (!force && cached && this.#clock() - cached.fetchedAt < this.#trustMs(cached)) return { result: cached, fresh: false };
+    // A failed list is trusted only briefly, so a server that comes back is noticed.
+    const trustMs = cached?.ok ? this.ttlMs : Math.min(this.ttlMs, MIN_REFRESH_INTERVAL_MS);
+    if (!force && cached && this.#clock() - cached.fetchedAt < trustMs) return { result: cached, fresh: false };
     const fetching = this.#fetch();
     this.#inFlight = fetching;
     try {
@@ -144,10 +146,6 @@ export class InstalledModels {
     } finally {
       if (this.#inFlight === fetching) this.#inFlight = null;
     }
-  }
-
-  #trustMs(result: ModelListResult): number {
-    return result.ok ? this.ttlMs : Math.min(this.ttlMs, MIN_REFRESH_INTERVAL_MS);
   }
 
   async #fetch(): Promise<ModelListResult> {
