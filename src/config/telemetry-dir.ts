@@ -35,14 +35,10 @@ export interface TelemetryDirContext {
 }
 
 /**
- * Choose the telemetry dir. Pure: everything it depends on is in `context`.
- *
- * 1. `OLLAMA_MCP_TELEMETRY_DIR`, with a leading `~` expanded (MCP clients start servers without a
- *    shell), relative to the working directory otherwise.
- * 2. A source checkout keeps using the repo's git-ignored `telemetry/`, next to the code being worked on.
- * 3. An installed package never writes inside itself (`npm i -g` replaces that folder on every
- *    upgrade, a non-root user cannot write there, under npx it is a cache): it uses the per-user
- *    state dir (see userStateDir).
+ * Choose the telemetry dir (pure): 1. `OLLAMA_MCP_TELEMETRY_DIR`, with a leading `~` expanded (MCP
+ * clients start servers without a shell); 2. a source checkout's git-ignored `telemetry/`; 3. the
+ * per-user state dir, as an installed package never writes inside itself (`npm i -g` replaces that
+ * folder on every upgrade, a non-root user cannot write there, under npx it is a cache).
  */
 export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirChoice | TelemetryDirProblem {
   const paths = context.platform === 'win32' ? path.win32 : path.posix;
@@ -119,9 +115,8 @@ function problem(variable: string, message: string): TelemetryDirProblem {
 }
 
 /**
- * Whether `packageRoot` is a source checkout, and by what sign: `.git` (a clone or a worktree), or
- * `src/cli.ts` with `tsconfig.json` (an unpacked source archive). Never inside `node_modules`; the
- * published package ships dist/ only. `npm link` points at the checkout, so a developer's data stays in the repo.
+ * Whether `packageRoot` is a source checkout, and by what sign: `.git`, or `src/cli.ts` with
+ * `tsconfig.json` (an unpacked archive); never inside `node_modules` (the published package ships dist/ only).
  */
 export function detectSourceCheckout(packageRoot: string, exists: (file: string) => boolean = existsSync): string | null {
   if (packageRoot.split(/[/\\]/).includes('node_modules')) return null;
@@ -169,9 +164,8 @@ export class TelemetryDirError extends Error {
 }
 
 /**
- * Create the telemetry dir (mode 0700, as telemetry/README.md promises: the log may hold prompts;
- * an existing dir keeps its mode) and prove it writable with a probe file: a server that cannot
- * save its ledger must not start and fail every run later.
+ * Create the telemetry dir (0700; an existing dir keeps its mode) and prove it writable with a probe
+ * file: a server that cannot save its ledger must not start and fail every run later.
  */
 export async function prepareTelemetryDir(dir: string): Promise<void> {
   const probe = path.join(dir, `.write-probe-${process.pid}`);
@@ -193,9 +187,8 @@ export function isTelemetryDirError(error: unknown): error is TelemetryDirError 
 const DIR_MODE = 0o700;
 
 /**
- * `mkdir -p` (new folders 0700) that names the real cause: Node's recursive mkdir says ENOENT when a
- * missing parent cannot be created (a read-only mount), so the first missing one is then created
- * alone to get its own error (EROFS, EACCES...).
+ * `mkdir -p` (new folders 0700) that names the real cause: where Node's says ENOENT (a parent that
+ * cannot be created), the first missing one is created alone to get its own error (EROFS, EACCES...).
  */
 export function ensureDirSync(dir: string): void {
   try {

@@ -62,12 +62,8 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     timedOut = true;
     subprocess.kill('SIGTERM');
   }, request.timeoutMs);
-  const giveUpAfter = request.timeoutMs + KILL_GRACE_MS + DRAIN_MAX_MS + ABANDON_MARGIN_MS;
-  const end = await withDeadline(
-    untilExitAndDrained(subprocess, () => output.lastData),
-    giveUpAfter,
-    () => null,
-  );
+  const drained = untilExitAndDrained(subprocess, () => output.lastData);
+  const end = await withDeadline(drained, request.timeoutMs + KILL_GRACE_MS + DRAIN_MAX_MS + ABANDON_MARGIN_MS, () => null);
   clearTimeout(timer);
   if (end === null) {
     // The process never ended, even after SIGKILL (a zombie no one reaps, a stuck mount): stop waiting for it.
@@ -77,39 +73,34 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     return { ...NO_RESULT, timedOut: true };
   }
   return {
-    stdout: output.stdout(),
-    stderr: output.stderr(),
+    stdout: output.text('stdout'),
+    stderr: output.text('stderr'),
     exitCode: end.exitCode,
     timedOut,
     ...spawnErrorOf(request.bin, spawnFailureOf(end, timedOut)),
   };
 }
 
-/** A command's stdout and stderr as they arrive, each kept up to MAX_OUTPUT_BYTES. */
+/** A command's stdout and stderr as they arrive, together kept up to MAX_OUTPUT_BYTES. */
 class CommandOutput {
-  readonly #stdout: Buffer[] = [];
-  readonly #stderr: Buffer[] = [];
+  readonly #parts = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
   #bytes = 0;
   lastData = performance.now();
 
   constructor(subprocess: Subprocess) {
-    subprocess.stdout?.on('data', (chunk: Buffer) => this.#keep(this.#stdout, chunk));
-    subprocess.stderr?.on('data', (chunk: Buffer) => this.#keep(this.#stderr, chunk));
+    subprocess.stdout?.on('data', (chunk: Buffer) => this.#keep('stdout', chunk));
+    subprocess.stderr?.on('data', (chunk: Buffer) => this.#keep('stderr', chunk));
   }
 
-  stdout(): string {
-    return Buffer.concat(this.#stdout).toString('utf8');
+  text(stream: 'stdout' | 'stderr'): string {
+    return Buffer.concat(this.#parts[stream]).toString('utf8');
   }
 
-  stderr(): string {
-    return Buffer.concat(this.#stderr).toString('utf8');
-  }
-
-  #keep(parts: Buffer[], chunk: Buffer): void {
+  #keep(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     this.lastData = performance.now();
     const room = MAX_OUTPUT_BYTES - this.#bytes;
     if (room <= 0) return;
-    parts.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.#parts[stream].push(chunk.length > room ? chunk.subarray(0, room) : chunk);
     this.#bytes += Math.min(room, chunk.length);
   }
 }

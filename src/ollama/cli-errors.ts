@@ -64,11 +64,7 @@ export function isUnreachableMessage(text: string): boolean {
 /** Braille spinner frames the CLI draws on stderr. */
 const SPINNER_FRAMES = /[\u2800-\u28ff]/g;
 
-/**
- * stderr's lines without escapes (nested ones included) or other control characters, spinner
- * frames, blanks and the `--verbose` stats (never an error). A lone `\r` (the spinner's redraw)
- * ends a line.
- */
+/** stderr's lines without control characters, spinner frames, blanks or `--verbose` stats; a lone `\r` ends a line. */
 function readableLines(raw: string): string[] {
   return stripTerminalControls(raw.replace(/\r(?!\n)/g, '\n'))
     .replace(SPINNER_FRAMES, '')
@@ -78,10 +74,8 @@ function readableLines(raw: string): string[] {
 }
 
 /**
- * The CLI's error from its stderr (`Error: <message>`, after the spinner escapes), or the last
- * non-empty line when there is none. A message can span several lines (a cloud hint follows some):
- * the lines after the last `Error:` line are kept, joined by newlines. `null` when stderr says
- * nothing readable.
+ * The CLI's error from its stderr: the last `Error: <message>` with the lines after it (a cloud hint
+ * follows some), else the last readable line; `null` when stderr says nothing readable.
  */
 export function errorFromStderr(raw: string): string | null {
   const lines = readableLines(raw);
@@ -95,9 +89,10 @@ export function errorFromStderr(raw: string): string | null {
  * "invalid file type: text/plain; charset=utf-8"`), or `null`. Printed on stderr just before the error.
  */
 export function fileProblemFromStderr(raw: string): string | null {
-  const line = readableLines(raw).findLast((l) => l.includes("Couldn't process file: "));
+  const marker = "Couldn't process file: ";
+  const line = readableLines(raw).findLast((l) => l.includes(marker));
   if (line === undefined) return null;
-  const quoted = line.slice(line.indexOf("Couldn't process file: ") + "Couldn't process file: ".length);
+  const quoted = line.slice(line.indexOf(marker) + marker.length);
   try {
     const text: unknown = JSON.parse(quoted);
     return typeof text === 'string' ? text : quoted;

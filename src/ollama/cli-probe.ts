@@ -11,20 +11,14 @@ interface CliProbeOptions {
   readonly env: Env;
   /** Limit for each of `BIN --version` and `BIN list` (they run side by side). @default 5000 */
   readonly timeoutMs?: number;
-  /**
-   * Ask this one for the model list (it then refreshes its cache, and a concurrent preflight
-   * shares the same `ollama list`). @default a private instance without cache
-   */
+  /** Ask this one for the model list (its cache is refreshed; a concurrent preflight shares it). @default a private one */
   readonly installedModels?: InstalledModels;
 }
 
 export interface CliProbe {
   /** The CLI could be started (a CLI that hangs was found too). */
   readonly found: boolean;
-  /**
-   * The CLI's own version (`Warning: client version is Y`, or the server's when no such line: they
-   * match). This and every text below that the CLI printed are shown through `terminalText`.
-   */
+  /** The CLI's own version (see parseVersions); it and every text below the CLI printed go through `terminalText`. */
   readonly version: string | null;
   /** The server's version, from `ollama version is X`; `null` when the server did not answer. */
   readonly serverVersion: string | null;

@@ -12,10 +12,7 @@ export interface ModelProcessRequest {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Limit of the answer, counted from its first byte on stdout. */
   readonly timeoutMs: number;
-  /**
-   * Limit of the wait for that first byte: the CLI is queued in Ollama, the model loads or the prompt
-   * is read, and stdout stays silent meanwhile.
-   */
+  /** Limit of the wait for that first byte, while Ollama queues the request, loads the model or reads the prompt. */
   readonly startTimeoutMs: number;
   /** Limit of the whole process from spawn (the call's deadline); none when undefined. */
   readonly deadlineMs?: number;
@@ -72,8 +69,7 @@ let exitHookInstalled = false;
 function killOnExit(pid: number): void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
-    // Synchronous 'exit' (also after an uncaught error or process.exit): nothing can wait for a
-    // grace period any more, so SIGKILL.
+    // Synchronous 'exit' (also after an uncaught error or process.exit): no grace can be waited for.
     process.on('exit', () => {
       for (const live of liveGroups) signalGroup(live, 'SIGKILL');
     });
@@ -120,11 +116,7 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
   return outcomeOf(request, end, control.ending, output, Math.round(performance.now() - started));
 }
 
-/**
- * What ended the process (the limits, a cancel or the output cap) and the group's signals. Two
- * clocks: the start allowance until the first byte of answer, then the answer's own limit; the
- * deadline bounds both.
- */
+/** The two clocks and the deadline, what ended the process (a limit, a cancel, the output cap), and the group's signals. */
 class ProcessControl {
   ending: Ending | null = null;
   readonly #pid: number | undefined;

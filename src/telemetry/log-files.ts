@@ -35,10 +35,7 @@ export function parseRunLogName(name: string): RunLogFileName | undefined {
   return { date, seq };
 }
 
-/**
- * Orders two run log file names (as {@link parseRunLogName} accepts) for reading: `runs.jsonl`
- * first, then by date, then by number as a number (`-999` before `-1000`).
- */
+/** Orders two run log file names for reading: `runs.jsonl` first, then by date, then by number (`-999` before `-1000`). */
 export function compareRunLogNames(a: string, b: string): number {
   const pa = parseRunLogName(a)!;
   const pb = parseRunLogName(b)!;
@@ -73,11 +70,7 @@ export function nextLogFileName(current: string, now: Date): string {
   return name === current ? nextName : join(dirname(current), nextName);
 }
 
-/**
- * Every run log file in `dir`, as absolute paths in reading order. Other files (`runs.jsonl.corrupt`,
- * `other.jsonl`, `state.json`...) and directories are ignored. A missing directory gives `[]`.
- * @throws on other I/O errors (permission, `dir` is a file)
- */
+/** Every run log file in `dir`, as absolute paths in reading order (`[]` when `dir` is missing; other I/O errors throw). */
 export async function listRunLogFiles(dir: string): Promise<string[]> {
   let entries;
   try {

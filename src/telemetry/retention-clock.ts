@@ -3,11 +3,7 @@ import { open, readFile } from 'node:fs/promises';
 
 // Imports only node: builtins: the multi-process rotation test runs src/telemetry/ alone in plain `node`.
 
-/**
- * The time retention judges ages by, shared by the run log and `answers/` and kept in a file so
- * that every server process, and the next one, starts from it rather than from its own `now`.
- * Epoch ms.
- */
+/** The time retention judges ages by (epoch ms), kept in a file every server process, and the next one, starts from. */
 export interface RetentionClock {
   /** Ages are judged as of this time. */
   readonly asOf: number;
@@ -41,10 +37,9 @@ export const RETENTION_CLOCK_FILE_NAME = 'retention-clock.json';
 const LINE_LENGTH = 80;
 
 /**
- * The retention clock in its file. Several processes may read and move it at once without a lock:
- * each moves it at most one step past what it read, so a race moves it no further than one step.
- * A missing or unreadable file starts a new clock at `now`; a clock that cannot be written is
- * used anyway (retention is best effort, and the next prune tries again).
+ * The retention clock in its file, read and moved without a lock: each process moves it at most one
+ * step past what it read. A missing or unreadable file starts a new clock at `now`; one that cannot
+ * be written is used anyway (retention is best effort, and the next prune tries again).
  */
 export class RetentionClockFile {
   readonly #file: string;
