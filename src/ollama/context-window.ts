@@ -72,8 +72,6 @@ interface ContextLookupRequest {
   readonly budgetMs: number;
 }
 
-type RunCommand = (request: CliCommandRequest) => Promise<CliCommandResult>;
-
 /**
  * The context evidence for `model`: `ollama ps` first (one spawn when the model is loaded, as it
  * is right after a run); `ollama show` only when ps cannot tell. `null` when the CLI could not
@@ -81,7 +79,7 @@ type RunCommand = (request: CliCommandRequest) => Promise<CliCommandResult>;
  */
 export async function lookupContextWindow(
   request: ContextLookupRequest,
-  run: RunCommand = runCliCommand,
+  run: (request: CliCommandRequest) => Promise<CliCommandResult> = runCliCommand,
 ): Promise<ContextEvidence | null> {
   const deadline = performance.now() + request.budgetMs;
   const left = () => Math.floor(deadline - performance.now());

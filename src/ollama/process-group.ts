@@ -18,9 +18,8 @@ export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
 }
 
 /**
- * Ends a child's group: SIGTERM at the first request, SIGKILL after the grace if the leader is
- * still running. Once the leader has exited after being signalled, whatever is left of its group
- * gets SIGKILL at once: nothing it started may outlive it.
+ * Ends a child's group: SIGTERM at the first request, SIGKILL after the grace, or at once when the
+ * signalled leader has exited: nothing it started may outlive it.
  */
 export class GroupTerminator {
   readonly #pid: number;

@@ -123,7 +123,9 @@ export class JsonlAppender {
     try {
       const size = (await handle.stat()).size;
       if (size > 0 && size + line.length > maxBytes) {
-        await endTornLine(handle, size);
+        // A full file's torn last line is ended now: nobody will append there again to repair it.
+        const repair = await guardTornTail(handle, EMPTY, size);
+        if (repair.length > 0) await writeFully(handle, repair);
         return false;
       }
       this.#active = file;
@@ -196,12 +198,6 @@ async function guardTornTail(handle: FileHandle, line: Buffer, sizeNow: number):
     size = now;
   }
   return Buffer.concat([Buffer.from([NEWLINE]), line]);
-}
-
-/** Ends a full file's torn last line before leaving it: nobody will append there again to repair it. */
-async function endTornLine(handle: FileHandle, size: number): Promise<void> {
-  const repair = await guardTornTail(handle, EMPTY, size);
-  if (repair.length > 0) await writeFully(handle, repair);
 }
 
 /**
