@@ -114,10 +114,7 @@ export function telemetryDirFor(context: TelemetryDirContext): { dir: string; wh
   return choice;
 }
 
-/**
- * Read and validate the configuration from an environment. Throws ConfigError naming the first bad
- * variable. `where` says where this process runs from (for the default telemetry dir).
- */
+/** Read and validate an environment (`where`: this process's, for the default telemetry dir). Throws ConfigError. */
 export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemetryDirContext(env)): Config {
   const read = envReader(env);
   const { int, setting, bool } = read;
@@ -210,10 +207,7 @@ function envReader(env: Env) {
       if (raw.trim() === '') throw new ConfigError(name, `${name} is set but empty; unset it to use the default (${fallback})`);
       return raw;
     },
-    /**
-     * Our variable when set (within its range), else Ollama's own above 0, capped to the range (Ollama
-     * reads 0 and invalid values as its default); null when neither says.
-     */
+    /** Our variable when set, else Ollama's own above 0 (it reads 0 as its default) capped to the range; else null. */
     oursElseOllamas(ours: string, theirs: string, range: Range): { value: number; source: string } | null {
       if (optional(ours)) return { value: int(ours, range.min, range), source: ours };
       const ollama = ollamaUint(env, theirs);

@@ -185,10 +185,7 @@ const TIERS_KEYS: KeyHints = {
 /** A tiers file larger than this is surely the wrong file. */
 const MAX_FILE_BYTES = 1_048_576;
 
-/**
- * Tiers for this server: from Config alone when `configFile` is unset, else read, parse and
- * validate the file. Every problem throws ConfigError naming the file and the key.
- */
+/** Tiers from Config and the file `configFile` names, if any. Every problem throws ConfigError naming the file and key. */
 export async function loadModelTiers(config: Config): Promise<ModelTiers> {
   const filePath = config.configFile;
   if (filePath === undefined) return buildModelTiers(config, null, null);

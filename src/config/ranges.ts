@@ -1,7 +1,4 @@
-/**
- * Inclusive ranges of the per-model settings: the same for the `OLLAMA_MCP_*` variables, the tiers
- * file and the tool arguments that override them.
- */
+/** Inclusive ranges of the per-model settings, the same for the variables, the tiers file and the tool arguments. */
 export const SETTING_RANGES = {
   timeout_ms: { min: 100, max: 3_600_000 },
   start_timeout_ms: { min: 1_000, max: 3_600_000 },
@@ -15,10 +12,7 @@ export const SETTING_RANGES = {
 export const HTTP_TOKEN_MIN_CHARS = 16;
 export const HTTP_TOKEN_TOO_SHORT = `OLLAMA_MCP_HTTP_TOKEN must be at least ${HTTP_TOKEN_MIN_CHARS} characters (use a random secret)`;
 
-/**
- * OLLAMA_MCP_HTTP_MAX_CONNECTIONS and OLLAMA_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: connections to
- * `--http` serving no request at most, in total and from one remote address (each holds a file descriptor).
- */
+/** Connections to `--http` serving no request at most, in total and from one address (each holds a file descriptor). */
 export const HTTP_CONNECTIONS = { total: 256, perAddress: 128 } as const;
 
 /** The port `--http` serves on when none is given (`startHttpServer`'s own default is 0: any free port). */

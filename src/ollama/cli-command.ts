@@ -37,10 +37,9 @@ export interface CliCommandRequest {
 const NO_RESULT = { stdout: '', stderr: '', exitCode: null, timedOut: false, spawnError: null, spawnErrorCode: null } as const;
 
 /**
- * Run `BIN ARGS...` once: no shell, stdin closed (the CLI reads stdin to EOF when it is a pipe),
- * SIGTERM at the timeout and SIGKILL a second later. Ends when the CLI exits (plus a short drain),
- * as a model run does, even when a helper the CLI started (an `OLLAMA_BIN` wrapper's `ollama serve`)
- * keeps its output pipes open. Never rejects.
+ * Run `BIN ARGS...` once: no shell, stdin closed (the CLI reads a piped stdin to EOF), SIGTERM at the
+ * timeout and SIGKILL a second later. Ends when the CLI exits (plus a short drain), whoever else
+ * holds its pipes. Never rejects.
  */
 export async function runCliCommand(request: CliCommandRequest): Promise<CliCommandResult> {
   const start = await startProcess(request.bin, request.args, {

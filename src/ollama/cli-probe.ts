@@ -54,11 +54,7 @@ function warningLines(...outputs: string[]): string[] {
     .map((line) => line.replace(/^Warning:\s*/i, ''));
 }
 
-/**
- * Is the CLI there, which version, and can it reach the server? Runs `BIN --version` and
- * `BIN list` side by side (no shell, stdin closed, each killed at `timeoutMs`); never throws and
- * never takes much longer than `timeoutMs`.
- */
+/** Is the CLI there, which version, and can it reach the server? `BIN --version` and `BIN list` side by side; never throws. */
 export async function probeCli(options: CliProbeOptions): Promise<CliProbe> {
   const started = performance.now();
   const timeoutMs = options.timeoutMs ?? 5_000;

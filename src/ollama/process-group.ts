@@ -1,9 +1,7 @@
 /**
- * Each model process leads its own process group (POSIX: spawned `detached`, which calls
- * setsid), so a signal sent to the group reaches everything the CLI started, and a terminal's
- * Ctrl+C (SIGINT to the foreground group, which makes the CLI exit 0 with partial output) reaches
- * only the server, which then ends its children with SIGTERM. Windows has no process groups:
- * there the process itself is signalled.
+ * Each model process leads its own process group (POSIX: spawned `detached`), so a signal to the group
+ * reaches everything the CLI started, and a terminal's Ctrl+C (which makes the CLI exit 0 with partial
+ * output) reaches only the server, which ends its children with SIGTERM. Windows has no groups.
  */
 export const OWN_PROCESS_GROUP = process.platform !== 'win32';
 
