@@ -21,6 +21,8 @@ interface TelemetryDirProblem {
   readonly message: string;
 }
 
+type Choice = TelemetryDirChoice | TelemetryDirProblem;
+
 export interface TelemetryDirContext {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly platform: NodeJS.Platform;
@@ -40,7 +42,7 @@ export interface TelemetryDirContext {
  * per-user state dir, as an installed package never writes inside itself (`npm i -g` replaces that
  * folder on every upgrade, a non-root user cannot write there, under npx it is a cache).
  */
-export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirChoice | TelemetryDirProblem {
+export function resolveTelemetryDir(context: TelemetryDirContext): Choice {
   const paths = context.platform === 'win32' ? path.win32 : path.posix;
   const raw = context.env[TELEMETRY_DIR_VARIABLE];
   if (raw !== undefined) return fromVariable(raw.trim(), context, paths);
@@ -53,18 +55,13 @@ export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirC
   return userStateDir(context, paths);
 }
 
-function fromVariable(
-  value: string,
-  context: TelemetryDirContext,
-  paths: path.PlatformPath,
-): TelemetryDirChoice | TelemetryDirProblem {
+function fromVariable(value: string, context: TelemetryDirContext, paths: path.PlatformPath): Choice {
   const name = TELEMETRY_DIR_VARIABLE;
-  if (value === '') return problem(name, `${name} is set but empty; unset it to use the default`);
-  if (/^~[^/\\]/.test(value))
-    return problem(name, `${name}=${value}: only \`~\` and \`~/...\` are expanded; write the full path`);
+  if (value === '') return problem(`${name} is set but empty; unset it to use the default`);
+  if (/^~[^/\\]/.test(value)) return problem(`${name}=${value}: only \`~\` and \`~/...\` are expanded; write the full path`);
   const why = `${name} is set`;
   if (!value.startsWith('~')) return { dir: paths.resolve(context.cwd, value), why };
-  if (context.home === '') return problem(name, `${name}=${value}: the home directory is unknown; write the full path`);
+  if (context.home === '') return problem(`${name}=${value}: the home directory is unknown; write the full path`);
   return { dir: paths.join(context.home, value.slice(1)), why };
 }
 
@@ -77,7 +74,7 @@ function fromVariable(
  *   (not Caches/, which the system may purge, nor Logs/: the retry ledger is not a log).
  * - Windows: `%LOCALAPPDATA%\...` (Local, not Roaming: the lock and the ledger belong to this machine).
  */
-function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): TelemetryDirChoice | TelemetryDirProblem {
+function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): Choice {
   const installed = (dir: string, where: string): TelemetryDirChoice => ({
     dir: paths.join(dir, APP_DIR_NAME),
     why: `installed package: the per-user state dir ${where}`,
@@ -92,7 +89,6 @@ function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): T
   }
   if (context.home === '') {
     return problem(
-      TELEMETRY_DIR_VARIABLE,
       `cannot choose a telemetry dir: the home directory is unknown; set ${TELEMETRY_DIR_VARIABLE} to a writable folder`,
     );
   }
@@ -106,12 +102,12 @@ function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): T
   return installed(home('.local', 'state'), `in ~/.local/state, as XDG_STATE_HOME ${unusable}`);
 }
 
-export function isTelemetryDirProblem(value: TelemetryDirChoice | TelemetryDirProblem): value is TelemetryDirProblem {
+export function isTelemetryDirProblem(value: Choice): value is TelemetryDirProblem {
   return (value as TelemetryDirProblem).kind === 'telemetry_dir_problem';
 }
 
-function problem(variable: string, message: string): TelemetryDirProblem {
-  return { kind: 'telemetry_dir_problem', variable, message };
+function problem(message: string): TelemetryDirProblem {
+  return { kind: 'telemetry_dir_problem', variable: TELEMETRY_DIR_VARIABLE, message };
 }
 
 /**
