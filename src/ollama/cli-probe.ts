@@ -103,11 +103,7 @@ function readProbe(
   if (list.ok) serverReachable = true;
   else if (list.cause === 'unreachable' || warnings.some(isUnreachableMessage)) serverReachable = false;
   // Not found: the failure that says so; else the list's failure first, then the version's.
-  const failure = found
-    ? (listFailure ?? versionFailure)
-    : versionFailure?.cause === 'cli_not_found'
-      ? versionFailure
-      : (listFailure ?? { cause: 'cli_not_found' as const, reason: `cannot run \`${bin}\`` });
+  const failure = versionFailure?.cause === 'cli_not_found' ? versionFailure : (listFailure ?? versionFailure);
   const versions = parseVersions(`${version.stdout}\n${version.stderr}`);
   // What the CLI printed (and a remote server told it) reaches doctor's terminal: shown, never obeyed.
   const shown = (text: string | null) => (text === null ? null : terminalText(text));
@@ -118,7 +114,7 @@ function readProbe(
     serverReachable,
     warnings: warnings.map(terminalText),
     error: shown(failure?.reason ?? null),
-    errorCause: found ? (failure?.cause ?? null) : 'cli_not_found',
+    errorCause: failure?.cause ?? null,
     installed: list.ok ? [...list.models] : null,
   };
 }
