@@ -17,11 +17,9 @@ export const RETENTION_MAX_STEP_MS = 24 * 60 * 60 * 1000;
 const RETENTION_STEP_EVERY_MS = 60 * 60 * 1000;
 
 /**
- * The retention clock after a look at the wall clock `now`. It follows the wall clock, backwards
- * too (so a backward step never stalls retention), as long as `now` is at most a step ahead of it;
- * past that (a forward step of the wall clock, or a long idle time) it moves one step at a time, at
- * most one an hour, so a step of 100 days ages files by a day at once, not by 100. Without a
- * previous clock (a data dir this version never pruned) it starts at `now`. Pure.
+ * The retention clock after a look at the wall clock `now` (pure): it follows the wall clock, backwards
+ * too, while `now` is at most a step ahead; past that it moves a step at a time, so a jump of 100 days
+ * ages files by a day at once, not by 100. Without a previous clock it starts at `now`.
  */
 export function nextRetentionClock(previous: RetentionClock | null, now: number): RetentionClock {
   if (previous === null || now <= previous.asOf + RETENTION_MAX_STEP_MS) return { asOf: now, movedAt: now };
