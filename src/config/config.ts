@@ -6,22 +6,7 @@ import {
   type TelemetryDirContext,
 } from './telemetry-dir.js';
 import { ollamaDurationMs, ollamaUint } from './ollama-settings.js';
-import {
-  BUSY_RETRIES_RANGE,
-  REPLY_WITHIN_RANGE,
-  CONCURRENCY_RANGE,
-  MAX_LOADED_MODELS_RANGE,
-  DEFAULT_STATE_PREFIX,
-  HTTP_CONNECTIONS,
-  HTTP_CONNECTIONS_RANGE,
-  HTTP_TOKEN_MIN_CHARS,
-  HTTP_TOKEN_TOO_SHORT,
-  SETTING_RANGES,
-  SHARED_CONCURRENCY_RANGE,
-  STATE_PREFIX_PATTERN,
-  STATE_PREFIX_RULE,
-  SWITCH_AFTER_RANGE,
-} from './ranges.js';
+import { HTTP_CONNECTIONS, HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT, REPLY_WITHIN_RANGE, SETTING_RANGES } from './ranges.js';
 import { isRedisUrlError, parseRedisUrl } from './redis-url.js';
 
 /** Everything the server can be told, validated once at start-up. Each field names its variable; docs/configuration.md gives the ranges. */
@@ -134,10 +119,7 @@ export function telemetryDirFor(context: TelemetryDirContext): { dir: string; wh
   return choice;
 }
 
-/**
- * Read and validate the configuration from an environment. Throws ConfigError naming the first bad
- * variable. `where` says where this process runs from (for the default telemetry dir).
- */
+/** Read and validate an environment (`where`: this process's, for the default telemetry dir). Throws ConfigError. */
 export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemetryDirContext(env)): Config {
   const read = envReader(env);
   const { int, setting, bool } = read;
@@ -147,22 +129,22 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
   const state = stateLocation(env, read);
   const telemetry = telemetryDirFor({ ...where, env });
   const parallel = read.oursElseOllamas('OLLAMA_MCP_PARALLEL', 'OLLAMA_NUM_PARALLEL', SETTING_RANGES.parallel);
-  const maxLoaded = read.oursElseOllamas('OLLAMA_MCP_MAX_LOADED_MODELS', 'OLLAMA_MAX_LOADED_MODELS', MAX_LOADED_MODELS_RANGE);
+  const maxLoaded = read.oursElseOllamas('OLLAMA_MCP_MAX_LOADED_MODELS', 'OLLAMA_MAX_LOADED_MODELS', { min: 1, max: 32 });
   return {
     ollamaBin: read.text('OLLAMA_BIN', 'ollama'),
     ollamaHost: host,
     telemetryDir: telemetry.dir,
     telemetryDirReason: telemetry.why,
-    concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, CONCURRENCY_RANGE),
+    concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, { min: 1, max: 32 }),
     sharedConcurrency: read.optional('OLLAMA_MCP_SHARED_CONCURRENCY')
-      ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, SHARED_CONCURRENCY_RANGE)
+      ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, { min: 1, max: 256 })
       : null,
     parallel: parallel?.value ?? 1,
     parallelSource: parallel?.source ?? "Ollama's default",
     maxLoadedModels: maxLoaded?.value ?? null,
     maxLoadedModelsSource: maxLoaded?.source ?? 'learned from `ollama ps`',
     startTimeoutMs: setting('OLLAMA_MCP_START_TIMEOUT_MS', defaultStartTimeoutMs(env), 'start_timeout_ms'),
-    switchAfterMs: int('OLLAMA_MCP_SWITCH_AFTER_MS', 30_000, SWITCH_AFTER_RANGE),
+    switchAfterMs: int('OLLAMA_MCP_SWITCH_AFTER_MS', 30_000, { min: 0, max: 3_600_000 }),
     keepAliveMs: keepAliveMs(env),
     timeoutMs: setting('OLLAMA_MCP_TIMEOUT_MS', 120_000, 'timeout_ms'),
     maxRetries: setting('OLLAMA_MCP_MAX_RETRIES', 3, 'max_retries'),
@@ -190,12 +172,13 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     logMaxBytes: int('OLLAMA_MCP_LOG_MAX_BYTES', 52_428_800, { min: 1_024, max: 107_374_182_400 }),
     logRetentionMs: int('OLLAMA_MCP_LOG_RETENTION_DAYS', 90, { min: 0, max: 36_500 }) * DAY_MS,
     logMaxTotalBytes: int('OLLAMA_MCP_LOG_MAX_TOTAL_BYTES', 1_073_741_824, { min: 0, max: 1_125_899_906_842_624 }),
-    busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, BUSY_RETRIES_RANGE),
+    busyRetries: int('OLLAMA_MCP_BUSY_RETRIES', 3, { min: 0, max: 10 }),
     ...state,
   };
 }
 
 const DAY_MS = 86_400_000;
+const HTTP_CONNECTIONS_RANGE = { min: 1, max: 100_000 };
 
 type Range = { readonly min: number; readonly max: number };
 type EnvReader = ReturnType<typeof envReader>;
@@ -230,10 +213,7 @@ function envReader(env: Env) {
       if (raw.trim() === '') throw new ConfigError(name, `${name} is set but empty; unset it to use the default (${fallback})`);
       return raw;
     },
-    /**
-     * Our variable when set (within its range), else Ollama's own above 0, capped to the range (Ollama
-     * reads 0 and invalid values as its default); null when neither says.
-     */
+    /** Our variable when set, else Ollama's own above 0 (it reads 0 as its default) capped to the range; else null. */
     oursElseOllamas(ours: string, theirs: string, range: Range): { value: number; source: string } | null {
       if (optional(ours)) return { value: int(ours, range.min, range), source: ours };
       const ollama = ollamaUint(env, theirs);
@@ -271,9 +251,13 @@ function stateLocation(env: Env, read: EnvReader): Pick<Config, 'stateUrl' | 'st
     const parsed = parseRedisUrl(stateUrl);
     if (isRedisUrlError(parsed)) throw new ConfigError('OLLAMA_MCP_STATE_URL', `OLLAMA_MCP_STATE_URL: ${parsed.error}`);
   }
-  const statePrefix = env.OLLAMA_MCP_STATE_PREFIX ?? DEFAULT_STATE_PREFIX;
-  if (!STATE_PREFIX_PATTERN.test(statePrefix)) {
-    throw new ConfigError('OLLAMA_MCP_STATE_PREFIX', `OLLAMA_MCP_STATE_PREFIX ${STATE_PREFIX_RULE}, got \`${statePrefix}\``);
+  const statePrefix = env.OLLAMA_MCP_STATE_PREFIX ?? 'ollama-mcp:';
+  // A key prefix that can be typed in redis-cli.
+  if (!/^[\x21-\x7e]{1,100}$/.test(statePrefix)) {
+    throw new ConfigError(
+      'OLLAMA_MCP_STATE_PREFIX',
+      `OLLAMA_MCP_STATE_PREFIX must be 1 to 100 printable characters without spaces (e.g. \`team-a:\`), got \`${statePrefix}\``,
+    );
   }
   return { stateUrl, statePrefix };
 }

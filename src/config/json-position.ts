@@ -23,9 +23,8 @@ function lineColumn(text: string, position: number): string {
 }
 
 /**
- * Offset of the first JSON syntax error, for parser messages that do not give one; null if the text parses.
- * The shortest prefix of the text that JSON.parse refuses before its end ends just past the error:
- * every shorter prefix is valid as far as it goes, so bisection finds it.
+ * Offset of the first JSON syntax error (null if the text parses): the shortest prefix JSON.parse
+ * refuses before its end ends just past it, and every shorter one is valid so far, so bisection finds it.
  */
 export function findJsonError(text: string): number | null {
   if (failsBefore(text, text.length)) {

@@ -58,21 +58,24 @@ export interface ModelTiers {
 
 type SettingKey = keyof typeof SETTING_RANGES;
 const SETTING_KEYS = Object.keys(SETTING_RANGES) as SettingKey[];
+/** Each setting's key in the file and its field in ModelSettings (and Config). */
+const FIELD = {
+  timeout_ms: 'timeoutMs',
+  start_timeout_ms: 'startTimeoutMs',
+  max_retries: 'maxRetries',
+  breaker_threshold: 'breakerThreshold',
+  breaker_cooldown_ms: 'breakerCooldownMs',
+  parallel: 'parallel',
+} as const satisfies Record<SettingKey, keyof ModelSettings & keyof Config>;
 
 const ROOT_KEYS = ['defaults', 'tiers', 'models'] as const;
 const RULE_KEYS = ['match', 'tier', ...SETTING_KEYS, 'fallback'] as const;
 
 /** The tiers file's schemas, made on first use: a server without a tiers file starts without building them. */
 function tiersSchemas() {
-  const setting = (key: SettingKey) => z.int().min(SETTING_RANGES[key].min).max(SETTING_RANGES[key].max).optional();
-  const settingsShape = {
-    timeout_ms: setting('timeout_ms'),
-    start_timeout_ms: setting('start_timeout_ms'),
-    max_retries: setting('max_retries'),
-    breaker_threshold: setting('breaker_threshold'),
-    breaker_cooldown_ms: setting('breaker_cooldown_ms'),
-    parallel: setting('parallel'),
-  };
+  const settingsShape = Object.fromEntries(
+    SETTING_KEYS.map((key) => [key, z.int().min(SETTING_RANGES[key].min).max(SETTING_RANGES[key].max).optional()]),
+  ) as Record<SettingKey, z.ZodOptional<z.ZodInt>>;
   const settings = z.strictObject(settingsShape);
   const rule = z.strictObject({
     match: z.string(),
@@ -101,20 +104,9 @@ type Settings = z.infer<TiersSchemas['settings']>;
 const NO_FALLBACK: readonly string[] = Object.freeze([]);
 
 /** The settings of every model when there is no tiers file: the environment's. */
-export function configSettings(
-  config: Pick<Config, 'timeoutMs' | 'startTimeoutMs' | 'maxRetries' | 'breakerThreshold' | 'breakerCooldownMs' | 'parallel'>,
-): ModelSettings {
-  const { timeoutMs, startTimeoutMs, maxRetries, breakerThreshold, breakerCooldownMs, parallel } = config;
-  return {
-    timeoutMs,
-    startTimeoutMs,
-    maxRetries,
-    breakerThreshold,
-    breakerCooldownMs,
-    parallel,
-    source: null,
-    fallback: NO_FALLBACK,
-  };
+export function configSettings(config: Pick<Config, (typeof FIELD)[SettingKey]>): ModelSettings {
+  const settings = Object.fromEntries(SETTING_KEYS.map((key) => [FIELD[key], config[FIELD[key]]]));
+  return { ...settings, source: null, fallback: NO_FALLBACK } as ModelSettings;
 }
 
 /** Tiers from Config and a valid file (see parseTiersFile), or Config alone when `file` is null. Pure. */
@@ -144,19 +136,10 @@ export function buildModelTiers(config: Config, file: TiersFile | null, filePath
   });
 }
 
-const CAMEL: Record<SettingKey, keyof ModelSettings> = {
-  timeout_ms: 'timeoutMs',
-  start_timeout_ms: 'startTimeoutMs',
-  max_retries: 'maxRetries',
-  breaker_threshold: 'breakerThreshold',
-  breaker_cooldown_ms: 'breakerCooldownMs',
-  parallel: 'parallel',
-};
-
 function overlay(settings: ModelSettings, layer: Settings | undefined): ModelSettings {
   if (layer === undefined) return settings;
   const next: Record<string, unknown> = { ...settings };
-  for (const key of SETTING_KEYS) if (layer[key] !== undefined) next[CAMEL[key]] = layer[key];
+  for (const key of SETTING_KEYS) if (layer[key] !== undefined) next[FIELD[key]] = layer[key];
   return next as unknown as ModelSettings;
 }
 
@@ -202,10 +185,7 @@ const TIERS_KEYS: KeyHints = {
 /** A tiers file larger than this is surely the wrong file. */
 const MAX_FILE_BYTES = 1_048_576;
 
-/**
- * Tiers for this server: from Config alone when `configFile` is unset, else read, parse and
- * validate the file. Every problem throws ConfigError naming the file and the key.
- */
+/** Tiers from Config and the file `configFile` names, if any. Every problem throws ConfigError naming the file and key. */
 export async function loadModelTiers(config: Config): Promise<ModelTiers> {
   const filePath = config.configFile;
   if (filePath === undefined) return buildModelTiers(config, null, null);

@@ -1,9 +1,8 @@
 import { parseGoDuration } from '../ollama/verbose-stats.js';
 
 /**
- * Ollama's own server settings, read the way `ollama serve` reads them (envconfig/config.go), for
- * when this server's environment has them too: an invalid value means Ollama's default, as it does
- * for Ollama, so a setting that Ollama accepts never stops this server from starting.
+ * Ollama's own settings, read as `ollama serve` reads them (envconfig/config.go): an invalid value
+ * means Ollama's default, so a setting that Ollama accepts never stops this server from starting.
  */
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -16,10 +15,7 @@ export function ollamaUint(env: Env, name: string): number | null {
   return Number.isSafeInteger(value) ? value : null;
 }
 
-/**
- * A duration the way Ollama reads OLLAMA_KEEP_ALIVE and OLLAMA_LOAD_TIMEOUT: a Go duration (`5m`,
- * `1h30m`) or whole seconds; null when unset or invalid. In ms; may be negative.
- */
+/** A duration as Ollama reads OLLAMA_KEEP_ALIVE and OLLAMA_LOAD_TIMEOUT: a Go duration or whole seconds; in ms, or null. */
 export function ollamaDurationMs(env: Env, name: string): number | null {
   const raw = env[name]?.trim();
   if (raw === undefined || raw === '') return null;

@@ -16,10 +16,7 @@ const DEFAULT_PORT = 6379;
 /** Redis's own limit for a database index is the server's `databases` setting; this is only a sanity bound. */
 const MAX_DB = 1_000_000;
 
-/**
- * Parse `redis://[user:pass@]host[:port][/db]` or `rediss://...` (TLS). Returns the target, or a
- * message saying what is wrong; neither ever contains the password.
- */
+/** Parse `redis://[user:pass@]host[:port][/db]` or `rediss://...` (TLS): the target, or what is wrong, never the password. */
 export function parseRedisUrl(raw: string): RedisTarget | { readonly error: string } {
   const shown = redactRedisUrl(raw);
   let url: URL;
@@ -60,10 +57,7 @@ export function isRedisUrlError(parsed: RedisTarget | { readonly error: string }
   return 'error' in parsed;
 }
 
-/**
- * `redis://user:secret@host` -> `redis://user:***@host`; `redis://secret@host` (a password
- * without a user) -> `redis://***@host`. Works on text that is not a valid URL, too.
- */
+/** `redis://user:secret@host` -> `redis://user:***@host`, `redis://secret@host` -> `redis://***@host`, even in a non-URL. */
 export function redactRedisUrl(raw: string): string {
   // Up to the LAST `@`: a password may hold an unencoded `@` or `/` (`redis://u:p@s/s@host`), and a
   // valid Redis URL has no `@` after its host.

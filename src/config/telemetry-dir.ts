@@ -21,6 +21,8 @@ interface TelemetryDirProblem {
   readonly message: string;
 }
 
+type Choice = TelemetryDirChoice | TelemetryDirProblem;
+
 export interface TelemetryDirContext {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly platform: NodeJS.Platform;
@@ -35,16 +37,12 @@ export interface TelemetryDirContext {
 }
 
 /**
- * Choose the telemetry dir. Pure: everything it depends on is in `context`.
- *
- * 1. `OLLAMA_MCP_TELEMETRY_DIR`, with a leading `~` expanded (MCP clients start servers without a
- *    shell), relative to the working directory otherwise.
- * 2. A source checkout keeps using the repo's git-ignored `telemetry/`, next to the code being worked on.
- * 3. An installed package never writes inside itself (`npm i -g` replaces that folder on every
- *    upgrade, a non-root user cannot write there, under npx it is a cache): it uses the per-user
- *    state dir (see userStateDir).
+ * Choose the telemetry dir (pure): 1. `OLLAMA_MCP_TELEMETRY_DIR`, with a leading `~` expanded (MCP
+ * clients start servers without a shell); 2. a source checkout's git-ignored `telemetry/`; 3. the
+ * per-user state dir, as an installed package never writes inside itself (`npm i -g` replaces that
+ * folder on every upgrade, a non-root user cannot write there, under npx it is a cache).
  */
-export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirChoice | TelemetryDirProblem {
+export function resolveTelemetryDir(context: TelemetryDirContext): Choice {
   const paths = context.platform === 'win32' ? path.win32 : path.posix;
   const raw = context.env[TELEMETRY_DIR_VARIABLE];
   if (raw !== undefined) return fromVariable(raw.trim(), context, paths);
@@ -57,18 +55,13 @@ export function resolveTelemetryDir(context: TelemetryDirContext): TelemetryDirC
   return userStateDir(context, paths);
 }
 
-function fromVariable(
-  value: string,
-  context: TelemetryDirContext,
-  paths: path.PlatformPath,
-): TelemetryDirChoice | TelemetryDirProblem {
+function fromVariable(value: string, context: TelemetryDirContext, paths: path.PlatformPath): Choice {
   const name = TELEMETRY_DIR_VARIABLE;
-  if (value === '') return problem(name, `${name} is set but empty; unset it to use the default`);
-  if (/^~[^/\\]/.test(value))
-    return problem(name, `${name}=${value}: only \`~\` and \`~/...\` are expanded; write the full path`);
+  if (value === '') return problem(`${name} is set but empty; unset it to use the default`);
+  if (/^~[^/\\]/.test(value)) return problem(`${name}=${value}: only \`~\` and \`~/...\` are expanded; write the full path`);
   const why = `${name} is set`;
   if (!value.startsWith('~')) return { dir: paths.resolve(context.cwd, value), why };
-  if (context.home === '') return problem(name, `${name}=${value}: the home directory is unknown; write the full path`);
+  if (context.home === '') return problem(`${name}=${value}: the home directory is unknown; write the full path`);
   return { dir: paths.join(context.home, value.slice(1)), why };
 }
 
@@ -81,7 +74,7 @@ function fromVariable(
  *   (not Caches/, which the system may purge, nor Logs/: the retry ledger is not a log).
  * - Windows: `%LOCALAPPDATA%\...` (Local, not Roaming: the lock and the ledger belong to this machine).
  */
-function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): TelemetryDirChoice | TelemetryDirProblem {
+function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): Choice {
   const installed = (dir: string, where: string): TelemetryDirChoice => ({
     dir: paths.join(dir, APP_DIR_NAME),
     why: `installed package: the per-user state dir ${where}`,
@@ -96,7 +89,6 @@ function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): T
   }
   if (context.home === '') {
     return problem(
-      TELEMETRY_DIR_VARIABLE,
       `cannot choose a telemetry dir: the home directory is unknown; set ${TELEMETRY_DIR_VARIABLE} to a writable folder`,
     );
   }
@@ -110,18 +102,17 @@ function userStateDir(context: TelemetryDirContext, paths: path.PlatformPath): T
   return installed(home('.local', 'state'), `in ~/.local/state, as XDG_STATE_HOME ${unusable}`);
 }
 
-export function isTelemetryDirProblem(value: TelemetryDirChoice | TelemetryDirProblem): value is TelemetryDirProblem {
+export function isTelemetryDirProblem(value: Choice): value is TelemetryDirProblem {
   return (value as TelemetryDirProblem).kind === 'telemetry_dir_problem';
 }
 
-function problem(variable: string, message: string): TelemetryDirProblem {
-  return { kind: 'telemetry_dir_problem', variable, message };
+function problem(message: string): TelemetryDirProblem {
+  return { kind: 'telemetry_dir_problem', variable: TELEMETRY_DIR_VARIABLE, message };
 }
 
 /**
- * Whether `packageRoot` is a source checkout, and by what sign: `.git` (a clone or a worktree), or
- * `src/cli.ts` with `tsconfig.json` (an unpacked source archive). Never inside `node_modules`; the
- * published package ships dist/ only. `npm link` points at the checkout, so a developer's data stays in the repo.
+ * Whether `packageRoot` is a source checkout, and by what sign: `.git`, or `src/cli.ts` with
+ * `tsconfig.json` (an unpacked archive); never inside `node_modules` (the published package ships dist/ only).
  */
 export function detectSourceCheckout(packageRoot: string, exists: (file: string) => boolean = existsSync): string | null {
   if (packageRoot.split(/[/\\]/).includes('node_modules')) return null;
@@ -169,9 +160,8 @@ export class TelemetryDirError extends Error {
 }
 
 /**
- * Create the telemetry dir (mode 0700, as telemetry/README.md promises: the log may hold prompts;
- * an existing dir keeps its mode) and prove it writable with a probe file: a server that cannot
- * save its ledger must not start and fail every run later.
+ * Create the telemetry dir (0700; an existing dir keeps its mode) and prove it writable with a probe
+ * file: a server that cannot save its ledger must not start and fail every run later.
  */
 export async function prepareTelemetryDir(dir: string): Promise<void> {
   const probe = path.join(dir, `.write-probe-${process.pid}`);
@@ -193,9 +183,8 @@ export function isTelemetryDirError(error: unknown): error is TelemetryDirError 
 const DIR_MODE = 0o700;
 
 /**
- * `mkdir -p` (new folders 0700) that names the real cause: Node's recursive mkdir says ENOENT when a
- * missing parent cannot be created (a read-only mount), so the first missing one is then created
- * alone to get its own error (EROFS, EACCES...).
+ * `mkdir -p` (new folders 0700) that names the real cause: where Node's says ENOENT (a parent that
+ * cannot be created), the first missing one is created alone to get its own error (EROFS, EACCES...).
  */
 export function ensureDirSync(dir: string): void {
   try {

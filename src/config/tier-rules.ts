@@ -8,9 +8,8 @@ const TIER_NAME_MAX_LENGTH = 64;
 const MATCH_PATTERN = /^[A-Za-z0-9._\-/:*?]+$/;
 
 /**
- * Glob match: `*` any run of characters (`/` and `:` included), `?` exactly one, everything else
- * literal. A two-pointer matcher rather than a RegExp: linear time whatever the pattern, where a
- * RegExp of many `*` backtracks for ages. Case-sensitive: callers lower-case both sides.
+ * Glob match (`*` any run of characters, `?` exactly one, case-sensitive) by two pointers: linear time
+ * whatever the pattern, where a RegExp of many `*` backtracks for ages.
  */
 export function globMatches(pattern: string, text: string): boolean {
   let p = 0;

@@ -22,9 +22,8 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /**
- * One zod issue as an English sentence about the user's file: the key path, what it must be,
- * what it holds (`models[0].timeout_ms must be at most 3600000, got 99999999`), and for an
- * unknown key the allowed key it most likely meant.
+ * One zod issue as an English sentence about the user's file (`models[0].timeout_ms must be at most
+ * 3600000, got 99999999`), and for an unknown key the allowed key it most likely meant.
  */
 export function describeIssue(issue: z.core.$ZodIssue, where: string, root: unknown, known: KeyHints): string {
   const subject = where === '' ? 'the file' : where;

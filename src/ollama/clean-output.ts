@@ -5,7 +5,6 @@ const THINKING_END = '\n...done thinking.\n\n';
 
 /** Control characters (C0, DEL, C1) but tab and newline, which a multi-line text keeps. */
 const CONTROLS_BUT_TAB_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
-/** Passes that remove whole escape sequences; whatever control character is left after them is removed alone. */
 const STRIP_PASSES = 4;
 
 /**
@@ -27,10 +26,9 @@ export interface CleanedOutput {
 }
 
 /**
- * Turn the CLI's stdout into the answer. The CLI prints a thinking block before the answer for
- * thinking models (`Thinking...` ... `...done thinking.`), and ends every answer with two
- * newlines. Escapes and other control characters are stripped (see {@link stripTerminalControls}):
- * an old CLI may ignore `--nowordwrap`, and a model may print anything.
+ * Turn the CLI's stdout into the answer and the thinking block before it (`Thinking...` ...
+ * `...done thinking.`), without control characters: an old CLI may ignore `--nowordwrap`, and a
+ * model may print anything.
  */
 export function cleanStdout(raw: string): CleanedOutput {
   const text = stripTerminalControls(raw);

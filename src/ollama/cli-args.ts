@@ -9,12 +9,10 @@ export interface CliRunOptions {
 }
 
 /**
- * The argv for `ollama run`. The prompt is never here (it goes on stdin: argv is visible to every
- * local user in `ps` and has a length limit). `--nowordwrap` is always set: without it the CLI
- * writes cursor escapes into stdout and changes the model's own line breaks. `--verbose` is always
- * set too: the token counts and rates it prints on stderr after the answer become the result's
- * `usage` (verbose-stats.ts); stdout, the answer, is unchanged. Flags take the `--flag=value` form
- * so a value can never be read as a flag.
+ * The argv for `ollama run`, never the prompt (it goes on stdin: argv is visible in `ps` and has a
+ * length limit). `--nowordwrap`: else the CLI writes cursor escapes and changes the model's line
+ * breaks; `--verbose`: its stderr stats become the result's `usage`. `--flag=value`, so a value can
+ * never be read as a flag.
  */
 export function buildRunArgs(model: string, options: CliRunOptions): string[] {
   const args = ['run', model, '--nowordwrap', '--verbose'];

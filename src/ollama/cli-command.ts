@@ -1,5 +1,5 @@
-import { cannotExecute, isResourceSpawnError, lastErrorLine, isUnreachableMessage, spawnErrorMessage } from './cli-errors.js';
-import { DRAIN_MAX_MS, untilExitAndDrained } from './process-end.js';
+import { cannotExecute, isResourceSpawnError, lastErrorLine, isUnreachableMessage, spawnErrorOf } from './cli-errors.js';
+import { DRAIN_MAX_MS, spawnFailureOf, untilExitAndDrained } from './process-end.js';
 import { startProcess, type Subprocess } from './start-process.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -37,10 +37,9 @@ export interface CliCommandRequest {
 const NO_RESULT = { stdout: '', stderr: '', exitCode: null, timedOut: false, spawnError: null, spawnErrorCode: null } as const;
 
 /**
- * Run `BIN ARGS...` once: no shell, stdin closed (the CLI reads stdin to EOF when it is a pipe),
- * SIGTERM at the timeout and SIGKILL a second later. Ends when the CLI exits (plus a short drain),
- * as a model run does, even when a helper the CLI started (an `OLLAMA_BIN` wrapper's `ollama serve`)
- * keeps its output pipes open. Never rejects.
+ * Run `BIN ARGS...` once: no shell, stdin closed (the CLI reads a piped stdin to EOF), SIGTERM at the
+ * timeout and SIGKILL a second later. Ends when the CLI exits (plus a short drain), whoever else
+ * holds its pipes. Never rejects.
  */
 export async function runCliCommand(request: CliCommandRequest): Promise<CliCommandResult> {
   const start = await startProcess(request.bin, request.args, {
@@ -53,10 +52,7 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     forceKillAfterDelay: KILL_GRACE_MS,
     windowsHide: true,
   });
-  if ('failure' in start) {
-    const { code, message } = start.failure;
-    return { ...NO_RESULT, spawnError: spawnErrorMessage(request.bin, code, message), spawnErrorCode: code };
-  }
+  if ('failure' in start) return { ...NO_RESULT, ...spawnErrorOf(request.bin, start.failure) };
   const { subprocess } = start;
   const output = new CommandOutput(subprocess);
   let timedOut = false;
@@ -65,12 +61,8 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     timedOut = true;
     subprocess.kill('SIGTERM');
   }, request.timeoutMs);
-  const giveUpAfter = request.timeoutMs + KILL_GRACE_MS + DRAIN_MAX_MS + ABANDON_MARGIN_MS;
-  const end = await withDeadline(
-    untilExitAndDrained(subprocess, () => output.lastData),
-    giveUpAfter,
-    () => null,
-  );
+  const drained = untilExitAndDrained(subprocess, () => output.lastData);
+  const end = await withDeadline(drained, request.timeoutMs + KILL_GRACE_MS + DRAIN_MAX_MS + ABANDON_MARGIN_MS, () => null);
   clearTimeout(timer);
   if (end === null) {
     // The process never ended, even after SIGKILL (a zombie no one reaps, a stuck mount): stop waiting for it.
@@ -79,44 +71,35 @@ export async function runCliCommand(request: CliCommandRequest): Promise<CliComm
     subprocess.stderr?.destroy();
     return { ...NO_RESULT, timedOut: true };
   }
-  const result = end.result;
-  const spawnFailed = result !== null && result.failed && result.exitCode === undefined && !timedOut && !result.signal;
-  const code = (result as { code?: string } | null)?.code ?? null;
   return {
-    stdout: output.stdout(),
-    stderr: output.stderr(),
+    stdout: output.text('stdout'),
+    stderr: output.text('stderr'),
     exitCode: end.exitCode,
     timedOut,
-    spawnError: spawnFailed ? spawnErrorMessage(request.bin, code, result.message) : null,
-    spawnErrorCode: spawnFailed ? code : null,
+    ...spawnErrorOf(request.bin, spawnFailureOf(end, timedOut)),
   };
 }
 
-/** A command's stdout and stderr as they arrive, each kept up to MAX_OUTPUT_BYTES. */
+/** A command's stdout and stderr as they arrive, together kept up to MAX_OUTPUT_BYTES. */
 class CommandOutput {
-  readonly #stdout: Buffer[] = [];
-  readonly #stderr: Buffer[] = [];
+  readonly #parts = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
   #bytes = 0;
   lastData = performance.now();
 
   constructor(subprocess: Subprocess) {
-    subprocess.stdout?.on('data', (chunk: Buffer) => this.#keep(this.#stdout, chunk));
-    subprocess.stderr?.on('data', (chunk: Buffer) => this.#keep(this.#stderr, chunk));
+    subprocess.stdout?.on('data', (chunk: Buffer) => this.#keep('stdout', chunk));
+    subprocess.stderr?.on('data', (chunk: Buffer) => this.#keep('stderr', chunk));
   }
 
-  stdout(): string {
-    return Buffer.concat(this.#stdout).toString('utf8');
+  text(stream: 'stdout' | 'stderr'): string {
+    return Buffer.concat(this.#parts[stream]).toString('utf8');
   }
 
-  stderr(): string {
-    return Buffer.concat(this.#stderr).toString('utf8');
-  }
-
-  #keep(parts: Buffer[], chunk: Buffer): void {
+  #keep(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     this.lastData = performance.now();
     const room = MAX_OUTPUT_BYTES - this.#bytes;
     if (room <= 0) return;
-    parts.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.#parts[stream].push(chunk.length > room ? chunk.subarray(0, room) : chunk);
     this.#bytes += Math.min(room, chunk.length);
   }
 }

@@ -1,19 +1,21 @@
 import { stripTerminalControls } from './clean-output.js';
+import type { StartFailure } from './start-process.js';
 import { isVerboseStatsLine } from './verbose-stats.js';
 
 // How the ollama CLI reports failures, read the same way by `ollama run` (classify-outcome.ts)
 // and the short commands (`ollama list`, `ollama -v`: cli-command.ts).
 
-/**
- * Spawn errors of a machine short of resources right now: this process's open files (EMFILE), the
- * system's (ENFILE), processes or threads (EAGAIN: a ulimit, a container's pids limit), memory
- * (ENOMEM). They pass by themselves.
- */
-const RESOURCE_CODES: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
+/** Spawn errors of a machine short of resources right now, which pass by themselves, in words. */
+const RESOURCE_WORDS: Readonly<Record<string, string>> = {
+  EMFILE: 'this server has too many open files',
+  ENFILE: 'the system has too many open files',
+  EAGAIN: "too many processes (a process limit, or a container's pids limit)",
+  ENOMEM: 'not enough memory',
+};
 
 /** Did the spawn fail because the machine is short of resources now (not because the CLI is missing)? */
 export function isResourceSpawnError(code: string | null): boolean {
-  return code !== null && RESOURCE_CODES.has(code);
+  return code !== null && Object.hasOwn(RESOURCE_WORDS, code);
 }
 
 /** Spawn errors that say the CLI itself cannot be executed: missing, not executable, not a program. */
@@ -24,15 +26,14 @@ export function cannotExecute(code: string | null): boolean {
   return code !== null && NOT_EXECUTABLE_CODES.has(code);
 }
 
-const RESOURCE_WORDS: Readonly<Record<string, string>> = {
-  EMFILE: 'this server has too many open files',
-  ENFILE: 'the system has too many open files',
-  EAGAIN: "too many processes (a process limit, or a container's pids limit)",
-  ENOMEM: 'not enough memory',
-};
+/** A result's `spawnError` (the message) and `spawnErrorCode`, both null when the CLI was started. */
+export function spawnErrorOf(bin: string, failure: StartFailure | null) {
+  if (failure === null) return { spawnError: null, spawnErrorCode: null };
+  return { spawnError: spawnErrorMessage(bin, failure), spawnErrorCode: failure.code };
+}
 
 /** The message of a CLI that could not be started at all, from the spawn error's code. */
-export function spawnErrorMessage(bin: string, code: string | null, message: string | undefined): string {
+function spawnErrorMessage(bin: string, { code, message }: StartFailure): string {
   if (code !== null && isResourceSpawnError(code)) {
     return `the server's machine could not start \`${bin}\` just now (${code}: ${RESOURCE_WORDS[code]}); this passes by itself`;
   }
@@ -44,7 +45,7 @@ export function spawnErrorMessage(bin: string, code: string | null, message: str
     case 'ENOEXEC':
       return `cannot run \`${bin}\`: not an executable this machine can run (a script without a #! line, or another platform's binary)`;
     default:
-      return `cannot run \`${bin}\`: ${code ?? message ?? 'unknown error'}`;
+      return `cannot run \`${bin}\`: ${code ?? message}`;
   }
 }
 
@@ -63,11 +64,7 @@ export function isUnreachableMessage(text: string): boolean {
 /** Braille spinner frames the CLI draws on stderr. */
 const SPINNER_FRAMES = /[\u2800-\u28ff]/g;
 
-/**
- * stderr's lines without escapes (nested ones included) or other control characters, spinner
- * frames, blanks and the `--verbose` stats (never an error). A lone `\r` (the spinner's redraw)
- * ends a line.
- */
+/** stderr's lines without control characters, spinner frames, blanks or `--verbose` stats; a lone `\r` ends a line. */
 function readableLines(raw: string): string[] {
   return stripTerminalControls(raw.replace(/\r(?!\n)/g, '\n'))
     .replace(SPINNER_FRAMES, '')
@@ -77,10 +74,8 @@ function readableLines(raw: string): string[] {
 }
 
 /**
- * The CLI's error from its stderr (`Error: <message>`, after the spinner escapes), or the last
- * non-empty line when there is none. A message can span several lines (a cloud hint follows some):
- * the lines after the last `Error:` line are kept, joined by newlines. `null` when stderr says
- * nothing readable.
+ * The CLI's error from its stderr: the last `Error: <message>` with the lines after it (a cloud hint
+ * follows some), else the last readable line; `null` when stderr says nothing readable.
  */
 export function errorFromStderr(raw: string): string | null {
   const lines = readableLines(raw);
@@ -94,9 +89,10 @@ export function errorFromStderr(raw: string): string | null {
  * "invalid file type: text/plain; charset=utf-8"`), or `null`. Printed on stderr just before the error.
  */
 export function fileProblemFromStderr(raw: string): string | null {
-  const line = readableLines(raw).findLast((l) => l.includes("Couldn't process file: "));
+  const marker = "Couldn't process file: ";
+  const line = readableLines(raw).findLast((l) => l.includes(marker));
   if (line === undefined) return null;
-  const quoted = line.slice(line.indexOf("Couldn't process file: ") + "Couldn't process file: ".length);
+  const quoted = line.slice(line.indexOf(marker) + marker.length);
   try {
     const text: unknown = JSON.parse(quoted);
     return typeof text === 'string' ? text : quoted;

@@ -11,20 +11,14 @@ interface CliProbeOptions {
   readonly env: Env;
   /** Limit for each of `BIN --version` and `BIN list` (they run side by side). @default 5000 */
   readonly timeoutMs?: number;
-  /**
-   * Ask this one for the model list (it then refreshes its cache, and a concurrent preflight
-   * shares the same `ollama list`). @default a private instance without cache
-   */
+  /** Ask this one for the model list (its cache is refreshed; a concurrent preflight shares it). @default a private one */
   readonly installedModels?: InstalledModels;
 }
 
 export interface CliProbe {
   /** The CLI could be started (a CLI that hangs was found too). */
   readonly found: boolean;
-  /**
-   * The CLI's own version (`Warning: client version is Y`, or the server's when no such line: they
-   * match). This and every text below that the CLI printed are shown through `terminalText`.
-   */
+  /** The CLI's own version (see parseVersions); it and every text below the CLI printed go through `terminalText`. */
   readonly version: string | null;
   /** The server's version, from `ollama version is X`; `null` when the server did not answer. */
   readonly serverVersion: string | null;
@@ -42,15 +36,11 @@ export interface CliProbe {
   readonly latencyMs: number;
 }
 
-interface VersionOutput {
-  /** `ollama version is X`: the version of the **server** the CLI asked. */
-  readonly server: string | null;
-  /** The CLI's own version: `Warning: client version is Y` (printed when it differs, or when the server is down), else the server's. */
-  readonly client: string | null;
-}
-
-/** The versions `ollama --version` printed (with no server, only the client's, after a warning). */
-export function parseVersions(output: string): VersionOutput {
+/**
+ * The versions `ollama --version` printed: the server's (`ollama version is X`) and the CLI's own
+ * (`Warning: client version is Y`, printed when they differ or the server is down; else the server's).
+ */
+export function parseVersions(output: string): { server: string | null; client: string | null } {
   const server = /ollama version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
   const client = /client version is\s+v?([0-9][^\s]*)/i.exec(output)?.[1] ?? null;
   return { server, client: client ?? server };
@@ -64,11 +54,7 @@ function warningLines(...outputs: string[]): string[] {
     .map((line) => line.replace(/^Warning:\s*/i, ''));
 }
 
-/**
- * Is the CLI there, which version, and can it reach the server? Runs `BIN --version` and
- * `BIN list` side by side (no shell, stdin closed, each killed at `timeoutMs`); never throws and
- * never takes much longer than `timeoutMs`.
- */
+/** Is the CLI there, which version, and can it reach the server? `BIN --version` and `BIN list` side by side; never throws. */
 export async function probeCli(options: CliProbeOptions): Promise<CliProbe> {
   const started = performance.now();
   const timeoutMs = options.timeoutMs ?? 5_000;
@@ -117,11 +103,7 @@ function readProbe(
   if (list.ok) serverReachable = true;
   else if (list.cause === 'unreachable' || warnings.some(isUnreachableMessage)) serverReachable = false;
   // Not found: the failure that says so; else the list's failure first, then the version's.
-  const failure = found
-    ? (listFailure ?? versionFailure)
-    : versionFailure?.cause === 'cli_not_found'
-      ? versionFailure
-      : (listFailure ?? { cause: 'cli_not_found' as const, reason: `cannot run \`${bin}\`` });
+  const failure = versionFailure?.cause === 'cli_not_found' ? versionFailure : (listFailure ?? versionFailure);
   const versions = parseVersions(`${version.stdout}\n${version.stderr}`);
   // What the CLI printed (and a remote server told it) reaches doctor's terminal: shown, never obeyed.
   const shown = (text: string | null) => (text === null ? null : terminalText(text));
@@ -132,7 +114,7 @@ function readProbe(
     serverReachable,
     warnings: warnings.map(terminalText),
     error: shown(failure?.reason ?? null),
-    errorCause: found ? (failure?.cause ?? null) : 'cli_not_found',
+    errorCause: failure?.cause ?? null,
     installed: list.ok ? [...list.models] : null,
   };
 }

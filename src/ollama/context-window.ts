@@ -3,14 +3,10 @@ import { canonicalModelName } from './model-name.js';
 import type { ContextEvidence } from '../policy/prompt-fit.js';
 
 /**
- * The context window a model runs with, read through the CLI (the only way this server talks to
- * Ollama):
- * - `ollama ps` lists the loaded models; from v0.9.7 with a `CONTEXT` column: the size the loaded
- *   instance really has (num_ctx, OLLAMA_CONTEXT_LENGTH or the server's default, capped to the model).
- * - `ollama show MODEL` gives the model's maximum (`context length`) and, in its `Parameters`
- *   section, a `num_ctx` its Modelfile sets.
- * Layouts from cmd/cmd.go (ListRunningHandler, showInfo): tablewriter, left aligned, cells padded
- * with 4 spaces, no borders.
+ * The context window a model runs with, read through the CLI: `ollama ps` (v0.9.7+) has a `CONTEXT`
+ * column, the size the loaded instance really has; `ollama show MODEL` gives the model's maximum
+ * (`context length`) and a `num_ctx` its Modelfile sets. Layouts from cmd/cmd.go (ListRunningHandler,
+ * showInfo): tablewriter, left aligned, cells padded with 4 spaces, no borders.
  */
 
 /** What `ollama ps` says of one model. */
@@ -72,8 +68,6 @@ interface ContextLookupRequest {
   readonly budgetMs: number;
 }
 
-type RunCommand = (request: CliCommandRequest) => Promise<CliCommandResult>;
-
 /**
  * The context evidence for `model`: `ollama ps` first (one spawn when the model is loaded, as it
  * is right after a run); `ollama show` only when ps cannot tell. `null` when the CLI could not
@@ -81,7 +75,7 @@ type RunCommand = (request: CliCommandRequest) => Promise<CliCommandResult>;
  */
 export async function lookupContextWindow(
   request: ContextLookupRequest,
-  run: RunCommand = runCliCommand,
+  run: (request: CliCommandRequest) => Promise<CliCommandResult> = runCliCommand,
 ): Promise<ContextEvidence | null> {
   const deadline = performance.now() + request.budgetMs;
   const left = () => Math.floor(deadline - performance.now());

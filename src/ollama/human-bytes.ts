@@ -10,9 +10,8 @@ interface ShownSize {
 }
 
 /**
- * A SIZE cell of `ollama list` or `ollama ps` (`format.HumanBytes`: `274 MB`, `4.7 GB`, `13 GB`,
- * `512 B`), or null when the text is not one (a cloud model's `-`). Values under 10 units are
- * rounded to one decimal, larger ones cut to whole units.
+ * A SIZE cell of `ollama list` or `ollama ps` (`274 MB`, `4.7 GB`, `13 GB`, `512 B`), or null (a cloud
+ * model's `-`). Values under 10 units are rounded to one decimal, larger ones cut to whole units.
  */
 export function parseShownSize(text: string): ShownSize | null {
   const m = /^(\d+(?:\.\d+)?) (B|KB|MB|GB|TB)$/.exec(text.trim());
@@ -23,10 +22,7 @@ export function parseShownSize(text: string): ShownSize | null {
   return { bytes: value * unit, atLeast: Math.max(0, rounded ? (value - 0.05) * unit : value * unit) };
 }
 
-/**
- * The SIZE cell of one row of an `ollama list` or `ollama ps` table: the third column, after the
- * name and the id (`NAME  ID  SIZE  ...`), or null when the row has none that reads as a size.
- */
+/** The SIZE cell of one row of an `ollama list` or `ollama ps` table (`NAME  ID  SIZE  ...`), or null. */
 export function sizeCellOf(row: string): ShownSize | null {
   const m = /^\S+\s+\S+\s+(\d+(?:\.\d+)? [KMGT]?B)(?:\s|$)/.exec(row.trim());
   return m === null ? null : parseShownSize(m[1]!);
@@ -34,13 +30,8 @@ export function sizeCellOf(row: string): ShownSize | null {
 
 /** Bytes for people: `4.7 GB`, `870 MB` (decimal units, like the CLI). */
 export function formatBytes(bytes: number): string {
-  for (const [unit, size] of [
-    ['TB', 1e12],
-    ['GB', 1e9],
-    ['MB', 1e6],
-    ['KB', 1e3],
-  ] as const) {
-    if (bytes >= size) return `${Number((bytes / size).toFixed(1))} ${unit}`;
+  for (const unit of ['TB', 'GB', 'MB', 'KB']) {
+    if (bytes >= UNITS[unit]!) return `${Number((bytes / UNITS[unit]!).toFixed(1))} ${unit}`;
   }
   return `${Math.round(bytes)} B`;
 }

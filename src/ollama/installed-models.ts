@@ -14,10 +14,8 @@ interface ListedModel {
 }
 
 /**
- * The rows of an `ollama list` table, as printed (`NAME  ID  SIZE  MODIFIED`, header first; each
- * column padded to its longest cell plus 4 spaces, trailing spaces included; the name is the first
- * column). Names may carry a registry host and port (`localhost:5000/team/model:v1`) or start
- * with `_`. Lines that do not start with a model name are skipped.
+ * The rows of an `ollama list` table (`NAME  ID  SIZE  MODIFIED`, header first, cells padded with
+ * spaces); lines that do not start with a model name are skipped.
  */
 export function parseModelTable(stdout: string): ListedModel[] {
   const lines = stdout.split(/\r?\n/).map((line) => line.trim());
@@ -73,9 +71,8 @@ interface InstalledModelsOptions {
 }
 
 /**
- * The models installed on the Ollama server, from `ollama list`, cached for `ttlMs`. Concurrent
- * callers share one in-flight `ollama list`. A failed list is remembered only briefly
- * (MIN_REFRESH_INTERVAL_MS), so a server that comes back is noticed.
+ * The models installed on the Ollama server, from `ollama list` (one in flight at a time), cached
+ * for `ttlMs`; a failed list only for MIN_REFRESH_INTERVAL_MS, so a server that comes back is noticed.
  */
 export class InstalledModels {
   readonly bin: string;
@@ -117,11 +114,7 @@ export class InstalledModels {
     return cached?.ok ? cached.fileBytes.get(canonicalModelName(model)) : undefined;
   }
 
-  /**
-   * Is `model` installed (`llama3.2` = `llama3.2:latest` = `library/llama3.2:latest`)?
-   * A miss against a cached list asks the CLI again once (the model may have been pulled since),
-   * but not more often than every MIN_REFRESH_INTERVAL_MS.
-   */
+  /** Is `model` (any spelling) installed? A miss against a cached list asks again, at most every MIN_REFRESH_INTERVAL_MS. */
   async check(model: string): Promise<ModelCheck> {
     const wanted = canonicalModelName(model);
     let { result, fresh } = await this.#get(false);
@@ -136,7 +129,8 @@ export class InstalledModels {
   async #get(force: boolean): Promise<{ result: ModelListResult; fresh: boolean }> {
     if (this.#inFlight) return { result: await this.#inFlight, fresh: true };
     const cached = this.#cached;
-    if (!force && cached && this.#clock() - cached.fetchedAt < this.#trustMs(cached)) return { result: cached, fresh: false };
+    const trustMs = cached?.ok ? this.ttlMs : Math.min(this.ttlMs, MIN_REFRESH_INTERVAL_MS);
+    if (!force && cached && this.#clock() - cached.fetchedAt < trustMs) return { result: cached, fresh: false };
     const fetching = this.#fetch();
     this.#inFlight = fetching;
     try {
@@ -144,10 +138,6 @@ export class InstalledModels {
     } finally {
       if (this.#inFlight === fetching) this.#inFlight = null;
     }
-  }
-
-  #trustMs(result: ModelListResult): number {
-    return result.ok ? this.ttlMs : Math.min(this.ttlMs, MIN_REFRESH_INTERVAL_MS);
   }
 
   async #fetch(): Promise<ModelListResult> {

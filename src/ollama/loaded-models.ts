@@ -14,9 +14,8 @@ interface LoadedTable {
 }
 
 /**
- * The models of an `ollama ps` table (`NAME  ID  SIZE  PROCESSOR  CONTEXT  UNTIL`, header first, an
- * empty server prints the header only), canonical names in the table's order, and the memory each
- * takes (SIZE: its weights, context cache and compute graph); null when the output is not that table.
+ * The models of an `ollama ps` table (`NAME  ID  SIZE  PROCESSOR  CONTEXT  UNTIL`), canonical names in
+ * its order, and the memory each takes (SIZE: weights, context cache, compute graph); null when not that table.
  */
 export function parseLoadedModels(stdout: string): LoadedTable | null {
   const lines = stdout.split(/\r?\n/);
@@ -40,13 +39,8 @@ export type LoadedModelsResult =
   | { readonly ok: true; readonly models: readonly string[]; readonly sizes: ReadonlyMap<string, number> }
   | { readonly ok: false; readonly reason: string };
 
-interface LoadedModelsRequest {
-  readonly bin: string;
-  readonly env: Env;
-}
-
 /** Ask `ollama ps` which models Ollama has loaded. Never rejects. */
-export async function readLoadedModels(request: LoadedModelsRequest): Promise<LoadedModelsResult> {
+export async function readLoadedModels(request: { readonly bin: string; readonly env: Env }): Promise<LoadedModelsResult> {
   const result = await runCliCommand({ bin: request.bin, args: ['ps'], env: request.env, timeoutMs: PS_TIMEOUT_MS });
   if (result.exitCode !== 0 || result.spawnError !== null || result.timedOut) {
     return { ok: false, reason: describeCliFailure(request.bin, ['ps'], result, PS_TIMEOUT_MS).reason };

@@ -11,11 +11,7 @@ export const MODEL_NAME_PATTERN =
 
 export const MODEL_NAME_MAX_LENGTH = 200;
 
-/**
- * The name under which a model's circuit is kept: `library/` (the default namespace, also as
- * `registry.ollama.ai/library/`) and a missing `:latest` tag do not make another model, so
- * `llama3.2`, `llama3.2:latest` and `library/llama3.2:latest` share one circuit.
- */
+/** The name a model's circuit is kept under: `llama3.2`, `llama3.2:latest` and `library/llama3.2:latest` share one. */
 export function canonicalModelName(model: string): string {
   let name = model.trim().toLowerCase();
   for (const prefix of ['registry.ollama.ai/library/', 'registry.ollama.ai/', 'library/']) {
@@ -28,18 +24,12 @@ export function canonicalModelName(model: string): string {
   return lastPart.includes(':') ? name : `${name}:latest`;
 }
 
-/**
- * The `model_key` of a runs.jsonl record: the canonical name of a real model name; anything else (a
- * name refused as invalid input) as given, as the report does.
- */
+/** The `model_key` of a runs.jsonl record: a valid name's canonical form, anything else (refused input) as given. */
 export function modelKeyOf(model: string): string {
   return model.length <= MODEL_NAME_MAX_LENGTH && MODEL_NAME_PATTERN.test(model) ? canonicalModelName(model) : model;
 }
 
-/**
- * Cloud models (`gpt-oss:120b-cloud`, `qwen3-coder:480b-cloud`, `name:cloud`) run on ollama.com:
- * they need no local install, so the installed-model check does not apply to them.
- */
+/** Cloud models (`gpt-oss:120b-cloud`, `name:cloud`) run on ollama.com: the installed-model check does not apply. */
 export function isCloudModel(model: string): boolean {
   const tag = model.slice(model.lastIndexOf(':') + 1).toLowerCase();
   return model.includes(':') && (tag === 'cloud' || tag.endsWith('-cloud'));

@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
-import { spawnErrorMessage } from './cli-errors.js';
-import { untilExitAndDrained, type ProcessEnd } from './process-end.js';
+import { spawnErrorOf } from './cli-errors.js';
+import { spawnFailureOf, untilExitAndDrained, type ProcessEnd } from './process-end.js';
 import { GroupTerminator, OWN_PROCESS_GROUP, signalGroup } from './process-group.js';
 import { startProcess, type StartFailure } from './start-process.js';
 
@@ -12,10 +12,7 @@ export interface ModelProcessRequest {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Limit of the answer, counted from its first byte on stdout. */
   readonly timeoutMs: number;
-  /**
-   * Limit of the wait for that first byte: the CLI is queued in Ollama, the model loads or the prompt
-   * is read, and stdout stays silent meanwhile.
-   */
+  /** Limit of the wait for that first byte, while Ollama queues the request, loads the model or reads the prompt. */
   readonly startTimeoutMs: number;
   /** Limit of the whole process from spawn (the call's deadline); none when undefined. */
   readonly deadlineMs?: number;
@@ -72,8 +69,7 @@ let exitHookInstalled = false;
 function killOnExit(pid: number): void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
-    // Synchronous 'exit' (also after an uncaught error or process.exit): nothing can wait for a
-    // grace period any more, so SIGKILL.
+    // Synchronous 'exit' (also after an uncaught error or process.exit): no grace can be waited for.
     process.on('exit', () => {
       for (const live of liveGroups) signalGroup(live, 'SIGKILL');
     });
@@ -108,12 +104,7 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
   if ('failure' in start) return notStarted(request, start.failure);
   const { subprocess } = start;
   const control = new ProcessControl(subprocess.pid, request);
-  const output = new OutputCapture(
-    request,
-    started,
-    () => control.answerBegan(),
-    () => control.terminate(),
-  );
+  const output = new OutputCapture(request, started, control);
   // Written whole, then closed: the CLI reads stdin to EOF before it starts. A CLI that exits
   // before reading it makes this EPIPE, which execa ignores (the exit code tells what happened).
   subprocess.stdin?.end(request.prompt);
@@ -125,30 +116,32 @@ export async function runModelProcess(request: ModelProcessRequest): Promise<Pro
   return outcomeOf(request, end, control.ending, output, Math.round(performance.now() - started));
 }
 
-/** What ended the process, from the limits, a cancel or the output cap, and the group's signals. */
+/** The two clocks and the deadline, what ended the process (a limit, a cancel, the output cap), and the group's signals. */
 class ProcessControl {
   ending: Ending | null = null;
   readonly #pid: number | undefined;
   readonly #request: ModelProcessRequest;
-  readonly #group: GroupTerminator | null;
-  readonly #limits: Limits;
+  readonly #group: GroupTerminator | null = null;
+  #phase: NodeJS.Timeout | undefined;
+  #deadline: NodeJS.Timeout | undefined;
   readonly #onAbort = () => this.#stop('cancel');
 
   constructor(pid: number | undefined, request: ModelProcessRequest) {
     this.#pid = pid;
     this.#request = request;
-    this.#group = pid === undefined ? null : new GroupTerminator(pid, request.killGraceMs);
-    this.#limits = new Limits(request, (why) => this.#stop(why));
     if (pid === undefined) return;
+    this.#group = new GroupTerminator(pid, request.killGraceMs);
     killOnExit(pid);
-    this.#limits.start();
+    this.#phase = setTimeout(() => this.#stop('start_timeout'), request.startTimeoutMs);
+    if (request.deadlineMs !== undefined) this.#deadline = setTimeout(() => this.#stop('deadline'), request.deadlineMs);
     request.signal?.addEventListener('abort', this.#onAbort, { once: true });
     if (request.signal?.aborted) this.#onAbort();
     request.onSpawn?.(pid);
   }
 
   answerBegan(): void {
-    this.#limits.answerBegan();
+    clearTimeout(this.#phase);
+    this.#phase = setTimeout(() => this.#stop('answer_timeout'), this.#request.timeoutMs);
   }
 
   /** Stop the process without naming a limit (the output cap). */
@@ -157,7 +150,8 @@ class ProcessControl {
   }
 
   exited(): void {
-    this.#limits.clear();
+    clearTimeout(this.#phase);
+    clearTimeout(this.#deadline);
     this.#request.signal?.removeEventListener('abort', this.#onAbort);
     if (this.#pid !== undefined) liveGroups.delete(this.#pid);
     this.#group?.exited();
@@ -183,8 +177,7 @@ class OutputCapture {
   constructor(
     private readonly request: ModelProcessRequest,
     private readonly started: number,
-    private readonly onFirstByte: () => void,
-    private readonly onCapReached: () => void,
+    private readonly control: Pick<ProcessControl, 'answerBegan' | 'terminate'>,
   ) {
     this.lastData = started;
   }
@@ -193,7 +186,7 @@ class OutputCapture {
     this.lastData = performance.now();
     if (this.startMs === null) {
       this.startMs = Math.round(this.lastData - this.started);
-      this.onFirstByte();
+      this.control.answerBegan();
       this.request.onFirstByte?.();
     }
     if (this.truncated) return;
@@ -203,7 +196,7 @@ class OutputCapture {
     this.#bytes += kept.length;
     if (kept !== chunk) {
       this.truncated = true;
-      this.onCapReached();
+      this.control.terminate();
     }
     this.request.onOutput?.(this.#bytes);
   }
@@ -233,9 +226,7 @@ function outcomeOf(
   output: OutputCapture,
   durationMs: number,
 ): ProcessOutcome {
-  const result = end.result;
-  const spawnFailed = result !== null && result.failed && result.exitCode === undefined && ending === null && !result.signal;
-  const spawnCode = (result as { code?: string } | null)?.code ?? null;
+  const failure = spawnFailureOf(end, ending !== null);
   const deadlineReached = ending === 'deadline';
   const beganAnswer = output.startMs !== null;
   return {
@@ -248,47 +239,12 @@ function outcomeOf(
     deadlineReached,
     truncated: output.truncated,
     cancelled: ending === 'cancel',
-    spawnError: spawnFailed ? spawnErrorMessage(request.bin, spawnCode, result.message) : null,
-    spawnErrorCode: spawnFailed ? spawnCode : null,
-    durationMs: spawnFailed ? 0 : durationMs, // nothing ran
+    ...spawnErrorOf(request.bin, failure),
+    durationMs: failure === null ? durationMs : 0, // nothing ran
     startMs: output.startMs,
     pid: end.pid,
-    timeoutMs: request.timeoutMs,
-    startTimeoutMs: request.startTimeoutMs,
-    maxOutputBytes: request.maxOutputBytes,
+    ...limitsOf(request),
   };
-}
-
-/**
- * The two clocks of a run, and the deadline over both: the start allowance until the first byte of
- * answer, then the answer's own limit.
- */
-class Limits {
-  readonly #request: ModelProcessRequest;
-  readonly #stop: (why: Ending) => void;
-  #phase: NodeJS.Timeout | undefined;
-  #deadline: NodeJS.Timeout | undefined;
-
-  constructor(request: ModelProcessRequest, stop: (why: Ending) => void) {
-    this.#request = request;
-    this.#stop = stop;
-  }
-
-  start(): void {
-    this.#phase = setTimeout(() => this.#stop('start_timeout'), this.#request.startTimeoutMs);
-    const { deadlineMs } = this.#request;
-    if (deadlineMs !== undefined) this.#deadline = setTimeout(() => this.#stop('deadline'), deadlineMs);
-  }
-
-  answerBegan(): void {
-    clearTimeout(this.#phase);
-    this.#phase = setTimeout(() => this.#stop('answer_timeout'), this.#request.timeoutMs);
-  }
-
-  clear(): void {
-    clearTimeout(this.#phase);
-    clearTimeout(this.#deadline);
-  }
 }
 
 /** The outcome of a CLI that could not be started: nothing ran. */
@@ -303,13 +259,14 @@ function notStarted(request: ModelProcessRequest, failure: StartFailure): Proces
     deadlineReached: false,
     truncated: false,
     cancelled: false,
-    spawnError: spawnErrorMessage(request.bin, failure.code, failure.message),
-    spawnErrorCode: failure.code,
+    ...spawnErrorOf(request.bin, failure),
     durationMs: 0,
     startMs: null,
     pid: null,
-    timeoutMs: request.timeoutMs,
-    startTimeoutMs: request.startTimeoutMs,
-    maxOutputBytes: request.maxOutputBytes,
+    ...limitsOf(request),
   };
+}
+
+function limitsOf({ timeoutMs, startTimeoutMs, maxOutputBytes }: ModelProcessRequest) {
+  return { timeoutMs, startTimeoutMs, maxOutputBytes };
 }

@@ -1,10 +1,6 @@
-import type { Subprocess } from './start-process.js';
+import type { StartFailure, Subprocess } from './start-process.js';
 
-/**
- * Once the CLI has exited, its output is read until its pipes close, or until they have been quiet
- * this long: a helper the CLI started (an `OLLAMA_BIN` wrapper's `ollama serve`, an ssh master) may
- * hold them open for good, and the command ends with the CLI, not with the helper.
- */
+/** Pipes quiet this long after the CLI's exit are held by a helper it started (a wrapper's `ollama serve`, an ssh master). */
 const DRAIN_QUIET_MS = 250;
 /** However much a helper keeps writing into the pipes, the command ends this long after the CLI's exit. */
 export const DRAIN_MAX_MS = 2_000;
@@ -20,10 +16,9 @@ export interface ProcessEnd {
 }
 
 /**
- * Resolves once the CLI has exited and its output has been read: when its pipes close, or (a helper
- * holds them) once they have been quiet for {@link DRAIN_QUIET_MS}, at most {@link DRAIN_MAX_MS} after
- * the exit. The pipes are then closed on this side; the helper is left alone. `lastData`: when the
- * last byte arrived (performance.now()).
+ * Resolves once the CLI has exited and its output has been read: when its pipes close, or once they
+ * have been quiet for {@link DRAIN_QUIET_MS}, at most {@link DRAIN_MAX_MS} after the exit; the command
+ * ends with the CLI, and the helper is left alone. `lastData`: when the last byte arrived (performance.now()).
  */
 export function untilExitAndDrained(subprocess: Subprocess, lastData: () => number): Promise<ProcessEnd> {
   return new Promise((resolve) => {
@@ -53,4 +48,10 @@ export function untilExitAndDrained(subprocess: Subprocess, lastData: () => numb
       drainTimer = setTimeout(checkDrained, DRAIN_QUIET_MS);
     });
   });
+}
+
+/** Why a process execa reported as never run could not be started; null when it ran, or when `stopped` by us. */
+export function spawnFailureOf({ result }: ProcessEnd, stopped: boolean): StartFailure | null {
+  if (result === null || !result.failed || result.exitCode !== undefined || stopped || result.signal) return null;
+  return { code: (result as { code?: string }).code ?? null, message: result.message ?? 'unknown error' };
 }

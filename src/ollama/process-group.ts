@@ -1,9 +1,7 @@
 /**
- * Each model process leads its own process group (POSIX: spawned `detached`, which calls
- * setsid), so a signal sent to the group reaches everything the CLI started, and a terminal's
- * Ctrl+C (SIGINT to the foreground group, which makes the CLI exit 0 with partial output) reaches
- * only the server, which then ends its children with SIGTERM. Windows has no process groups:
- * there the process itself is signalled.
+ * Each model process leads its own process group (POSIX: spawned `detached`), so a signal to the group
+ * reaches everything the CLI started, and a terminal's Ctrl+C (which makes the CLI exit 0 with partial
+ * output) reaches only the server, which ends its children with SIGTERM. Windows has no groups.
  */
 export const OWN_PROCESS_GROUP = process.platform !== 'win32';
 
@@ -18,9 +16,8 @@ export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
 }
 
 /**
- * Ends a child's group: SIGTERM at the first request, SIGKILL after the grace if the leader is
- * still running. Once the leader has exited after being signalled, whatever is left of its group
- * gets SIGKILL at once: nothing it started may outlive it.
+ * Ends a child's group: SIGTERM at the first request, SIGKILL after the grace, or at once when the
+ * signalled leader has exited: nothing it started may outlive it.
  */
 export class GroupTerminator {
   readonly #pid: number;

@@ -1,10 +1,6 @@
 import { stripVTControlCharacters } from 'node:util';
 
-/**
- * Token usage of one run, from the stats `ollama run --verbose` prints to stderr after the answer.
- * Every field is `null` when the CLI reported nothing (a timeout, an error, a CLI too old to print
- * the stats, or a run that never spawned).
- */
+/** Token usage of one run, from the stats `ollama run --verbose` prints to stderr: all `null` when it printed none. */
 export interface RunUsage {
   /** `prompt eval count`: tokens of the prompt the model read (after any truncation by Ollama). */
   readonly prompt_tokens: number | null;
@@ -42,10 +38,7 @@ const LABELS = [
 type Label = (typeof LABELS)[number];
 const LABEL_SET: ReadonlySet<string> = new Set(LABELS);
 
-/**
- * One stats line, as api.Metrics.Summary prints it: `<label>: <padding><value>[ token(s) | tokens/s]`.
- * Not anchored at the line start: the spinner's leftovers can precede the first line.
- */
+/** One stats line (api.Metrics.Summary), not anchored at the start: the spinner's leftovers can precede it. */
 const STAT_LINE = new RegExp(`(${LABELS.join('|')}): +(\\S+)(?: (token\\(s\\)|tokens/s))? *$`);
 
 /** Every stats line the CLI printed, by label (the last one wins): the raw value after the label. */
@@ -107,10 +100,7 @@ const UNIT_NS: Readonly<Record<string, number>> = { h: 3.6e12, m: 6e10, s: 1e9, 
 const DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|μs|ns|h|m|s)/g;
 const DURATION = new RegExp(`^([-+]?)(0|(?:${DURATION_PART.source})+)$`);
 
-/**
- * A Go duration string (what time.Duration.String() prints: `1.234567891s`, `812.3ms`, `54µs`,
- * `1m2.5s`, `2h0m0s`, `0s`, also `us`/`ns`) in nanoseconds, or `null` when it is not one.
- */
+/** A Go duration (`1.234567891s`, `812.3ms`, `54µs`, `1m2.5s`, `2h0m0s`, `0s`) in nanoseconds, or `null`. */
 export function parseGoDuration(text: string): number | null {
   const match = DURATION.exec(text);
   if (match === null) return null;

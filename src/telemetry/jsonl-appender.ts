@@ -5,12 +5,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 
 // Imports nothing from the project: the multi-process tests run this file alone in plain `node`.
 
-/** Options of {@link JsonlAppender}. */
 export interface JsonlAppenderOptions {
   /**
    * Called when a record could not be written; the record is dropped and `append` still resolves:
-   * losing one audit line must never fail the run it describes.
-   * @default one line on stderr (never stdout: on a stdio MCP server stdout is the protocol)
+   * losing one audit line must never fail the run it describes. @default one line on stderr
    */
   readonly onError?: (error: unknown, filePath: string) => void;
   /** Move on to a new file when the active one is full. Without it every record goes to `filePath`. */
@@ -19,19 +17,12 @@ export interface JsonlAppenderOptions {
 
 /** The files of a log that rotates. The appender never renames or deletes one: other processes may be appending to it. */
 export interface LogFileSequence {
-  /**
-   * Every existing file of the log in reading order, the active one last (`[]` when none exists).
-   * Paths are compared, so spell them as `next` and the appender's `filePath` do.
-   */
+  /** Every existing file of the log in reading order, the active one last, spelt as `next` and `filePath` are. */
   list(): Promise<readonly string[]>;
-  /**
-   * The file that follows a full `current`: it sorts after `current`, and is the same in every
-   * process at the same date, so that processes crossing the limit together share one new file.
-   */
+  /** The file after a full `current`: the same in every process at the same date, so they share one new file. */
   next(current: string, now: Date): string;
 }
 
-/** Options of a rotating {@link JsonlAppender}. */
 export interface RotationOptions {
   /** A line goes to the next file when it would take a non-empty active file past this many bytes. */
   readonly maxBytes: number;
@@ -55,22 +46,17 @@ const MAX_HOPS = 16;
 const EMPTY = Buffer.alloc(0);
 
 /**
- * Appends JSON records as lines to a file that several processes may share.
+ * Appends JSON records as lines to a file that several processes may share. Each record is one
+ * `write(2)` on an `O_APPEND` descriptor, which on local filesystems (not NFS) keeps lines from
+ * different processes whole (`appendFile` writes in 512 KiB chunks and would tear big lines). The
+ * file is opened per append, so a log deleted by someone else is recreated; appends of one instance
+ * keep call order.
  *
- * Each record is one `write(2)` on an `O_APPEND` descriptor, which on local Linux filesystems (not
- * NFS) keeps lines from different processes whole; `fs.promises.appendFile` writes in 512 KiB
- * chunks and would tear big lines. The file is opened per append, so a log deleted by someone else
- * is recreated. Appends of one instance keep call order.
- *
- * With `rotation`, each append lists the log's files and writes to the last one unless the line
- * would take it past `maxBytes`; then it goes to `files.next(active)`, opened with `O_CREAT` (never
- * `O_EXCL`) so that processes crossing the limit together all append to the same new file. A full
- * file whose last line is torn is first ended with `\n`, so that the files read in order never
- * glue a torn line onto the next file's first.
- *
- * **Size bound.** The size check and the write are not atomic across processes: with `k`
- * processes, a file holds at most `max(maxBytes, its largest line) + (k - 1) * L` bytes (`L` the
- * largest line). One process alone never passes `maxBytes` except with a single oversized line.
+ * With `rotation`, a line that would take the last file past `maxBytes` goes to `files.next(active)`,
+ * opened with `O_CREAT` (never `O_EXCL`) so that processes crossing the limit together share it; a
+ * full file's torn last line is ended first, so no torn line is glued onto the next file's first.
+ * The size check and the write are not atomic across processes: with `k` of them, a file holds at
+ * most `max(maxBytes, its largest line) + (k - 1) * L` bytes (`L` the largest line).
  */
 export class JsonlAppender {
   readonly #onError: (error: unknown, filePath: string) => void;
@@ -80,19 +66,13 @@ export class JsonlAppender {
   /** Tail of the queue of appends; it never rejects. */
   #tail: Promise<void> = Promise.resolve();
 
-  /**
-   * @param filePath the file records go to; with `rotation`, the log's first file, used until `files.list()` returns one
-   * @throws RangeError when `rotation.maxBytes` is not a number from 1 and up
-   */
+  /** @param filePath the file records go to; with `rotation`, the log's first file, used until `files.list()` returns one */
   constructor(filePath: string, options: JsonlAppenderOptions = {}) {
     this.#active = filePath;
     this.#onError = options.onError ?? writeErrorToStderr;
-    const rotation = options.rotation;
-    if (rotation !== undefined) {
-      if (!(rotation.maxBytes >= 1)) {
-        throw new RangeError(`Expected \`maxBytes\` to be a number from 1 and up, got \`${rotation.maxBytes}\``);
-      }
-      this.#rotation = rotation;
+    this.#rotation = options.rotation;
+    if (this.#rotation !== undefined && !(this.#rotation.maxBytes >= 1)) {
+      throw new RangeError(`Expected \`maxBytes\` to be a number from 1 and up, got \`${this.#rotation.maxBytes}\``);
     }
   }
 
@@ -143,7 +123,9 @@ export class JsonlAppender {
     try {
       const size = (await handle.stat()).size;
       if (size > 0 && size + line.length > maxBytes) {
-        await endTornLine(handle, size);
+        // A full file's torn last line is ended now: nobody will append there again to repair it.
+        const repair = await guardTornTail(handle, EMPTY, size);
+        if (repair.length > 0) await writeFully(handle, repair);
         return false;
       }
       this.#active = file;
@@ -216,12 +198,6 @@ async function guardTornTail(handle: FileHandle, line: Buffer, sizeNow: number):
     size = now;
   }
   return Buffer.concat([Buffer.from([NEWLINE]), line]);
-}
-
-/** Ends a full file's torn last line before leaving it: nobody will append there again to repair it. */
-async function endTornLine(handle: FileHandle, size: number): Promise<void> {
-  const repair = await guardTornTail(handle, EMPTY, size);
-  if (repair.length > 0) await writeFully(handle, repair);
 }
 
 /**

@@ -17,12 +17,9 @@ const CHUNK_BYTES = 1 << 20;
 
 /**
  * Calls `onRecord` for each line of a JSON-lines file that parses to an object, and `onSkip` for
- * every other line (blank, torn, not an object), streaming. Lines end at `\n` only (a lone `\r`
- * does not end one, so line numbers match `sed` and `jq`). A last line without `\n` is a record
- * when it parses: a torn prefix of an object never does.
- *
- * A missing file reads as empty. Other I/O errors (permission, a directory) reject, as does a
- * callback that throws.
+ * every other line, streaming. Lines end at `\n` only, so line numbers match `sed` and `jq`; a last
+ * line without `\n` is a record when it parses (a torn prefix of an object never does). A missing
+ * file reads as empty; other I/O errors reject, as does a callback that throws.
  */
 export async function forEachJsonLine(
   filePath: string,

@@ -24,10 +24,7 @@ export interface RunLogFileName {
 /** Canonical names only: no sign, no extra leading zeros (`0001`), no bad dates (`2025-13-40`). */
 const DATED_NAME = /^runs-(\d{4}-\d{2}-\d{2})-(\d{3,})\.jsonl$/;
 
-/**
- * Parses a run log file name (a base name, not a path).
- * @returns `undefined` for anything else: `runs.jsonl.corrupt`, `runs-2025-11-22-01.jsonl`, `runs-2025-02-30-001.jsonl`
- */
+/** Parses a run log file name (a base name); `undefined` for `runs.jsonl.corrupt`, `runs-2025-02-30-001.jsonl`... */
 export function parseRunLogName(name: string): RunLogFileName | undefined {
   if (name === RUN_LOG_FILE_NAME) return { date: null, seq: 0 };
   const match = DATED_NAME.exec(name);
@@ -38,10 +35,7 @@ export function parseRunLogName(name: string): RunLogFileName | undefined {
   return { date, seq };
 }
 
-/**
- * Orders two run log file names (as {@link parseRunLogName} accepts) for reading: `runs.jsonl`
- * first, then by date, then by number as a number (`-999` before `-1000`).
- */
+/** Orders two run log file names for reading: `runs.jsonl` first, then by date, then by number (`-999` before `-1000`). */
 export function compareRunLogNames(a: string, b: string): number {
   const pa = parseRunLogName(a)!;
   const pb = parseRunLogName(b)!;
@@ -58,17 +52,11 @@ export function sortRunLogNames(names: Iterable<string>): string[] {
 }
 
 /**
- * The file that follows a full `current`: the same in every process on the same UTC date, so
- * processes that cross the limit together append to one new file. Dated with `now`; when `now` is
- * not after the current file's date (the same day, or a clock behind), the number goes up instead,
- * so the next file always sorts after the current one.
- *
- * @param current a run log file name, or a path to one
- * @returns a name, or a path in the same directory when `current` is a path
- * @throws TypeError when `current` is not a run log file name
- * @example nextLogFileName('runs.jsonl', new Date('2025-11-22T10:00:00Z')) // 'runs-2025-11-22-001.jsonl'
+ * The file (a name, or a path beside a path) that follows a full `current`: the same in every
+ * process on the same UTC date, so processes that cross the limit together append to one new file.
+ * Dated with `now`; when `now` is not after the current file's date (the same day, or a clock
+ * behind), the number goes up instead, so the next file always sorts after the current one.
  * @example nextLogFileName('/t/runs-2025-11-22-007.jsonl', new Date('2025-11-22T23:59:59Z')) // '/t/runs-2025-11-22-008.jsonl'
- * @example nextLogFileName('runs-2025-11-22-007.jsonl', new Date('2025-11-23T00:00:00Z')) // 'runs-2025-11-23-001.jsonl'
  */
 export function nextLogFileName(current: string, now: Date): string {
   const name = basename(current);
@@ -76,17 +64,13 @@ export function nextLogFileName(current: string, now: Date): string {
   if (parsed === undefined) {
     throw new TypeError(`Expected a run log file name (runs.jsonl or runs-YYYY-MM-DD-NNN.jsonl), got \`${current}\``);
   }
-  const today = utcDate(now);
+  const today = now.toISOString().slice(0, 10); // UTC
   const next = parsed.date === null || today > parsed.date ? { date: today, seq: 1 } : { date: parsed.date, seq: parsed.seq + 1 };
   const nextName = `runs-${next.date}-${formatSeq(next.seq)}.jsonl`;
   return name === current ? nextName : join(dirname(current), nextName);
 }
 
-/**
- * Every run log file in `dir`, as absolute paths in reading order. Other files (`runs.jsonl.corrupt`,
- * `other.jsonl`, `state.json`...) and directories are ignored. A missing directory gives `[]`.
- * @throws on other I/O errors (permission, `dir` is a file)
- */
+/** Every run log file in `dir`, as absolute paths in reading order (`[]` when `dir` is missing; other I/O errors throw). */
 export async function listRunLogFiles(dir: string): Promise<string[]> {
   let entries;
   try {
@@ -102,11 +86,6 @@ export async function listRunLogFiles(dir: string): Promise<string[]> {
 
 function formatSeq(seq: number): string {
   return String(seq).padStart(3, '0');
-}
-
-/** @throws RangeError on an invalid Date (a caller's bug) */
-function utcDate(date: Date): string {
-  return date.toISOString().slice(0, 10);
 }
 
 function isRealDate(date: string): boolean {

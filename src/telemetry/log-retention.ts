@@ -13,10 +13,8 @@ export interface RetentionPolicy {
   readonly maxTotalBytes: number;
 }
 
-const DAY_MS = 86_400_000;
-
 /** 90 days and 1 GiB, as `OLLAMA_MCP_LOG_RETENTION_DAYS` and `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`. */
-export const DEFAULT_RETENTION: RetentionPolicy = { maxAgeMs: 90 * DAY_MS, maxTotalBytes: 1_073_741_824 };
+export const DEFAULT_RETENTION: RetentionPolicy = { maxAgeMs: 90 * 86_400_000, maxTotalBytes: 1_073_741_824 };
 
 /** Never deleted: the active file, and the one before, which a process that listed the files a moment ago may still append to. */
 const KEEP_NEWEST = 2;
@@ -87,13 +85,10 @@ export interface PruneResult {
 }
 
 /**
- * Deletes the run log's rotated files that `policy` no longer keeps, oldest first: a file whose
- * records are all older than `maxAgeMs`, and the oldest files while all of them together pass
- * `maxTotalBytes`. The two newest files and any file written within the last minute are never
- * deleted, so no file a process appends to is. Several processes may prune at once.
- *
- * Ages are judged as of the time `clock` gives for `now` (see `retention-clock.ts`), so a forward
- * step of the wall clock does not age every file at once; without a clock, as of `now`.
+ * Deletes, oldest first, the rotated files `policy` no longer keeps: those past `maxAgeMs`, and the
+ * oldest while all together pass `maxTotalBytes`; never one a process may append to. Several
+ * processes may prune at once. Ages are judged as of `clock`'s time for `now` (else `now`), so a
+ * forward step of the wall clock does not age every file at once.
  */
 export async function pruneRunLog(
   dir: string,
@@ -125,10 +120,7 @@ export async function pruneRunLog(
   return { deleted, failed };
 }
 
-/**
- * Whether a rotated file goes: quiet for a minute of the wall clock, and the log too big or the
- * file too old as of the retention clock.
- */
+/** Whether a rotated file goes: quiet for a minute of the wall clock, and the log too big or the file too old. */
 async function pastRetention(
   file: string,
   totalBytes: number,

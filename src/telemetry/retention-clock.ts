@@ -3,11 +3,7 @@ import { open, readFile } from 'node:fs/promises';
 
 // Imports only node: builtins: the multi-process rotation test runs src/telemetry/ alone in plain `node`.
 
-/**
- * The time retention judges ages by, shared by the run log and `answers/` and kept in a file so
- * that every server process, and the next one, starts from it rather than from its own `now`.
- * Epoch ms.
- */
+/** The time retention judges ages by (epoch ms), kept in a file every server process, and the next one, starts from. */
 export interface RetentionClock {
   /** Ages are judged as of this time. */
   readonly asOf: number;
@@ -18,14 +14,12 @@ export interface RetentionClock {
 /** The furthest a forward step of the wall clock moves the retention clock at once: a day, as the ledger's prune clock. */
 export const RETENTION_MAX_STEP_MS = 24 * 60 * 60 * 1000;
 /** While it catches up with a wall clock that stepped further, it moves one step an hour. */
-export const RETENTION_STEP_EVERY_MS = 60 * 60 * 1000;
+const RETENTION_STEP_EVERY_MS = 60 * 60 * 1000;
 
 /**
- * The retention clock after a look at the wall clock `now`. It follows the wall clock, backwards
- * too (so a backward step never stalls retention), as long as `now` is at most a step ahead of it;
- * past that (a forward step of the wall clock, or a long idle time) it moves one step at a time, at
- * most one an hour, so a step of 100 days ages files by a day at once, not by 100. Without a
- * previous clock (a data dir this version never pruned) it starts at `now`. Pure.
+ * The retention clock after a look at the wall clock `now` (pure): it follows the wall clock, backwards
+ * too, while `now` is at most a step ahead; past that it moves a step at a time, so a jump of 100 days
+ * ages files by a day at once, not by 100. Without a previous clock it starts at `now`.
  */
 export function nextRetentionClock(previous: RetentionClock | null, now: number): RetentionClock {
   if (previous === null || now <= previous.asOf + RETENTION_MAX_STEP_MS) return { asOf: now, movedAt: now };
@@ -41,10 +35,9 @@ export const RETENTION_CLOCK_FILE_NAME = 'retention-clock.json';
 const LINE_LENGTH = 80;
 
 /**
- * The retention clock in its file. Several processes may read and move it at once without a lock:
- * each moves it at most one step past what it read, so a race moves it no further than one step.
- * A missing or unreadable file starts a new clock at `now`; a clock that cannot be written is
- * used anyway (retention is best effort, and the next prune tries again).
+ * The retention clock in its file, read and moved without a lock: each process moves it at most one
+ * step past what it read. A missing or unreadable file starts a new clock at `now`; one that cannot
+ * be written is used anyway (retention is best effort, and the next prune tries again).
  */
 export class RetentionClockFile {
   readonly #file: string;
@@ -63,13 +56,7 @@ export class RetentionClockFile {
 
   /** The clock as last written, or null when there is none (or it cannot be read). */
   async read(): Promise<RetentionClock | null> {
-    let text: string;
-    try {
-      text = await readFile(this.#file, 'utf8');
-    } catch {
-      return null;
-    }
-    return parseClock(text);
+    return parseClock(await readFile(this.#file, 'utf8').catch(() => ''));
   }
 
   /** One write of a fixed length at the start of the file, never truncated first: a reader sees the old clock or the new one, never an empty file. */

@@ -3,42 +3,25 @@ import { join, resolve } from 'node:path';
 
 import { JsonlAppender } from './jsonl-appender.js';
 import { listRunLogFiles, nextLogFileName, RUN_LOG_FILE_NAME } from './log-files.js';
-import { DEFAULT_RETENTION, pruneRunLog, type PruneResult, type RetentionPolicy } from './log-retention.js';
+import { DEFAULT_RETENTION, pruneRunLog, type RetentionPolicy } from './log-retention.js';
 import { RETENTION_CLOCK_FILE_NAME, RetentionClockFile } from './retention-clock.js';
 import { RUN_RECORD_SCHEMA_VERSION, type ControlEvent, type ControlRecord, type RunRecord } from './run-record.js';
-
-/** File name of the first file of the run log inside the telemetry directory. */
 
 /** Default of {@link RunLogOptions.maxBytes}: 50 MiB, as `OLLAMA_MCP_LOG_MAX_BYTES`. */
 const DEFAULT_RUN_LOG_MAX_BYTES = 52_428_800;
 
-/** Options of {@link RunLog}. */
 export interface RunLogOptions {
-  /**
-   * Keep `prompt` and `output` in the records (OLLAMA_MCP_LOG_CONTENT=1). Off by default:
-   * prompts and answers can hold code and secrets that have no business in an audit log.
-   * @default false
-   */
+  /** Keep `prompt` and `output` in the records (OLLAMA_MCP_LOG_CONTENT=1): they can hold code and secrets. @default false */
   readonly logContent?: boolean;
   /** Where write failures go. @default one line on stderr */
   readonly onError?: (error: unknown, filePath: string) => void;
-  /**
-   * A record that would take the active file past this many bytes goes to a new file
-   * (`runs-YYYY-MM-DD-NNN.jsonl`); with several processes a file can pass it by one line per other
-   * process (see `JsonlAppender`).
-   * @default 52428800 (50 MiB; `OLLAMA_MCP_LOG_MAX_BYTES`)
-   */
+  /** A record that would take the active file past this many bytes goes to a new file (see `JsonlAppender`). @default 50 MiB */
   readonly maxBytes?: number;
   /** Clock that dates new files (UTC). For tests. @default () => new Date() */
   readonly now?: () => Date;
   /** The wall clock retention reads (see `retention-clock.ts`). For tests. @default () => new Date() */
   readonly retentionNow?: () => Date;
-  /**
-   * Which rotated files are deleted, checked when this process writes its first record and each
-   * time it moves on to a new file (see `log-retention.ts`); ages are judged by the retention clock
-   * in `retention-clock.json`, which `answers/` shares (see `retention-clock.ts`).
-   * @default 90 days and 1 GiB (`OLLAMA_MCP_LOG_RETENTION_DAYS`, `OLLAMA_MCP_LOG_MAX_TOTAL_BYTES`)
-   */
+  /** Which rotated files are deleted, checked at this process's first record and each new file. @default 90 days, 1 GiB */
   readonly retention?: RetentionPolicy;
 }
 
@@ -61,10 +44,7 @@ export class RunLog {
   #prunedAt: string | null = null;
   #pruning: Promise<void> = Promise.resolve();
 
-  /**
-   * @param dir the telemetry directory (created on first write if missing)
-   * @throws RangeError when `maxBytes` is not a number from 1 and up
-   */
+  /** @param dir the telemetry directory (created on first write if missing) */
   constructor(dir: string, options: RunLogOptions = {}) {
     this.dir = resolve(dir);
     this.path = join(this.dir, RUN_LOG_FILE_NAME);
@@ -110,13 +90,12 @@ export class RunLog {
 
   /** Deletes what retention no longer keeps; never fails a run (a file it cannot delete is named on stderr, and tried again next time). */
   async #prune(): Promise<void> {
-    let failed: PruneResult['failed'];
-    try {
-      ({ failed } = await pruneRunLog(this.dir, this.#retention, this.#retentionNow(), this.#retentionClock));
-    } catch {
-      return; // the directory cannot be listed: the append said so already
+    // A directory that cannot be listed prunes nothing: the append said so already.
+    const pruned = await pruneRunLog(this.dir, this.#retention, this.#retentionNow(), this.#retentionClock).catch(() => null);
+    for (const { file, error } of pruned?.failed ?? []) {
+      const message = error instanceof Error ? error.message : String(error);
+      process.stderr.write(`ollama-runner-mcp: could not delete old run log file ${file}: ${message}\n`);
     }
-    for (const { file, error } of failed) writePruneErrorToStderr(error, file);
   }
 
   /** Resolves once every record issued so far is written, and retention is done (call before exiting). */
@@ -124,9 +103,4 @@ export class RunLog {
     await this.#appender.idle();
     await this.#pruning;
   }
-}
-
-function writePruneErrorToStderr(error: unknown, file: string): void {
-  const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`ollama-runner-mcp: could not delete old run log file ${file}: ${message}\n`);
 }

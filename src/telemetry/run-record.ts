@@ -8,10 +8,7 @@ import type { RunUsage } from '../ollama/verbose-stats.js';
  */
 export const RUN_RECORD_SCHEMA_VERSION = 2;
 
-/**
- * One line of runs.jsonl: one `ollama_run` attempt, rejected ones included.
- * Documented field by field in telemetry/README.md.
- */
+/** One line of runs.jsonl: one attempt, rejected ones included (field by field in telemetry/README.md). */
 export interface RunRecord {
   readonly v: typeof RUN_RECORD_SCHEMA_VERSION;
   /** ISO 8601 time the attempt finished (or was rejected). */
@@ -26,10 +23,7 @@ export interface RunRecord {
   readonly tool: string;
   /** The model name as given (cut to 200 characters when the input was invalid). */
   readonly model: string;
-  /**
-   * The model's canonical name (`llama3.2` -> `llama3.2:latest`): its circuit's key and the report's
-   * row. Group by this, not by `model`. Missing from lines written before it existed.
-   */
+  /** The canonical name (`llama3.2:latest`): the circuit's key and the report's row; group by this. Absent from older lines. */
   readonly model_key: string;
   readonly task_id: string | null;
   readonly status: RunStatus;
@@ -51,10 +45,7 @@ export interface RunRecord {
   readonly prompt_chars: number;
   readonly output_chars: number;
   readonly thinking_chars: number;
-  /**
-   * Token usage the CLI reported (`ollama run --verbose`), as in the result's `metadata.usage`; every
-   * field `null` when it reported nothing (timeout, error, an old CLI, a refused call). v2; missing from v1 lines.
-   */
+  /** Token usage the CLI reported, as in the result's `metadata.usage` (each field null when none). Missing from v1 lines. */
   readonly usage: RunUsage;
   readonly retry_count: number;
   readonly max_retries: number;
@@ -74,16 +65,9 @@ export interface RunRecord {
   readonly error: string | null;
   /** PID of the server process that ran the attempt (several may share one log). */
   readonly server_pid: number;
-  /**
-   * What the safety net could not do for this attempt (`ledger_not_updated`, `ledger_unreadable`,
-   * `circuit_not_updated`), or that the prompt may not have fit the model's context
-   * (`prompt_may_be_truncated`), as in the result's `metadata.warnings`; `[]` normally.
-   */
+  /** What the safety net could not do, or `prompt_may_be_truncated`, as in the result's `metadata.warnings`; `[]` normally. */
   readonly warnings: readonly { readonly kind: string; readonly message: string }[];
-  /**
-   * Characters of the answer the caller received, when the reply could not carry all `output_chars`
-   * of it (the rest is in `output_file`). Absent when the caller received it whole, and from older lines.
-   */
+  /** Characters of the answer the reply carried, when it could not carry all `output_chars` (the rest is in `output_file`). */
   readonly returned_output_chars?: number;
   /** The file keeping the whole answer, when the reply (its structured or its text content) carried only its start. */
   readonly output_file?: string;
@@ -97,10 +81,7 @@ export interface RunRecord {
   readonly output?: string;
 }
 
-/**
- * A control action (`ollama_reset`, `ollama_task_status`), logged beside the runs so a reviewer
- * sees who cleared what and when. Told apart from run records by `kind`.
- */
+/** A control action, logged beside the runs (told apart by `kind`) so a reviewer sees who cleared what and when. */
 export interface ControlRecord {
   readonly v: typeof RUN_RECORD_SCHEMA_VERSION;
   readonly kind: 'control';
