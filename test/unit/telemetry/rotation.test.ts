@@ -14,7 +14,15 @@ let dir: string;
 beforeEach(async () => {
   dir = tempDir('rotation-');
 });
+const logs: RunLog[] = [];
+/** A run log in the test's dir, whose retention is awaited before the dir goes. */
+function openLog(options: ConstructorParameters<typeof RunLog>[1]): RunLog {
+  const log = new RunLog(dir, options);
+  logs.push(log);
+  return log;
+}
 afterEach(async () => {
+  await Promise.all(logs.splice(0).map((log) => log.idle()));
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -49,7 +57,7 @@ function rotatingAppender(maxBytes: number, now = fixedNow): JsonlAppender {
 describe('RunLog rotation in one process', () => {
   it('moves on to a new file at the limit: every line whole, none split, the count exact, call order kept', async () => {
     const limit = 2048;
-    const log = new RunLog(dir, { maxBytes: limit, now: fixedNow, onError: failOnError() });
+    const log = openLog({ maxBytes: limit, now: fixedNow, onError: failOnError() });
     const count = 300;
     // Fired without awaiting, mixed sizes: the queue must keep order across file switches too.
     await Promise.all(
@@ -82,7 +90,7 @@ describe('RunLog rotation in one process', () => {
   });
 
   it('puts a line bigger than the limit alone into a file, and goes on with the next file', async () => {
-    const log = new RunLog(dir, { maxBytes: 2048, now: fixedNow, onError: failOnError() }); // ~600-byte records
+    const log = openLog({ maxBytes: 2048, now: fixedNow, onError: failOnError() }); // ~600-byte records
     await log.record(sampleRecord({ run_id: 'small-1' }));
     await log.record(sampleRecord({ run_id: 'big-1', error: 'x'.repeat(3000) }));
     await log.record(sampleRecord({ run_id: 'big-2', error: 'y'.repeat(2000) }));
@@ -101,7 +109,7 @@ describe('RunLog rotation in one process', () => {
   });
 
   it('writes a first line bigger than the limit into the empty runs.jsonl (no loop, no empty file)', async () => {
-    const log = new RunLog(dir, { maxBytes: 1024, now: fixedNow, onError: failOnError() });
+    const log = openLog({ maxBytes: 1024, now: fixedNow, onError: failOnError() });
     await log.record(sampleRecord({ run_id: 'big', error: 'x'.repeat(5000) }));
     await log.record(sampleRecord({ run_id: 'small' }));
     const files = await listRunLogFiles(log.dir);
@@ -111,7 +119,7 @@ describe('RunLog rotation in one process', () => {
 
   it('dates new files with the UTC date of the moment and restarts the sequence on a new date', async () => {
     let now = new Date('2025-11-22T23:59:58Z');
-    const log = new RunLog(dir, { maxBytes: 1024, now: () => now, onError: failOnError() });
+    const log = openLog({ maxBytes: 1024, now: () => now, onError: failOnError() });
     const big = (id: string): ReturnType<typeof sampleRecord> => sampleRecord({ run_id: id, error: 'x'.repeat(700) });
     await log.record(big('a')); // runs.jsonl
     await log.record(big('b')); // -001
@@ -129,7 +137,7 @@ describe('RunLog rotation in one process', () => {
   });
 
   it('ends a torn last line before leaving a full file, so the files concatenate cleanly', async () => {
-    const log = new RunLog(dir, { maxBytes: 1024, now: fixedNow, onError: failOnError() });
+    const log = openLog({ maxBytes: 1024, now: fixedNow, onError: failOnError() });
     await log.record(sampleRecord({ run_id: 'before' }));
     // A writer killed mid-write, leaving the file full and its last line torn.
     await appendFile(log.path, `{"v":1,"pad":"${'z'.repeat(600)}`);
@@ -146,7 +154,7 @@ describe('RunLog rotation in one process', () => {
   });
 
   it('defaults to 50 MiB, and rejects a limit below 1', async () => {
-    const log = new RunLog(dir, { onError: failOnError() });
+    const log = openLog({ onError: failOnError() });
     for (let i = 0; i < 50; i += 1) await log.record(sampleRecord({ error: 'x'.repeat(400) }));
     expect(await listRunLogFiles(log.dir)).toEqual([join(dir, 'runs.jsonl')]);
     expect(() => new RunLog(dir, { maxBytes: 0 })).toThrow(RangeError);
