@@ -3,9 +3,19 @@
 // the server that ran it exited or died. Scaled down: a 5 s run under a client that gives up at 3 s.
 import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { crashWhileRunning } from '../helpers/crashing-server.js';
-import { makeSandbox, readRuns, readRunTrace, spawnCount, startTestServer, waitFor, type RunningServer } from './harness.js';
+import {
+  makeSandbox,
+  readRuns,
+  readRunTrace,
+  spawnCount,
+  startTestServer,
+  useHttpServer,
+  waitFor,
+  type RunningServer,
+} from './harness.js';
 
 interface Reply {
   readonly ok?: boolean;
@@ -237,3 +247,29 @@ async function listJobIds(telemetryDir: string): Promise<string[]> {
   const names = await readdir(`${telemetryDir}/jobs`).catch(() => [] as string[]);
   return names.filter((name) => name.endsWith('.json')).map((name) => name.slice(0, -5));
 }
+
+describe('a job started over HTTP', () => {
+  const server = useHttpServer();
+  const connect = async () => {
+    const client = new Client({ name: 'jobs-http-e2e', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.auth } }));
+    return client;
+  };
+
+  it("is the token's: a new session collects it after the first one closed; a stdio client of the data dir does not", async () => {
+    const first = await connect();
+    const started = await call(first, 'ollama_run', { model: 'llama3.2', prompt: 'x @fake:sleep_ms=1500', reply_within_ms: 0 });
+    const jobId = started.reply.job_id!;
+    await first.close();
+
+    const stdio = await startTestServer({}, server.sandbox);
+    const stranger = await call(stdio.client, 'ollama_wait', { job_id: jobId });
+    expect(stranger.text).toMatch(/^UNKNOWN JOB: /);
+    await stdio.close();
+
+    const second = await connect();
+    const collected = await call(second, 'ollama_wait', { job_id: jobId, wait_ms: 2_500 });
+    expect(collected.reply).toMatchObject({ status: 'ok', done: true, escalate: false });
+    await second.close();
+  });
+});
