@@ -1,5 +1,5 @@
 import type { CircuitTransition } from '../../policy/breaker-state.js';
-import { deadlineSignal } from '../queue/deadline-signal.js';
+import { abortedByDeadline, deadlineSignal } from '../queue/deadline-signal.js';
 import type { DispatchRequest, Grant } from '../queue/dispatcher.js';
 import type { TurnSlots } from '../queue/turn-slots.js';
 import { probeFailedError, probeWaitTimedOutError, stoppedWaitingError } from './errors.js';
@@ -166,7 +166,7 @@ class TurnWait {
   /** Cancelled while it waited, or its deadline passed: its call ends (neither goes on to another attempt). */
   stopped(waitingFor: string): Turn {
     const { deadlineAt, inBatch } = this.#context;
-    const late = deadlineAt !== undefined && this.#deps.clock() >= deadlineAt;
+    const late = abortedByDeadline(this.signal) || (deadlineAt !== undefined && this.#deps.clock() >= deadlineAt);
     const error = stoppedWaitingError(late, waitingFor, inBatch);
     return {
       kind: 'stopped',

@@ -11,7 +11,7 @@ export function deadlineSignal(
 ): { signal: AbortSignal | undefined; dispose: () => void } {
   if (deadlineAt === undefined) return { signal: caller, dispose: noop };
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error('deadline passed')), Math.max(0, deadlineAt - now));
+  const timer = setTimeout(() => controller.abort(new DeadlinePassed()), Math.max(0, deadlineAt - now));
   timer.unref();
   const onAbort = () => controller.abort(caller?.reason);
   if (caller?.aborted) onAbort();
@@ -23,6 +23,18 @@ export function deadlineSignal(
       caller?.removeEventListener('abort', onAbort);
     },
   };
+}
+
+/** Why a deadline's signal aborted: told by the reason, as a timer may fire a millisecond before the clock reads the deadline. */
+class DeadlinePassed extends Error {
+  constructor() {
+    super('deadline passed');
+  }
+}
+
+/** Whether a signal from {@link deadlineSignal} aborted because its deadline passed (not its caller). */
+export function abortedByDeadline(signal: AbortSignal | undefined): boolean {
+  return signal?.reason instanceof DeadlinePassed;
 }
 
 function noop(): void {}
