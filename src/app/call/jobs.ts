@@ -98,49 +98,20 @@ export class Jobs {
   /** Record a job before its work starts (an MCP task, whose id is given first). */
   async reserve(id: string, kind: 'run' | 'batch', owner: string, task: JobTask): Promise<void> {
     const now = this.#deps.clock();
-    await this.#write({
-      id,
-      kind,
-      owner,
-      tasks: [],
-      model: null,
-      startedAt: now,
-      server: this.#server(),
-      createdAt: now,
-      finishedAt: null,
-      result: null,
-      task,
-    });
+    await this.#write(this.#newRecord({ id, kind, owner, tasks: [], model: null, startedAt: now, task }, now));
   }
 
   /** Hand a call (or a batch) over as a job: recorded now, its result kept when it ends. */
   async adopt(job: Adopted): Promise<void> {
     const reserved = await this.#deps.files.read(job.id);
-    const { id, kind, owner, tasks, model, startedAt } = job;
-    const record: JobRecord = {
-      id,
-      kind,
-      owner,
-      tasks,
-      model,
-      startedAt,
-      server: this.#server(),
-      createdAt: this.#deps.clock(),
-      finishedAt: null,
-      result: null,
-      task: reserved?.task ?? null,
-    };
-    const entry: LiveJob = {
-      job,
-      record,
-      kept: this.#write(record),
-    };
-    this.#live.set(id, entry);
+    const record = this.#newRecord({ ...job, task: reserved?.task ?? null });
+    const entry: LiveJob = { job, record, kept: this.#write(record) };
+    this.#live.set(job.id, entry);
     await entry.kept;
     this.#watchCancels();
     entry.ended = job.result.then(
-      (result) => this.#ended(id, result),
-      () => this.#ended(id, null),
+      (result) => this.#ended(job.id, result),
+      () => this.#ended(job.id, null),
     );
   }
 
@@ -235,8 +206,14 @@ export class Jobs {
     return record.finishedAt !== null && this.#deps.clock() - record.finishedAt >= JOB_KEEP_MS;
   }
 
-  #server(): JobRecord['server'] {
-    return { ...this.#deps.identity.self, ...this.#deps.identity.place };
+  /** The record of a job this server starts running. */
+  #newRecord(
+    job: Pick<JobRecord, 'id' | 'kind' | 'owner' | 'tasks' | 'model' | 'startedAt' | 'task'>,
+    now = this.#deps.clock(),
+  ): JobRecord {
+    const { id, kind, owner, tasks, model, startedAt, task } = job;
+    const server = { ...this.#deps.identity.self, ...this.#deps.identity.place };
+    return { id, kind, owner, tasks, model, startedAt, server, createdAt: now, finishedAt: null, result: null, task };
   }
 
   async #write(record: JobRecord): Promise<void> {
