@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import path from 'node:path';
 import { AnswerFiles } from './reply/answer-files.js';
 import { AttemptLedger } from './attempt/ledger.js';
@@ -337,15 +338,8 @@ function eitherAborts(a: AbortSignal | undefined, b: AbortSignal): { signal: Abo
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts. */
 function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  if (signal?.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (waited: boolean) => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(waited);
-    };
-    const onAbort = () => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+  return delay(ms, undefined, { signal }).then(
+    () => true,
+    () => false,
+  );
 }

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { livenessOf, type ProcView } from '../../policy/process-identity.js';
 import type { JobFiles, JobRecord, JobTask } from '../../store/job-files.js';
 import type { SelfIdentity } from '../../store/processes/proc-reader.js';
@@ -245,16 +246,9 @@ export class Jobs {
   }
 }
 
+/** Resolves after `ms`, or as soon as `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
+  return delay(ms, undefined, { signal }).catch(noop);
 }
 
 function settledOrAfter(promise: Promise<unknown>, ms: number, signal: AbortSignal | undefined): Promise<void> {
