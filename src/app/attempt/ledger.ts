@@ -172,11 +172,10 @@ export class AttemptLedger {
   }
 
   #recordBlocked(state: StateData, a: LedgerAttempt, entry: TaskLedgerEntry, now: number): Blocked {
-    const reason = entry.escalationReason ?? 'max_retries_exceeded';
-    const retryCount = retryCountFor(entry, a.request.retryCount);
-    recordTask(state, a, { status: 'blocked', counted: false, retryCount, escalationReason: reason }, now);
-    const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
-    return this.#blocked(a.request, reason, { retryCount, circuit });
+    const blocked = blockedBy(a, entry, state, now);
+    const { retryCount, escalation } = blocked.settled;
+    recordTask(state, a, { status: 'blocked', counted: false, retryCount, escalationReason: escalation.reason }, now);
+    return blocked;
   }
 
   /**
@@ -303,19 +302,6 @@ export class AttemptLedger {
     return a.startTimeoutMs + a.timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
   }
 
-  #blocked(
-    request: RunRequest,
-    reason: NonNullable<EscalationDecision['reason']>,
-    s: Pick<Settled, 'retryCount' | 'circuit'>,
-  ): Blocked {
-    return {
-      admitted: false,
-      status: 'blocked',
-      error: blockedError(request.taskId, reason),
-      settled: { ...s, escalation: { escalate: true, reason }, transition: null },
-    };
-  }
-
   /**
    * The circuit could not be updated at admission: judge it from the last saved state (an open
    * circuit still refuses), and say so. If the state cannot even be read, the run goes ahead.
@@ -334,9 +320,7 @@ export class AttemptLedger {
     const entry = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
     if (this.#config.escalationMode === 'block' && entry?.escalated) {
       a.note(circuitNotUpdated(modelKey, message, false));
-      const circuit = viewCircuit(snapshot.breakers[modelKey] ?? CLOSED, now, a.breaker);
-      const reason = entry.escalationReason ?? 'max_retries_exceeded';
-      return this.#blocked(request, reason, { retryCount: retryCountFor(entry, request.retryCount), circuit });
+      return blockedBy(a, entry, snapshot, now);
     }
     const decision = admit(snapshot.breakers[modelKey] ?? CLOSED, now, runId, this.#leaseMs(a));
     // Another call's probe is in flight: wait for its verdict (or its lease to run out) as usual.
@@ -397,6 +381,15 @@ export class AttemptLedger {
 }
 
 const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
+
+/** The refusal of an attempt whose task escalated before (`entry`), in block mode. */
+function blockedBy(a: LedgerAttempt, entry: TaskLedgerEntry, state: StateData, now: number): Blocked {
+  const reason = entry.escalationReason ?? 'max_retries_exceeded';
+  const retryCount = retryCountFor(entry, a.request.retryCount);
+  const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
+  const settled: Settled = { retryCount, circuit, escalation: { escalate: true, reason }, transition: null };
+  return { admitted: false, status: 'blocked', error: blockedError(a.request.taskId, reason), settled };
+}
 
 function circuitOpen(circuit: Settled['circuit']): Admission {
   return { admitted: false, status: 'circuit_open', error: circuitOpenError(circuit) };
