@@ -28,7 +28,7 @@ export class Calls {
     const result = run(id);
     const handle: CallHandle = { id, taskId: taskId ?? null, live, result };
     this.#calls.set(id, handle);
-    void result.finally(() => this.#calls.delete(id)).catch(noop);
+    void result.finally(() => this.#calls.delete(id)).catch(() => {});
     return handle;
   }
 
@@ -49,5 +49,3 @@ export class Calls {
     await Promise.allSettled([...this.#calls.values()].map((call) => call.result));
   }
 }
-
-function noop(): void {}

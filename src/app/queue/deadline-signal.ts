@@ -9,7 +9,7 @@ export function deadlineSignal(
   deadlineAt: number | undefined,
   now: number,
 ): { signal: AbortSignal | undefined; dispose: () => void } {
-  if (deadlineAt === undefined) return { signal: caller, dispose: noop };
+  if (deadlineAt === undefined) return { signal: caller, dispose: () => {} };
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error('deadline passed')), Math.max(0, deadlineAt - now));
   timer.unref();
@@ -24,5 +24,3 @@ export function deadlineSignal(
     },
   };
 }
-
-function noop(): void {}

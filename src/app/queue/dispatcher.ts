@@ -97,9 +97,7 @@ export class Dispatcher {
 
   /** Attempts sent on and not yet released. */
   get running(): number {
-    let total = 0;
-    for (const n of this.#running.values()) total += n;
-    return total;
+    return [...this.#running.values()].reduce((total, n) => total + n, 0);
   }
 
   /** Attempts waiting for their turn. */
