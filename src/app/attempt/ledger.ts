@@ -17,9 +17,10 @@ import {
 } from '../../policy/task-ledger.js';
 import type { RunWarning } from '../reply/run-result.js';
 import { circuitNotUpdated, unsavedVerdict } from '../reply/run-warnings.js';
+import type { OpenAttempt } from '../../store/attempt-journal.js';
 import type { StateBackend, StateData } from '../../store/state-backend.js';
 import { blockedError, circuitOpenError } from './errors.js';
-import type { RunRequest } from './types.js';
+import type { Limits, RunRequest } from './types.js';
 import { ProbeWaiters } from '../queue/probe-waiters.js';
 import type { Settled } from './types.js';
 
@@ -27,16 +28,10 @@ import type { Settled } from './types.js';
 const PROBE_LEASE_MARGIN_MS = 5_000;
 
 /** One attempt as the ledger sees it. */
-export interface LedgerAttempt {
+export interface LedgerAttempt extends Pick<Limits, 'maxRetries' | 'timeoutMs' | 'startTimeoutMs' | 'breaker'> {
   readonly runId: string;
   readonly modelKey: string;
   readonly request: RunRequest;
-  readonly maxRetries: number;
-  /** Limit of the answer, from its first byte. */
-  readonly timeoutMs: number;
-  /** Limit of the wait for the answer's first byte. */
-  readonly startTimeoutMs: number;
-  readonly breaker: BreakerSettings;
   /** Told what the ledger could not do for this attempt. */
   readonly note: (warning: RunWarning) => void;
   /**
@@ -47,14 +42,9 @@ export interface LedgerAttempt {
   readonly before: readonly PastVerdict[];
 }
 
-/** What the ledger needs of an attempt whose server died (app/interrupted-attempts.ts). */
-interface InterruptedAttempt {
-  readonly runId: string;
-  readonly taskId: string | null;
-  readonly model: string;
+/** What the ledger needs of an attempt whose server died (app/attempt/interrupted.ts). */
+interface InterruptedAttempt extends Pick<OpenAttempt, 'runId' | 'taskId' | 'model' | 'maxRetries' | 'callerRetryCount'> {
   readonly modelKey: string;
-  readonly maxRetries: number;
-  readonly callerRetryCount: number | null;
 }
 
 /** An earlier model's attempt in the same call. */
@@ -260,7 +250,7 @@ export class AttemptLedger {
   }
 
   /**
-   * An attempt whose server died before it ended (see app/interrupted-attempts.ts): recorded for its
+   * An attempt whose server died before it ended (see app/attempt/interrupted.ts): recorded for its
    * task as `interrupted`, unless the task already holds its verdict (the server died after recording
    * it, before logging it): then that verdict is what is said. The circuit is left alone.
    */
