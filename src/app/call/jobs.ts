@@ -34,17 +34,11 @@ export type JobView =
   /** Its server stopped while it ran (killed, out of memory): what it ran is settled as interrupted. */
   | { readonly state: 'lost'; readonly record: JobRecord };
 
+/** What a job's record says of it from its start. */
+type JobStart = Pick<JobRecord, 'id' | 'kind' | 'owner' | 'tasks' | 'model' | 'startedAt'>;
+
 /** A call (or batch) handed over: it goes on after the reply that named it, until it ends or is cancelled. */
-export interface Adopted {
-  readonly id: string;
-  readonly kind: 'run' | 'batch';
-  readonly owner: string;
-  /** The task id of each of its calls. */
-  readonly tasks: readonly (string | null)[];
-  /** A run's model; null for a batch. */
-  readonly model: string | null;
-  /** Epoch ms its work started. */
-  readonly startedAt: number;
+export interface Adopted extends JobStart {
   readonly result: Promise<JobResult>;
   readonly live: LiveCall | null;
   /** Aborts it: its model processes are killed, and nothing is counted. */
@@ -208,10 +202,7 @@ export class Jobs {
   }
 
   /** The record of a job this server starts running. */
-  #newRecord(
-    job: Pick<JobRecord, 'id' | 'kind' | 'owner' | 'tasks' | 'model' | 'startedAt' | 'task'>,
-    now = this.#deps.clock(),
-  ): JobRecord {
+  #newRecord(job: JobStart & Pick<JobRecord, 'task'>, now = this.#deps.clock()): JobRecord {
     const { id, kind, owner, tasks, model, startedAt, task } = job;
     const server = { ...this.#deps.identity.self, ...this.#deps.identity.place };
     return { id, kind, owner, tasks, model, startedAt, server, createdAt: now, finishedAt: null, result: null, task };

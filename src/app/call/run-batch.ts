@@ -3,15 +3,10 @@ import type { RunResult } from '../reply/run-result.js';
 import { runReplySchema, toRunReply, type ResponseFormat } from '../reply/run-reply.js';
 import type { CallEvent, RunContext, RunRequest } from '../attempt/types.js';
 
-interface BatchOptions {
+/** `deadlineAt`: the batch's, `signal`: the client's cancel and the shutdown, `meta`: passed to every job. */
+interface BatchOptions extends Pick<RunContext, 'deadlineAt' | 'signal' | 'meta'> {
   /** Jobs running at once (the batch's own limit, within the server's). */
   readonly concurrency: number;
-  /** Epoch ms by which the batch must be over. */
-  readonly deadlineAt?: number;
-  /** Client cancel / shutdown. */
-  readonly signal?: AbortSignal;
-  /** The request's `_meta`, passed to every job (a `traceparent` arrives there). */
-  readonly meta?: Readonly<Record<string, unknown>> | undefined;
   /** The batch's id (its jobs' `batch_id`, and its job's id once it is handed over). */
   readonly batchId: string;
   /** Told each job's result as it ends. */
