@@ -338,8 +338,7 @@ function eitherAborts(a: AbortSignal | undefined, b: AbortSignal): { signal: Abo
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts. */
 function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  return delay(ms, undefined, { signal }).then(
-    () => true,
-    () => false,
-  );
+  return delay(ms, undefined, { signal })
+    .then(() => true)
+    .catch(() => false);
 }

@@ -39,9 +39,7 @@ export class Calls {
 
   /** This server's calls of a task in flight. */
   ofTask(taskId: string): number {
-    let count = 0;
-    for (const call of this.#calls.values()) if (call.taskId === taskId) count += 1;
-    return count;
+    return [...this.#calls.values()].filter((call) => call.taskId === taskId).length;
   }
 
   /** Resolves when every call started so far has finished and been logged. */
