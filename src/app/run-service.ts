@@ -164,15 +164,8 @@ export class RunService {
 
   /** This server's queue: attempts running and waiting, the limit (OLLAMA_MCP_CONCURRENCY), and what it believes Ollama has loaded. */
   get queue(): QueueView {
-    const { loaded, capacity, memoryBudget } = this.#dispatcher.residency();
-    return {
-      running: this.#dispatcher.running,
-      waiting: this.#dispatcher.waiting,
-      limit: this.#dispatcher.limit,
-      loaded,
-      capacity,
-      memoryBudget,
-    };
+    const { running, waiting, limit } = this.#dispatcher;
+    return { running, waiting, limit, ...this.#dispatcher.residency() };
   }
 
   /** Calls started and not yet logged. */
