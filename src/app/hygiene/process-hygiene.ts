@@ -10,11 +10,6 @@ import { OrphanSweeper } from './orphan-sweep.js';
 
 type Spawn = (request: ModelProcessRequest) => Promise<ProcessOutcome>;
 
-interface HygieneOptions {
-  /** Team mode's Redis, when OLLAMA_MCP_STATE_URL is set. */
-  readonly team?: SlotRedisConnection | null;
-}
-
 /** Team mode's Redis connection of a state backend (RedisStateStore), or null for the files. */
 export function teamConnectionOf(store: unknown): SlotRedisConnection | null {
   return (store as { connection?: SlotRedisConnection } | null)?.connection ?? null;
@@ -58,7 +53,7 @@ export class ProcessHygiene {
    * `team`: team mode's Redis (OLLAMA_MCP_STATE_URL): the shared cap's slots live there, so the
    * cap holds across machines; else in the telemetry dir.
    */
-  constructor(config: Config, warn: (message: string) => void, { team = null }: HygieneOptions = {}) {
+  constructor(config: Config, warn: (message: string) => void, { team = null }: { team?: SlotRedisConnection | null } = {}) {
     const identity = selfIdentity();
     const proc = liveProcView;
     this.children = identity.hasProc ? new ChildRegistry(config.telemetryDir, identity, warn) : null;

@@ -54,7 +54,6 @@ export interface DispatchRequest {
 
 /** Thrown (as `granted`'s rejection) when a waiting attempt is aborted before it was sent on. */
 export class DispatchAbortedError extends Error {
-  readonly kind = 'dispatch_aborted';
   constructor() {
     super('aborted while waiting for its turn');
     this.name = 'DispatchAbortedError';
