@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import path from 'node:path';
 import { AnswerFiles } from './reply/answer-files.js';
 import { AttemptLedger } from './attempt/ledger.js';
@@ -22,8 +23,8 @@ import type { RunResult } from './reply/run-result.js';
 import { TurnScheduler } from './attempt/turn.js';
 import { InterruptedAttempts, recordUnderWay } from './attempt/interrupted.js';
 import { AttemptJournal } from '../store/attempt-journal.js';
-import { liveProcView, selfIdentity, type SelfIdentity } from '../store/processes/proc-reader.js';
-import { livenessOf, type ProcView } from '../policy/process-identity.js';
+import { liveProcView, selfIdentity } from '../store/processes/proc-reader.js';
+import { livenessOf } from '../policy/process-identity.js';
 import type { Config } from '../config/config.js';
 import { configSettings, type ModelSettings } from '../config/model-tiers.js';
 import { cliEnvironment } from '../ollama/child-env.js';
@@ -57,8 +58,6 @@ interface RunServiceDeps {
   readonly log: RunLog;
   /** Epoch ms. Injected so tests and the store agree on time. @default Date.now */
   readonly clock?: () => number;
-  /** ms, monotonic: the dispatcher's waits and keep-alives. @default performance.now */
-  readonly monotonicClock?: () => number;
   /** `ollama ps`, parsed: which models Ollama has loaded. @default none (only this server's own dispatches count) */
   readonly readLoaded?: (() => Promise<LoadedModelsResult>) | null;
   /** The least a model's file weighs, from `ollama list` as last read (asks nothing). @default none known */
@@ -72,22 +71,8 @@ interface RunServiceDeps {
   readonly settingsFor?: (model: string) => ModelSettings;
   /** Checks a model is installed before spawning (OLLAMA_MCP_PREFLIGHT). @default none */
   readonly preflight?: (model: string) => Promise<PreflightResult>;
-  /** [0, 1), the busy backoff's jitter. @default Math.random */
-  readonly random?: () => number;
-  /** Waits between busy retries; resolves false when `signal` aborts first. @default a timer */
-  readonly sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<boolean>;
   /** The cap shared by every server process (OLLAMA_MCP_SHARED_CONCURRENCY). @default none */
   readonly sharedSlots?: SharedSlots | null;
-  /** Where answers too large for a reply are kept whole. @default `answers/` in the telemetry dir; null: nowhere */
-  readonly answers?: AnswerFiles | null;
-  /** Where attempts under way are recorded for the next server to settle if this one dies. @default `attempts/` in the telemetry dir */
-  readonly journal?: AttemptJournal | null;
-  /** Where jobs are kept for any server on the data dir. @default `jobs/` in the telemetry dir */
-  readonly jobs?: JobFiles;
-  /** This process, as its records name it. @default read from /proc */
-  readonly identity?: SelfIdentity;
-  /** Which processes are alive. @default /proc */
-  readonly proc?: ProcView;
 }
 
 /**
@@ -103,17 +88,16 @@ export class RunService {
   readonly #ledger: AttemptLedger;
   readonly #dispatcher: Dispatcher;
   readonly #recorder: AttemptRecorder;
-  readonly #answers: AnswerFiles | null;
+  readonly #answers: AnswerFiles;
   /** The attempts dead servers left under way: settled at start-up and every minute once started. */
   readonly interrupted: InterruptedAttempts;
   /** Calls handed over as jobs: they outlast their reply, and are collected later (ollama_wait, MCP tasks). */
   readonly jobs: Jobs;
   readonly #calls = new Calls();
-  /** Told every event of every call (the journal of attempts under way). */
-  readonly #listeners: CallListener[] = [];
-  readonly #journal: AttemptJournal | null;
-  readonly #identity: SelfIdentity;
-  readonly #proc: ProcView;
+  /** Told every event of every call: records each attempt in the journal of attempts under way. */
+  readonly #underWay: CallListener;
+  readonly #journal: AttemptJournal;
+  readonly #identity = selfIdentity();
   readonly #shutdown = new AbortController();
   readonly #callDeps: CallDeps;
 
@@ -125,23 +109,18 @@ export class RunService {
     const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
-    const answers = deps.answers === undefined ? defaultAnswerFiles(config, this.#clock) : deps.answers;
-    this.#answers = answers;
+    this.#answers = defaultAnswerFiles(config, this.#clock);
     this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
     this.#dispatcher = dispatcherFor(config, deps, warn);
-    this.#recorder = new AttemptRecorder({ log: deps.log, clock: this.#clock, answers });
+    this.#recorder = new AttemptRecorder({ log: deps.log, clock: this.#clock, answers: this.#answers });
     const env = cliEnvironment(config, deps.env);
-    this.#journal = deps.journal === undefined ? new AttemptJournal(config.telemetryDir) : deps.journal;
-    this.#identity = deps.identity ?? selfIdentity();
-    this.#proc = deps.proc ?? liveProcView;
-    if (this.#journal !== null) {
-      this.#listeners.push(recordUnderWay({ journal: this.#journal, identity: this.#identity, clock: this.#clock, warn }));
-    }
-    const jobFiles = deps.jobs ?? new JobFiles(config.telemetryDir);
+    this.#journal = new AttemptJournal(config.telemetryDir);
+    this.#underWay = recordUnderWay({ journal: this.#journal, identity: this.#identity, clock: this.#clock, warn });
+    const jobFiles = new JobFiles(config.telemetryDir);
     this.interrupted = new InterruptedAttempts({
-      journal: this.#journal ?? new AttemptJournal(config.telemetryDir),
+      journal: this.#journal,
       identity: this.#identity,
-      proc: this.#proc,
+      proc: liveProcView,
       ledger: this.#ledger,
       recorder: this.#recorder,
       jobs: jobFiles,
@@ -151,7 +130,7 @@ export class RunService {
     this.jobs = new Jobs({
       files: jobFiles,
       identity: this.#identity,
-      proc: this.#proc,
+      proc: liveProcView,
       clock: this.#clock,
       settleInterrupted: () => this.interrupted.settleNow(),
       warn,
@@ -177,23 +156,16 @@ export class RunService {
       settingsFor: this.#settingsFor,
       busyRetries: config.busyRetries,
       clock: this.#clock,
-      random: deps.random ?? Math.random,
-      sleep: deps.sleep ?? sleepUnlessAborted,
+      random: Math.random,
+      sleep: sleepUnlessAborted,
       newId: randomUUID,
     };
   }
 
   /** This server's queue: attempts running and waiting, the limit (OLLAMA_MCP_CONCURRENCY), and what it believes Ollama has loaded. */
   get queue(): QueueView {
-    const { loaded, capacity, memoryBudget } = this.#dispatcher.residency();
-    return {
-      running: this.#dispatcher.running,
-      waiting: this.#dispatcher.waiting,
-      limit: this.#dispatcher.limit,
-      loaded,
-      capacity,
-      memoryBudget,
-    };
+    const { running, waiting, limit } = this.#dispatcher;
+    return { running, waiting, limit, ...this.#dispatcher.residency() };
   }
 
   /** Calls started and not yet logged. */
@@ -219,7 +191,7 @@ export class RunService {
   /** One call, tracked from now until its result is logged. Unless it is a batch's job, its reply is built next. */
   start(request: RunRequest, context: RunContext = {}, callId?: string): CallHandle {
     const { listen, ...rest } = context;
-    const events = new CallEvents(listen ? [...this.#listeners, listen] : this.#listeners);
+    const events = new CallEvents(listen ? [this.#underWay, listen] : [this.#underWay]);
     const { signal, unlink } = eitherAborts(context.signal, this.#shutdown.signal);
     const run = async (id: string) => {
       try {
@@ -240,7 +212,7 @@ export class RunService {
   /** The reply naming these results is built: the grace of the answer files they name starts now. */
   async replied(results: readonly RunResult[]): Promise<void> {
     const files = results.flatMap(({ metadata }) => [metadata.output_file, metadata.thinking_file]);
-    await this.#answers?.replied(files.flatMap((file) => (file ? [file.path] : [])));
+    await this.#answers.replied(files.flatMap((file) => (file ? [file.path] : [])));
   }
 
   /**
@@ -249,13 +221,12 @@ export class RunService {
    */
   async inFlightFor(taskId: string): Promise<number> {
     const here = this.#calls.ofTask(taskId);
-    if (this.#journal === null) return here;
     const open = await this.#journal.list().catch(() => []);
     const elsewhere = open.filter(
       (attempt) =>
         attempt.taskId === taskId &&
         attempt.server.pid !== this.#identity.self.pid &&
-        livenessOf(attempt.server, this.#identity.place, this.#proc) !== 'dead',
+        livenessOf(attempt.server, this.#identity.place, liveProcView) !== 'dead',
     );
     return here + elsewhere.length;
   }
@@ -317,7 +288,7 @@ function defaultAnswerFiles(config: Config, clock: () => number): AnswerFiles {
 
 /** The one queue of this server, and its view of what Ollama has loaded. */
 function dispatcherFor(config: Config, deps: RunServiceDeps, warn: (message: string) => void): Dispatcher {
-  const monotonic = deps.monotonicClock ?? (() => performance.now());
+  const monotonic = () => performance.now();
   let dispatcher: Dispatcher | null = null;
   const residency = new Residency({
     capacity: config.maxLoadedModels,
@@ -360,15 +331,7 @@ function eitherAborts(a: AbortSignal | undefined, b: AbortSignal): { signal: Abo
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts. */
 function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  if (signal?.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (waited: boolean) => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(waited);
-    };
-    const onAbort = () => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+  return delay(ms, undefined, { signal })
+    .then(() => true)
+    .catch(() => false);
 }

@@ -17,7 +17,6 @@ interface ContextCheckDeps {
   /** The evidence for a model, or null when the CLI could not tell. */
   readonly lookup: (model: string) => Promise<ContextEvidence | null>;
   readonly clock: () => number;
-  readonly ttlMs?: number;
 }
 
 /**
@@ -29,14 +28,12 @@ interface ContextCheckDeps {
 export class ContextCheck {
   readonly #lookup: (model: string) => Promise<ContextEvidence | null>;
   readonly #clock: () => number;
-  readonly #ttlMs: number;
   readonly #cache = new Map<string, { evidence: ContextEvidence; at: number }>();
   readonly #pending = new Map<string, Promise<ContextEvidence>>();
 
   constructor(deps: ContextCheckDeps) {
     this.#lookup = deps.lookup;
     this.#clock = deps.clock;
-    this.#ttlMs = deps.ttlMs ?? CONTEXT_CACHE_TTL_MS;
   }
 
   /** The `prompt_may_be_truncated` warning for a run of `model` that reported `usage`, or null. */
@@ -45,7 +42,7 @@ export class ContextCheck {
     if (promptTokens === null || promptTokens === 0) return null;
     const key = canonicalModelName(model);
     const cached = this.#cache.get(key);
-    const fresh = cached !== undefined && this.#clock() - cached.at < this.#ttlMs ? cached.evidence : undefined;
+    const fresh = cached !== undefined && this.#clock() - cached.at < CONTEXT_CACHE_TTL_MS ? cached.evidence : undefined;
     if (fresh === undefined && !worthLookingUp(promptTokens)) return null;
     const evidence = fresh ?? (await this.#evidence(key, model));
     const fit = judgePromptFit(promptTokens, evidence);

@@ -24,7 +24,7 @@ export function circuitOpenError(circuit: CircuitView): string {
  * A call stopped while it waited (`waitingFor`): cancelled, or its deadline passed: a batch's, or the
  * call's own `deadline_ms` (`inBatch` false).
  */
-export function stoppedWaitingError(late: boolean, waitingFor: string, inBatch = true): string {
+export function stoppedWaitingError(late: boolean, waitingFor: string, inBatch: boolean): string {
   if (!late) return `cancelled while waiting for ${waitingFor}`;
   return inBatch
     ? `the batch deadline passed while this job waited for ${waitingFor}`

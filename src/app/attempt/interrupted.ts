@@ -148,25 +148,10 @@ export function recordUnderWay(deps: {
   return async (event) => {
     const { attempt } = event;
     if (event.type === 'started') {
-      await journal
-        .open({
-          runId: attempt.runId,
-          callId: attempt.callId,
-          taskId: attempt.taskId,
-          model: attempt.model,
-          tool: attempt.batchId !== null ? 'ollama_run_many' : 'ollama_run',
-          batchId: attempt.batchId,
-          chainId: attempt.chainId,
-          chainStep: attempt.chainStep,
-          maxRetries: attempt.maxRetries,
-          callerRetryCount: attempt.callerRetryCount,
-          timeoutMs: attempt.timeoutMs,
-          startTimeoutMs: attempt.startTimeoutMs,
-          promptChars: attempt.promptChars,
-          startedAt: clock(),
-          server: { ...identity.self, ...identity.place },
-        })
-        .then(() => void open.add(attempt.runId), problem);
+      const { busyTry: _busyTry, ...info } = attempt;
+      const tool = attempt.batchId !== null ? 'ollama_run_many' : 'ollama_run';
+      const server = { ...identity.self, ...identity.place };
+      await journal.open({ ...info, tool, startedAt: clock(), server }).then(() => void open.add(attempt.runId), problem);
     } else if (event.type === 'ended' && open.delete(attempt.runId)) {
       await journal.close(attempt.runId).catch(problem);
     }

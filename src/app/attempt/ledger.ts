@@ -17,9 +17,10 @@ import {
 } from '../../policy/task-ledger.js';
 import type { RunWarning } from '../reply/run-result.js';
 import { circuitNotUpdated, unsavedVerdict } from '../reply/run-warnings.js';
+import type { OpenAttempt } from '../../store/attempt-journal.js';
 import type { StateBackend, StateData } from '../../store/state-backend.js';
 import { blockedError, circuitOpenError } from './errors.js';
-import type { RunRequest } from './types.js';
+import type { Limits, RunRequest } from './types.js';
 import { ProbeWaiters } from '../queue/probe-waiters.js';
 import type { Settled } from './types.js';
 
@@ -27,16 +28,10 @@ import type { Settled } from './types.js';
 const PROBE_LEASE_MARGIN_MS = 5_000;
 
 /** One attempt as the ledger sees it. */
-export interface LedgerAttempt {
+export interface LedgerAttempt extends Pick<Limits, 'maxRetries' | 'timeoutMs' | 'startTimeoutMs' | 'breaker'> {
   readonly runId: string;
   readonly modelKey: string;
   readonly request: RunRequest;
-  readonly maxRetries: number;
-  /** Limit of the answer, from its first byte. */
-  readonly timeoutMs: number;
-  /** Limit of the wait for the answer's first byte. */
-  readonly startTimeoutMs: number;
-  readonly breaker: BreakerSettings;
   /** Told what the ledger could not do for this attempt. */
   readonly note: (warning: RunWarning) => void;
   /**
@@ -47,14 +42,9 @@ export interface LedgerAttempt {
   readonly before: readonly PastVerdict[];
 }
 
-/** What the ledger needs of an attempt whose server died (app/interrupted-attempts.ts). */
-interface InterruptedAttempt {
-  readonly runId: string;
-  readonly taskId: string | null;
-  readonly model: string;
+/** What the ledger needs of an attempt whose server died (app/attempt/interrupted.ts). */
+interface InterruptedAttempt extends Pick<OpenAttempt, 'runId' | 'taskId' | 'model' | 'maxRetries' | 'callerRetryCount'> {
   readonly modelKey: string;
-  readonly maxRetries: number;
-  readonly callerRetryCount: number | null;
 }
 
 /** An earlier model's attempt in the same call. */
@@ -172,11 +162,10 @@ export class AttemptLedger {
   }
 
   #recordBlocked(state: StateData, a: LedgerAttempt, entry: TaskLedgerEntry, now: number): Blocked {
-    const reason = entry.escalationReason ?? 'max_retries_exceeded';
-    const retryCount = retryCountFor(entry, a.request.retryCount);
-    recordTask(state, a, { status: 'blocked', counted: false, retryCount, escalationReason: reason }, now);
-    const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
-    return this.#blocked(a.request, reason, { retryCount, circuit });
+    const blocked = blockedBy(a, entry, state, now);
+    const { retryCount, escalation } = blocked.settled;
+    recordTask(state, a, { status: 'blocked', counted: false, retryCount, escalationReason: escalation.reason }, now);
+    return blocked;
   }
 
   /**
@@ -261,7 +250,7 @@ export class AttemptLedger {
   }
 
   /**
-   * An attempt whose server died before it ended (see app/interrupted-attempts.ts): recorded for its
+   * An attempt whose server died before it ended (see app/attempt/interrupted.ts): recorded for its
    * task as `interrupted`, unless the task already holds its verdict (the server died after recording
    * it, before logging it): then that verdict is what is said. The circuit is left alone.
    */
@@ -303,19 +292,6 @@ export class AttemptLedger {
     return a.startTimeoutMs + a.timeoutMs + this.#config.killGraceMs + PROBE_LEASE_MARGIN_MS;
   }
 
-  #blocked(
-    request: RunRequest,
-    reason: NonNullable<EscalationDecision['reason']>,
-    s: Pick<Settled, 'retryCount' | 'circuit'>,
-  ): Blocked {
-    return {
-      admitted: false,
-      status: 'blocked',
-      error: blockedError(request.taskId, reason),
-      settled: { ...s, escalation: { escalate: true, reason }, transition: null },
-    };
-  }
-
   /**
    * The circuit could not be updated at admission: judge it from the last saved state (an open
    * circuit still refuses), and say so. If the state cannot even be read, the run goes ahead.
@@ -334,9 +310,7 @@ export class AttemptLedger {
     const entry = request.taskId === undefined ? undefined : snapshot.tasks[request.taskId];
     if (this.#config.escalationMode === 'block' && entry?.escalated) {
       a.note(circuitNotUpdated(modelKey, message, false));
-      const circuit = viewCircuit(snapshot.breakers[modelKey] ?? CLOSED, now, a.breaker);
-      const reason = entry.escalationReason ?? 'max_retries_exceeded';
-      return this.#blocked(request, reason, { retryCount: retryCountFor(entry, request.retryCount), circuit });
+      return blockedBy(a, entry, snapshot, now);
     }
     const decision = admit(snapshot.breakers[modelKey] ?? CLOSED, now, runId, this.#leaseMs(a));
     // Another call's probe is in flight: wait for its verdict (or its lease to run out) as usual.
@@ -397,6 +371,15 @@ export class AttemptLedger {
 }
 
 const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
+
+/** The refusal of an attempt whose task escalated before (`entry`), in block mode. */
+function blockedBy(a: LedgerAttempt, entry: TaskLedgerEntry, state: StateData, now: number): Blocked {
+  const reason = entry.escalationReason ?? 'max_retries_exceeded';
+  const retryCount = retryCountFor(entry, a.request.retryCount);
+  const circuit = viewCircuit(state.breakers[a.modelKey] ?? CLOSED, now, a.breaker);
+  const settled: Settled = { retryCount, circuit, escalation: { escalate: true, reason }, transition: null };
+  return { admitted: false, status: 'blocked', error: blockedError(a.request.taskId, reason), settled };
+}
 
 function circuitOpen(circuit: Settled['circuit']): Admission {
   return { admitted: false, status: 'circuit_open', error: circuitOpenError(circuit) };

@@ -3,12 +3,10 @@ import { fitReply, type FittedReply } from '../reply/reply-fit.js';
 import type { RunResult, RunWarning } from '../reply/run-result.js';
 import { toRunMetadata, toRunRecord, type WriteUp } from './write-up.js';
 import type { RunLog } from '../../telemetry/run-log.js';
+import type { RunContext } from './types.js';
 
 /** What the write-up of an attempt needs of its call. */
-export interface RecordContext {
-  readonly batchId?: string | undefined;
-  /** How many results share the reply (a batch's job count): each gets that share of its size. @default 1 */
-  readonly replyShare?: number | undefined;
+export interface RecordContext extends Pick<RunContext, 'batchId' | 'replyShare'> {
   /** The tool the line names when not `ollama_run`/`ollama_run_many` (an invalid call's). */
   readonly tool?: string | undefined;
 }

@@ -133,7 +133,8 @@ export interface AttemptSource {
 }
 
 /** Who an event is about: one attempt of one call. Every event of the attempt carries the same object. */
-export interface AttemptInfo {
+export interface AttemptInfo
+  extends Pick<Step, 'chainId' | 'chainStep' | 'busyTry'>, Pick<Limits, 'maxRetries' | 'timeoutMs' | 'startTimeoutMs'> {
   readonly runId: string;
   /** Its call's id (a job's id, when the call was handed over as one). */
   readonly callId: string | null;
@@ -141,20 +142,8 @@ export interface AttemptInfo {
   readonly taskId: string | null;
   /** The caller's own retry_count, if it passed one. */
   readonly callerRetryCount: number | null;
-  /** Shared by every model's attempt of a call with a fallback chain; null without one. */
-  readonly chainId: string | null;
-  /** 0 for the chain's first model...; null without a chain. */
-  readonly chainStep: number | null;
-  /** 0 for a model's first attempt in the call, n for its n-th busy retry. */
-  readonly busyTry: number;
   /** `ollama_run_many`'s batch, null for `ollama_run`. */
   readonly batchId: string | null;
-  /** The call's max_retries. */
-  readonly maxRetries: number;
-  /** Limit of the answer, from its first byte. */
-  readonly timeoutMs: number;
-  /** Limit of the wait for the answer's first byte. */
-  readonly startTimeoutMs: number;
   readonly promptChars: number;
 }
 

@@ -28,7 +28,7 @@ export class Calls {
     const result = run(id);
     const handle: CallHandle = { id, taskId: taskId ?? null, live, result };
     this.#calls.set(id, handle);
-    void result.finally(() => this.#calls.delete(id)).catch(noop);
+    void result.finally(() => this.#calls.delete(id)).catch(() => {});
     return handle;
   }
 
@@ -39,9 +39,7 @@ export class Calls {
 
   /** This server's calls of a task in flight. */
   ofTask(taskId: string): number {
-    let count = 0;
-    for (const call of this.#calls.values()) if (call.taskId === taskId) count += 1;
-    return count;
+    return [...this.#calls.values()].filter((call) => call.taskId === taskId).length;
   }
 
   /** Resolves when every call started so far has finished and been logged. */
@@ -49,5 +47,3 @@ export class Calls {
     await Promise.allSettled([...this.#calls.values()].map((call) => call.result));
   }
 }
-
-function noop(): void {}

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { livenessOf, type ProcView } from '../../policy/process-identity.js';
 import type { JobFiles, JobRecord, JobTask } from '../../store/job-files.js';
 import type { SelfIdentity } from '../../store/processes/proc-reader.js';
@@ -33,17 +34,11 @@ export type JobView =
   /** Its server stopped while it ran (killed, out of memory): what it ran is settled as interrupted. */
   | { readonly state: 'lost'; readonly record: JobRecord };
 
+/** What a job's record says of it from its start. */
+type JobStart = Pick<JobRecord, 'id' | 'kind' | 'owner' | 'tasks' | 'model' | 'startedAt'>;
+
 /** A call (or batch) handed over: it goes on after the reply that named it, until it ends or is cancelled. */
-export interface Adopted {
-  readonly id: string;
-  readonly kind: 'run' | 'batch';
-  readonly owner: string;
-  /** The task id of each of its calls. */
-  readonly tasks: readonly (string | null)[];
-  /** A run's model; null for a batch. */
-  readonly model: string | null;
-  /** Epoch ms its work started. */
-  readonly startedAt: number;
+export interface Adopted extends JobStart {
   readonly result: Promise<JobResult>;
   readonly live: LiveCall | null;
   /** Aborts it: its model processes are killed, and nothing is counted. */
@@ -98,49 +93,20 @@ export class Jobs {
   /** Record a job before its work starts (an MCP task, whose id is given first). */
   async reserve(id: string, kind: 'run' | 'batch', owner: string, task: JobTask): Promise<void> {
     const now = this.#deps.clock();
-    await this.#write({
-      id,
-      kind,
-      owner,
-      tasks: [],
-      model: null,
-      startedAt: now,
-      server: this.#server(),
-      createdAt: now,
-      finishedAt: null,
-      result: null,
-      task,
-    });
+    await this.#write(this.#newRecord({ id, kind, owner, tasks: [], model: null, startedAt: now, task }, now));
   }
 
   /** Hand a call (or a batch) over as a job: recorded now, its result kept when it ends. */
   async adopt(job: Adopted): Promise<void> {
     const reserved = await this.#deps.files.read(job.id);
-    const { id, kind, owner, tasks, model, startedAt } = job;
-    const record: JobRecord = {
-      id,
-      kind,
-      owner,
-      tasks,
-      model,
-      startedAt,
-      server: this.#server(),
-      createdAt: this.#deps.clock(),
-      finishedAt: null,
-      result: null,
-      task: reserved?.task ?? null,
-    };
-    const entry: LiveJob = {
-      job,
-      record,
-      kept: this.#write(record),
-    };
-    this.#live.set(id, entry);
+    const record = this.#newRecord({ ...job, task: reserved?.task ?? null });
+    const entry: LiveJob = { job, record, kept: this.#write(record) };
+    this.#live.set(job.id, entry);
     await entry.kept;
     this.#watchCancels();
     entry.ended = job.result.then(
-      (result) => this.#ended(id, result),
-      () => this.#ended(id, null),
+      (result) => this.#ended(job.id, result),
+      () => this.#ended(job.id, null),
     );
   }
 
@@ -235,8 +201,11 @@ export class Jobs {
     return record.finishedAt !== null && this.#deps.clock() - record.finishedAt >= JOB_KEEP_MS;
   }
 
-  #server(): JobRecord['server'] {
-    return { ...this.#deps.identity.self, ...this.#deps.identity.place };
+  /** The record of a job this server starts running. */
+  #newRecord(job: JobStart & Pick<JobRecord, 'task'>, now = this.#deps.clock()): JobRecord {
+    const { id, kind, owner, tasks, model, startedAt, task } = job;
+    const server = { ...this.#deps.identity.self, ...this.#deps.identity.place };
+    return { id, kind, owner, tasks, model, startedAt, server, createdAt: now, finishedAt: null, result: null, task };
   }
 
   async #write(record: JobRecord): Promise<void> {
@@ -268,16 +237,9 @@ export class Jobs {
   }
 }
 
+/** Resolves after `ms`, or as soon as `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
+  return delay(ms, undefined, { signal }).catch(noop);
 }
 
 function settledOrAfter(promise: Promise<unknown>, ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -1,23 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import type { RunResult } from '../reply/run-result.js';
 import { runReplySchema, toRunReply, type ResponseFormat } from '../reply/run-reply.js';
 import type { CallEvent, RunContext, RunRequest } from '../attempt/types.js';
 
-interface BatchOptions {
+/** `deadlineAt`: the batch's, `signal`: the client's cancel and the shutdown, `meta`: passed to every job. */
+interface BatchOptions extends Pick<RunContext, 'deadlineAt' | 'signal' | 'meta'> {
   /** Jobs running at once (the batch's own limit, within the server's). */
   readonly concurrency: number;
-  /** Epoch ms by which the batch must be over. */
-  readonly deadlineAt?: number;
-  /** Client cancel / shutdown. */
-  readonly signal?: AbortSignal;
-  /** The request's `_meta`, passed to every job (a `traceparent` arrives there). */
-  readonly meta?: Readonly<Record<string, unknown>> | undefined;
-  readonly clock?: () => number;
-  /** Called after each job settles, for progress. */
-  readonly onJobDone?: (done: number) => void;
-  /** The batch's id (its jobs' `batch_id`, and its job's id once it is handed over). @default a new one */
-  readonly batchId?: string;
+  /** The batch's id (its jobs' `batch_id`, and its job's id once it is handed over). */
+  readonly batchId: string;
   /** Told each job's result as it ends. */
   readonly onResult?: (index: number, result: RunResult) => void;
   /** End the batch once this many jobs are ok: the others are cancelled, and nothing of them is counted. */
@@ -63,13 +54,6 @@ export interface BatchProgress {
   readonly total: number;
 }
 
-/**
- * Run every job through the same service as `ollama_run` (ledger, circuit, log, and the one
- * dispatcher queue, so a batch is ordered by what Ollama has loaded like any other calls), at most
- * `concurrency` of them at once, sharing one batch id. At the deadline, running jobs end as timeouts
- * (their limits are cut to it) and jobs still waiting as `not_started`: the caller always gets one
- * result per job, in input order.
- */
 /** What runs a batch's jobs: the server's calls. */
 interface BatchRunner {
   run(request: RunRequest, context: RunContext): Promise<RunResult>;
@@ -79,15 +63,22 @@ interface BatchRunner {
   replied(results: readonly RunResult[]): Promise<void>;
 }
 
+/**
+ * Run every job through the same service as `ollama_run` (ledger, circuit, log, and the one
+ * dispatcher queue, so a batch is ordered by what Ollama has loaded like any other calls), at most
+ * `concurrency` of them at once, sharing one batch id. At the deadline, running jobs end as timeouts
+ * (their limits are cut to it) and jobs still waiting as `not_started`: the caller always gets one
+ * result per job, in input order.
+ */
+
 export async function runBatch(
   service: BatchRunner,
   jobs: readonly RunRequest[],
   options: BatchOptions,
-  progress: BatchProgress = { done: 0, running: 0, total: jobs.length },
+  progress: BatchProgress,
 ): Promise<BatchResult> {
-  const batchId = options.batchId ?? randomUUID();
-  const clock = options.clock ?? Date.now;
-  const late = () => options.deadlineAt !== undefined && clock() >= options.deadlineAt;
+  const { batchId } = options;
+  const late = () => options.deadlineAt !== undefined && Date.now() >= options.deadlineAt;
   const running = new Set<number>();
   // `returnWhen` ok jobs end the rest, cancelled: the caller has what it asked for.
   const rest = new AbortController();
@@ -113,7 +104,6 @@ export async function runBatch(
     progress.running = running.size;
     progress.done += 1;
     options.onResult?.(index, result);
-    options.onJobDone?.(progress.done);
     if (result.metadata.ok && (ok += 1) === options.returnWhen) rest.abort(new Error('return_when reached'));
     return result;
   };

@@ -31,7 +31,6 @@ interface OrphanSweepDeps {
   /** Send a signal to a process group. */
   readonly signalGroup: (pid: number, signal: NodeJS.Signals) => boolean;
   readonly warn: (message: string) => void;
-  readonly clock?: () => number;
 }
 
 /**
@@ -42,8 +41,7 @@ interface OrphanSweepDeps {
  * stderr is told. A live server's children are never touched.
  */
 export async function sweepOrphans(deps: OrphanSweepDeps): Promise<SweepSummary> {
-  const clock = deps.clock ?? Date.now;
-  const now = clock();
+  const now = Date.now();
   const files = await readChildRecords(deps.dir, now);
   const toEnd: { pid: number; start: number; file: string }[] = [];
   const toForget: string[] = [];
@@ -87,22 +85,17 @@ export async function sweepOrphans(deps: OrphanSweepDeps): Promise<SweepSummary>
  */
 export class OrphanSweeper {
   readonly #deps: OrphanSweepDeps;
-  readonly #intervalMs: number;
+  readonly intervalMs = SWEEP_INTERVAL_MS;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | null = null;
   #last: SweepSummary | null = null;
 
-  constructor(deps: OrphanSweepDeps, intervalMs = SWEEP_INTERVAL_MS) {
+  constructor(deps: OrphanSweepDeps) {
     this.#deps = deps;
-    this.#intervalMs = intervalMs;
   }
 
   get enabled(): boolean {
     return this.#deps.identity.hasProc;
-  }
-
-  get intervalMs(): number {
-    return this.#intervalMs;
   }
 
   /** The last sweep's summary, null before the first one finished. */
@@ -113,7 +106,7 @@ export class OrphanSweeper {
   start(): void {
     if (!this.enabled || this.#timer) return;
     this.sweepNow();
-    this.#timer = setInterval(() => this.sweepNow(), this.#intervalMs);
+    this.#timer = setInterval(() => this.sweepNow(), this.intervalMs);
     this.#timer.unref();
   }
 

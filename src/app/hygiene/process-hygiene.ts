@@ -1,22 +1,14 @@
 import type { Config } from '../../config/config.js';
 import type { ModelProcessRequest, ProcessOutcome } from '../../ollama/model-process.js';
 import { signalGroup } from '../../ollama/process-group.js';
-import type { ProcView } from '../../policy/process-identity.js';
 import path from 'node:path';
 import { CHILDREN_DIR_NAME, ChildRegistry } from '../../store/processes/child-registry.js';
-import { liveProcView, selfIdentity, type SelfIdentity } from '../../store/processes/proc-reader.js';
+import { liveProcView, selfIdentity } from '../../store/processes/proc-reader.js';
 import { SharedSlots, type SlotView } from '../../store/slots/shared-slots.js';
 import { RedisSlotTable, type SlotRedisConnection } from '../../store/slots/redis-slot-table.js';
 import { OrphanSweeper } from './orphan-sweep.js';
 
 type Spawn = (request: ModelProcessRequest) => Promise<ProcessOutcome>;
-
-interface HygieneOptions {
-  readonly identity?: SelfIdentity;
-  readonly proc?: ProcView;
-  /** Team mode's Redis, when OLLAMA_MCP_STATE_URL is set. */
-  readonly team?: SlotRedisConnection | null;
-}
 
 /** Team mode's Redis connection of a state backend (RedisStateStore), or null for the files. */
 export function teamConnectionOf(store: unknown): SlotRedisConnection | null {
@@ -61,11 +53,9 @@ export class ProcessHygiene {
    * `team`: team mode's Redis (OLLAMA_MCP_STATE_URL): the shared cap's slots live there, so the
    * cap holds across machines; else in the telemetry dir.
    */
-  constructor(
-    config: Config,
-    warn: (message: string) => void,
-    { identity = selfIdentity(), proc = liveProcView, team = null }: HygieneOptions = {},
-  ) {
+  constructor(config: Config, warn: (message: string) => void, { team = null }: { team?: SlotRedisConnection | null } = {}) {
+    const identity = selfIdentity();
+    const proc = liveProcView;
     this.children = identity.hasProc ? new ChildRegistry(config.telemetryDir, identity, warn) : null;
     this.sweeper = new OrphanSweeper({
       dir: path.join(config.telemetryDir, CHILDREN_DIR_NAME),

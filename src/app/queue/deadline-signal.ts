@@ -9,7 +9,7 @@ export function deadlineSignal(
   deadlineAt: number | undefined,
   now: number,
 ): { signal: AbortSignal | undefined; dispose: () => void } {
-  if (deadlineAt === undefined) return { signal: caller, dispose: noop };
+  if (deadlineAt === undefined) return { signal: caller, dispose: () => {} };
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DeadlinePassed()), Math.max(0, deadlineAt - now));
   timer.unref();
@@ -36,5 +36,3 @@ class DeadlinePassed extends Error {
 export function abortedByDeadline(signal: AbortSignal | undefined): boolean {
   return signal?.reason instanceof DeadlinePassed;
 }
-
-function noop(): void {}

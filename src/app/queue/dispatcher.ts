@@ -54,7 +54,6 @@ export interface DispatchRequest {
 
 /** Thrown (as `granted`'s rejection) when a waiting attempt is aborted before it was sent on. */
 export class DispatchAbortedError extends Error {
-  readonly kind = 'dispatch_aborted';
   constructor() {
     super('aborted while waiting for its turn');
     this.name = 'DispatchAbortedError';
@@ -97,9 +96,7 @@ export class Dispatcher {
 
   /** Attempts sent on and not yet released. */
   get running(): number {
-    let total = 0;
-    for (const n of this.#running.values()) total += n;
-    return total;
+    return [...this.#running.values()].reduce((total, n) => total + n, 0);
   }
 
   /** Attempts waiting for their turn. */

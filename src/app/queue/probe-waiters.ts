@@ -52,12 +52,8 @@ export class ProbeWaiters {
   /** Resolves on `wake`, after `ms`, or on abort, whichever comes first. */
   #nextCheck(modelKey: string, signal: AbortSignal | undefined, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      let waiters = this.#waiters.get(modelKey);
-      if (!waiters) {
-        waiters = new Set();
-        this.#waiters.set(modelKey, waiters);
-      }
-      const set = waiters;
+      const set = this.#waiters.get(modelKey) ?? new Set<() => void>();
+      this.#waiters.set(modelKey, set);
       const wake = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', wake);

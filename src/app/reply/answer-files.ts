@@ -71,10 +71,6 @@ export class AnswerFiles {
     this.#freeBytes = options.freeBytes ?? freeBytes;
   }
 
-  get dir(): string {
-    return this.#dir;
-  }
-
   /**
    * Write `text` to `<dir>/<name>` (a new file), held until `replied` names it. Throws when it cannot:
    * a name that is not a plain `.txt` name, a file that exists, a disk without room for it and the

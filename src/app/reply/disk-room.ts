@@ -7,13 +7,10 @@ export const MIN_RESERVE_BYTES = 64 * 1024 * 1024;
 const LEDGER_RESERVE_FACTOR = 4;
 
 /** Bytes this user may still write on the filesystem holding `dir`, or null when it cannot be told. */
-export async function freeBytes(dir: string): Promise<number | null> {
-  try {
-    const info = await statfs(dir);
-    return info.bavail * info.bsize;
-  } catch {
-    return null;
-  }
+export function freeBytes(dir: string): Promise<number | null> {
+  return statfs(dir)
+    .then((info) => info.bavail * info.bsize)
+    .catch(() => null);
 }
 
 /**
@@ -24,15 +21,14 @@ export async function freeBytes(dir: string): Promise<number | null> {
 export async function ledgerReserve(telemetryDir: string): Promise<number> {
   const shardDir = path.join(telemetryDir, 'state.tasks');
   const shards = (await readdir(shardDir).catch(() => [] as string[])).map((name) => path.join(shardDir, name));
-  const sizes = await Promise.all([path.join(telemetryDir, 'state.json'), ...shards].map(sizeOf));
+  const files = [path.join(telemetryDir, 'state.json'), ...shards];
+  const sizes = await Promise.all(
+    files.map((file) =>
+      stat(file)
+        .then((info) => info.size)
+        .catch(() => 0),
+    ),
+  );
   const ledgerBytes = sizes.reduce((sum, size) => sum + size, 0);
   return Math.max(MIN_RESERVE_BYTES, LEDGER_RESERVE_FACTOR * ledgerBytes);
-}
-
-async function sizeOf(file: string): Promise<number> {
-  try {
-    return (await stat(file)).size;
-  } catch {
-    return 0;
-  }
 }

@@ -5,9 +5,8 @@ import type { RunMetadata } from './run-result.js';
 /**
  * One sentence that tells the agent what to do now with this result, in words it cannot misread;
  * null when there is nothing to do but use the answer. `outputCut`: the reply's output is only the
- * start of the answer. An escalation always says "Stop" and
- * "escalate". A model's circuit time is said as a time the model is not to be used, never as an
- * invitation to retry an escalated task.
+ * start of the answer. An escalation always says "Stop" and "escalate". A model's circuit time is
+ * said as a time the model is not to be used, never as an invitation to retry an escalated task.
  */
 export function nextStep(m: RunMetadata, outputCut: boolean): string | null {
   const sentences: string[] = [];

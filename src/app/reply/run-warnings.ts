@@ -25,9 +25,8 @@ export function unsavedVerdict(input: {
   readonly error: string;
 }): UnsavedVerdict {
   const readable = input.ledger !== 'unreadable';
-  const entry = readable ? (input.ledger as { entry: TaskLedgerEntry | undefined }).entry : undefined;
+  const entry = input.ledger === 'unreadable' ? undefined : input.ledger.entry;
   const retryCount = retryCountFor(entry, input.callerRetryCount);
-  const escalation = input.escalation;
   const task = input.taskId === undefined ? 'this attempt' : `task "${input.taskId}"`;
   const warning: RunWarning = readable
     ? {
@@ -38,7 +37,7 @@ export function unsavedVerdict(input: {
         kind: 'ledger_unreadable',
         message: `the retry ledger could not be read or updated (${input.error}): retry_count ${retryCount} is only what the call passed, and this attempt is not counted. Pass retry_count yourself meanwhile, and fix the state store: the telemetry dir, or Redis in team mode (ollama_health says which and why).`,
       };
-  return { retryCount, escalation, warning };
+  return { retryCount, escalation: input.escalation, warning };
 }
 
 /** The circuit could not be updated at admission: the run was judged from the last saved state. */
