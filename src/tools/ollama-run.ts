@@ -1,23 +1,14 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
 import { REPLY_WITHIN_RANGE, SETTING_RANGES } from '../config/ranges.js';
-import {
-  runningMetadata,
-  runningReply,
-  runningText,
-  specMetadata,
-  untilHandedOver,
-  withinBudget,
-  type JobScope,
-} from './job-reply.js';
-import { replyWithinMs } from './reply-within.js';
+import { jobHandlers, presentRunning, specMetadata, type JobScope, type Work, type WorkStart } from './job-reply.js';
 import { parseGoDuration } from '../ollama/verbose-stats.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import type { RunResult } from '../app/reply/run-result.js';
 import { runReplySchema, toRunReply, type ResponseFormat, type RunReply } from '../app/reply/run-reply.js';
 import type { LiveCall } from '../app/call/live-call.js';
 import type { RunService } from '../app/run-service.js';
-import { formatElapsed, startHeartbeat } from './progress.js';
+import { formatElapsed } from './progress.js';
 import { renderRunText } from './run-text.js';
 import {
   FALLBACK_MODELS_FIELD,
@@ -153,44 +144,29 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
     inputSchema: ollamaRunInputSchema,
     outputSchema: runReplySchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    async handle(input: OllamaRunInput, extra) {
-      const runs = await service();
-      const startedAt = performance.now();
-      const work = untilHandedOver(extra.signal);
-      const call = runs.start(toRunRequest(input), { signal: work.controller.signal, meta: extra._meta });
-      const { live } = call;
-      const progress = () => describeLiveRun(live.model ?? input.model, live, performance.now() - startedAt);
-      const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
-        progress: (performance.now() - startedAt) / 1000,
-        message: progress(),
-      }));
-      const budgetMs = replyWithinMs(input.reply_within_ms, config.replyWithinMs, scope.clientName());
-      try {
-        const result = await withinBudget(call.result, budgetMs);
-        if (result !== null) return present(result, input.response_format ?? 'concise');
-        // Past the budget: the run goes on as a job, which outlives this request.
-        work.handOver();
-        const tasks = [input.task_id ?? null];
-        const job = { id: call.id, kind: 'run' as const, owner: scope.owner, tasks, model: input.model };
-        await runs.jobs.adopt({ ...job, startedAt: Date.now() - budgetMs, result: call.result, live, cancel: work.controller });
-        return presentRunning(call.id, progress(), budgetMs, performance.now() - startedAt);
-      } finally {
-        work.handOver();
-        stop();
-      }
-    },
-    async startJob(input: OllamaRunInput, extra, jobId) {
-      const runs = await service();
-      const cancel = new AbortController();
-      const call = runs.start(toRunRequest(input), { signal: cancel.signal, meta: extra._meta }, jobId);
-      const tasks = [input.task_id ?? null];
-      const job = { id: jobId, kind: 'run' as const, owner: scope.owner, tasks, model: input.model, startedAt: Date.now() };
-      await runs.jobs.adopt({ ...job, result: call.result, live: call.live, cancel });
-      return { ended: call.result.then((result) => present(result, input.response_format ?? 'concise')) };
-    },
+    ...jobHandlers(service, config, scope, startRun, present),
     async onInvalidInput(problem, rawArguments) {
       return present(await (await service()).rejectInvalid(rawArguments, problem), requestedFormat(rawArguments));
     },
+  };
+}
+
+/** One run under way, which may go on as a job. */
+function startRun(runs: RunService, input: OllamaRunInput, how: WorkStart): Work<RunResult, RunReply> {
+  const startedAt = performance.now();
+  const startedAtMs = Date.now();
+  const call = runs.start(toRunRequest(input), { signal: how.signal, meta: how.meta }, how.id);
+  const { live } = call;
+  const elapsed = () => performance.now() - startedAt;
+  const now = () => describeLiveRun(live.model ?? input.model, live, elapsed());
+  return {
+    result: call.result,
+    progress: () => ({ progress: elapsed() / 1000, message: now() }),
+    handOver: async (owner, cancel) => {
+      const job = { id: call.id, kind: 'run' as const, owner, tasks: [input.task_id ?? null], model: input.model };
+      await runs.jobs.adopt({ ...job, startedAt: startedAtMs, result: call.result, live, cancel });
+    },
+    running: (_format, budgetMs) => presentRunning(call.id, now(), budgetMs, elapsed()),
   };
 }
 
@@ -254,20 +230,5 @@ export function present(result: RunResult, format: ResponseFormat): ToolOutcome<
     text: renderRunText(result, format),
     isError: !result.metadata.ok,
     fields: { metadata: specMetadata(result) },
-  };
-}
-
-/** A run that goes on as a job: not an error (nothing failed), and its handle in both views. */
-export function presentRunning(
-  jobId: string,
-  progress: string,
-  budgetMs: number | null,
-  elapsedMs: number,
-): ToolOutcome<RunReply> {
-  return {
-    structured: runningReply(jobId, progress),
-    text: runningText(jobId, progress, budgetMs),
-    isError: false,
-    fields: { metadata: runningMetadata(jobId, elapsedMs) },
   };
 }

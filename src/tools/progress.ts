@@ -1,6 +1,6 @@
 import type { ToolExtra } from './tool-definition.js';
 
-interface ProgressReport {
+export interface ProgressReport {
   /** Progress so far; the heartbeat makes it strictly increase, as the spec requires. */
   readonly progress: number;
   readonly total?: number;
