@@ -12,7 +12,7 @@ import { presentRunningBatch, present as presentBatch } from './ollama-run-many.
 import { describeLiveRun, present as presentRun } from './ollama-run.js';
 import { presentRunning, type JobScope } from './job-reply.js';
 import { replyWithinMs } from './reply-within.js';
-import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
+import { RESPONSE_FORMAT_FIELD } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 
 /** How long a cancel waits for the job to end, so that the reply says how it ended. */
@@ -76,25 +76,28 @@ export function ollamaWaitTool(deps: OllamaWaitDeps): AnyToolDefinition {
       const budget = replyWithinMs(undefined, config.replyWithinMs, scope.clientName());
       const waitMs = input.cancel === true ? 0 : Math.min(input.wait_ms ?? budget, budget);
       const view = await runs.jobs.wait(input.job_id, scope.owner, waitMs, extra.signal);
-      if (view === null) return unknownJob(input.job_id, format);
+      if (view === null) return unknownJob(input.job_id);
       if (view.state === 'done') await runs.replied(resultsOf(view.result));
       return withJob(input.job_id, view.state === 'done', await presentView(view, format, deps));
     },
     async onInvalidInput(problem, rawArguments) {
       const jobId = (rawArguments as { job_id?: unknown } | null)?.job_id;
-      const outcome = unknownJob(typeof jobId === 'string' ? jobId.slice(0, 64) : '', requestedFormat(rawArguments));
+      const outcome = unknownJob(typeof jobId === 'string' ? jobId.slice(0, 64) : '');
       return { ...outcome, text: `REJECTED: ${problem}` };
     },
   };
 }
 
+/** A job that ended, as the tool that started it answers. */
+export function presentEnded(view: Extract<JobView, { state: 'done' }>, format: ResponseFormat): ToolOutcome<unknown> {
+  return view.record.kind === 'run'
+    ? presentRun(view.result as RunResult, format)
+    : presentBatch(view.result as BatchResult, format);
+}
+
 async function presentView(view: JobView, format: ResponseFormat, deps: OllamaWaitDeps): Promise<ToolOutcome<unknown>> {
   const { record } = view;
-  if (view.state === 'done') {
-    return record.kind === 'run'
-      ? presentRun(view.result as RunResult, format)
-      : presentBatch(view.result as BatchResult, format);
-  }
+  if (view.state === 'done') return presentEnded(view, format);
   if (view.state === 'running') {
     const elapsed = Date.now() - record.startedAt;
     if (record.kind === 'batch')
@@ -140,8 +143,7 @@ async function lostJob(
     return { structured, text: `INTERRUPTED: ${structured.next}`, isError: true };
   }
   const soFar = soFarOf(record.result as BatchSoFar | null, record.tasks.length);
-  const running = presentRunningBatch(record.id, soFar.results, format, 'stopped');
-  const structured = running.structured;
+  const { structured } = presentRunningBatch(record.id, soFar.results, format, 'stopped');
   const results = structured.results.map((result, index) =>
     result.status === 'running' ? reply(record.tasks[index] ?? null) : result,
   );
@@ -170,8 +172,7 @@ function withJob(jobId: string, done: boolean, outcome: ToolOutcome<unknown>): T
   return { ...outcome, structured: { ...structured, escalate, job_id: jobId, done } as WaitReply };
 }
 
-function unknownJob(jobId: string, format: ResponseFormat): ToolOutcome<WaitReply> {
-  void format;
+function unknownJob(jobId: string): ToolOutcome<WaitReply> {
   const next = `No job ${jobId} to collect: a job_id given by ollama_run or ollama_run_many, collectable for an hour after its end, by the client that started it.`;
   return { structured: { job_id: jobId, done: false, escalate: false, next }, text: `UNKNOWN JOB: ${next}`, isError: true };
 }
