@@ -19,6 +19,7 @@ import {
   requestedFormat,
   TASK_ID_FIELD,
   timeoutField,
+  wholeNumber,
 } from './shared-fields.js';
 import type { QueueReason } from '../app/queue/queue-reason.js';
 import type { RunRequest } from '../app/attempt/types.js';
@@ -26,7 +27,6 @@ import type { RunRequest } from '../app/attempt/types.js';
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
 export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
-const MAX_RETRIES = SETTING_RANGES.max_retries;
 
 /** A duration as `--keepalive` takes it: what Go's time.ParseDuration reads (`5m`, `1h30m`, `.5s`, `0`, `-1m`). */
 const isGoDuration = (text: string): boolean => parseGoDuration(text) !== null;
@@ -39,20 +39,8 @@ const ollamaRunFields = z.strictObject({
     .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)
     .refine((value) => value.trim() !== '', 'must not be empty or only whitespace'),
   task_id: TASK_ID_FIELD.optional(),
-  retry_count: z
-    .number()
-    .int('must be a whole number')
-    .min(0, 'must be 0 or more')
-    .max(1000, 'must be at most 1000')
-    .optional()
-    .describe('Failed attempts made before (only without task_id).'),
-  max_retries: z
-    .number()
-    .int('must be a whole number')
-    .min(MAX_RETRIES.min, `must be ${MAX_RETRIES.min} or more`)
-    .max(MAX_RETRIES.max, `must be at most ${MAX_RETRIES.max}`)
-    .optional()
-    .describe('Failures allowed before escalation; 0 = no limit.'),
+  retry_count: wholeNumber({ min: 0, max: 1000 }).optional().describe('Failed attempts made before (only without task_id).'),
+  max_retries: wholeNumber(SETTING_RANGES.max_retries).optional().describe('Failures allowed before escalation; 0 = no limit.'),
   timeout_ms: timeoutField().describe('Limit of the answer, from its first byte.'),
   start_timeout_ms: timeoutField(SETTING_RANGES.start_timeout_ms).describe(
     'Limit of the wait before the answer begins (model load).',
@@ -94,11 +82,7 @@ function refineFallback(input: { model: string; fallback_models?: string[] | und
 export const ollamaRunJobSchema = ollamaRunFields.superRefine(refineFallback);
 
 /** Within how long a call answers; past it the work goes on as a job to collect with ollama_wait. */
-export const REPLY_WITHIN_FIELD = z
-  .number()
-  .int('must be a whole number')
-  .min(REPLY_WITHIN_RANGE.min, `must be ${REPLY_WITHIN_RANGE.min} or more`)
-  .max(REPLY_WITHIN_RANGE.max, `must be at most ${REPLY_WITHIN_RANGE.max}`)
+export const REPLY_WITHIN_FIELD = wholeNumber(REPLY_WITHIN_RANGE)
   .optional()
   .describe('Reply by then; a longer run goes on as a job (0: at once).');
 

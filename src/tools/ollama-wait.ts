@@ -12,7 +12,7 @@ import { presentRunningBatch, present as presentBatch } from './ollama-run-many.
 import { describeLiveRun, present as presentRun } from './ollama-run.js';
 import { presentRunning, type JobScope } from './job-reply.js';
 import { replyWithinMs } from './reply-within.js';
-import { RESPONSE_FORMAT_FIELD } from './shared-fields.js';
+import { RESPONSE_FORMAT_FIELD, wholeNumber } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 
 /** How long a cancel waits for the job to end, so that the reply says how it ended. */
@@ -20,13 +20,7 @@ const CANCEL_SETTLES_MS = 10_000;
 
 const inputSchema = z.strictObject({
   job_id: z.string().uuid('must be a job_id given by ollama_run or ollama_run_many'),
-  wait_ms: z
-    .number()
-    .int('must be a whole number')
-    .min(REPLY_WITHIN_RANGE.min, `must be ${REPLY_WITHIN_RANGE.min} or more`)
-    .max(REPLY_WITHIN_RANGE.max, `must be at most ${REPLY_WITHIN_RANGE.max}`)
-    .optional()
-    .describe('Wait at most this long (default: what the client allows).'),
+  wait_ms: wholeNumber(REPLY_WITHIN_RANGE).optional().describe('Wait at most this long (default: what the client allows).'),
   cancel: z.boolean().optional().describe('Stop the job, uncounted.'),
   response_format: RESPONSE_FORMAT_FIELD,
 });
