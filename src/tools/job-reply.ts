@@ -101,16 +101,11 @@ export interface WorkStart {
   readonly meta: ToolExtra['_meta'];
 }
 
-interface JobToolInput {
-  readonly response_format?: ResponseFormat | undefined;
-  readonly reply_within_ms?: number | undefined;
-}
-
 /**
  * `handle` and `startJob` of a tool whose work may go on as a job: `handle` answers within the reply
  * budget, else hands the work over; `startJob` (an MCP task) hands it over at once.
  */
-export function jobHandlers<In extends JobToolInput, R, Out>(
+export function jobHandlers<In extends { response_format?: ResponseFormat; reply_within_ms?: number }, R, Out>(
   service: () => Promise<RunService>,
   config: Config,
   scope: JobScope,

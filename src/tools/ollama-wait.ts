@@ -71,7 +71,7 @@ export function ollamaWaitTool(deps: OllamaWaitDeps): AnyToolDefinition {
       const waitMs = input.cancel === true ? 0 : Math.min(input.wait_ms ?? budget, budget);
       const view = await runs.jobs.wait(input.job_id, scope.owner, waitMs, extra.signal);
       if (view === null) return unknownJob(input.job_id);
-      if (view.state === 'done') await runs.replied(resultsOf(view.result));
+      if (view.state === 'done') await runs.replied('results' in view.result ? view.result.results : [view.result]);
       return withJob(input.job_id, view.state === 'done', await presentView(view, format, deps));
     },
     async onInvalidInput(problem, rawArguments) {
@@ -95,7 +95,7 @@ async function presentView(view: JobView, format: ResponseFormat, deps: OllamaWa
   if (view.state === 'running') {
     const elapsed = Date.now() - record.startedAt;
     if (record.kind === 'batch')
-      return presentRunningBatch(record.id, soFarOf(view.soFar, record.tasks.length).results, format, 'running');
+      return presentRunningBatch(record.id, resultsSoFar(view.soFar, record.tasks.length), format, 'running');
     const now =
       view.live !== null
         ? describeLiveRun(view.live.model ?? record.model ?? 'the model', view.live, elapsed)
@@ -136,8 +136,8 @@ async function lostJob(
     const structured = reply(record.tasks[0] ?? null);
     return { structured, text: `INTERRUPTED: ${structured.next}`, isError: true };
   }
-  const soFar = soFarOf(record.result as BatchSoFar | null, record.tasks.length);
-  const { structured } = presentRunningBatch(record.id, soFar.results, format, 'stopped');
+  const soFar = resultsSoFar(record.result as BatchSoFar | null, record.tasks.length);
+  const { structured } = presentRunningBatch(record.id, soFar, format, 'stopped');
   const results = structured.results.map((result, index) =>
     result.status === 'running' ? reply(record.tasks[index] ?? null) : result,
   );
@@ -150,12 +150,9 @@ async function lostJob(
   };
 }
 
-function soFarOf(soFar: BatchSoFar | null, total: number): BatchSoFar {
-  return soFar ?? { batch_id: '', results: Array.from({ length: total }, () => null) };
-}
-
-function resultsOf(result: RunResult | BatchResult): readonly RunResult[] {
-  return 'results' in result ? result.results : [result];
+/** A batch's results so far: none ended before its first was kept. */
+function resultsSoFar(soFar: BatchSoFar | null, total: number): readonly (RunResult | null)[] {
+  return soFar?.results ?? Array.from({ length: total }, () => null);
 }
 
 /** The job's handle and whether it ended, beside what its tool would say; `escalate` at the top for a batch too. */
