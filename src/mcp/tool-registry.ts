@@ -169,11 +169,9 @@ function strip(node: unknown, describe: boolean, describeProperties = false): un
 }
 
 /**
- * `type: [X, "null"]` (zod's form for a nullable field) as `anyOf: [{type: X}, {type: "null"}]`. Both
- * are legal JSON Schema, but a client that reads `type` as one string (a translation into Gemini's
- * OpenAPI subset, say) rejects the tool or drops the constraint; the Inspector's schema-portability
- * check (`type-union`) warns of the array form and suggests this one. The other keywords stay beside
- * `anyOf`: each applies to its own type only, as before.
+ * `type: [X, "null"]` (zod's nullable) as `anyOf: [{type: X}, {type: "null"}]`: a client that reads `type`
+ * as one string (Gemini's OpenAPI subset) rejects the array form, and the Inspector's `type-union` check
+ * warns of it. The other keywords stay beside `anyOf`: each applies to its own type only.
  */
 function singleTypes(node: Record<string, unknown>): Record<string, unknown> {
   const { type, ...rest } = node;

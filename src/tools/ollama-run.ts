@@ -28,9 +28,6 @@ import type { RunRequest } from '../app/attempt/types.js';
 export const MAX_PROMPT_CHARS = 1_000_000;
 export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
 
-/** A duration as `--keepalive` takes it: what Go's time.ParseDuration reads (`5m`, `1h30m`, `.5s`, `0`, `-1m`). */
-const isGoDuration = (text: string): boolean => parseGoDuration(text) !== null;
-
 const ollamaRunFields = z.strictObject({
   model: MODEL_FIELD,
   fallback_models: FALLBACK_MODELS_FIELD.optional(),
@@ -61,8 +58,9 @@ const ollamaRunFields = z.strictObject({
   keepalive: z
     .string()
     .max(32, 'must be at most 32 characters')
+    // A duration as `--keepalive` takes it: what Go's time.ParseDuration reads.
     .refine(
-      isGoDuration,
+      (text) => parseGoDuration(text) !== null,
       'must be a duration such as "5m", "1h30m" or ".5s" (units h, m, s, ms, us, µs, ns), "0" to unload the model at once, or negative ("-1m") to keep it loaded',
     )
     .optional()
