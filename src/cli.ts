@@ -222,15 +222,14 @@ async function serveStdio(config: Config): Promise<void> {
   // reply, which needs none of them: when the client confirms it (`notifications/initialized`), at
   // the latest STARTED_BY_MS after connecting, or at the first call or shutdown if sooner.
   const startServices = startServicesOnce(app);
-  const shutdown = async (why: string, finishJobs = false): Promise<void> => {
-    stopping = true; // set before server.close(), whose onclose runs synchronously
-    await startServices(); // a state that cannot be used still stops the start with its one line
-    return stop(why, finishJobs);
-  };
   const exitAfter =
     (why: string, code: number, finishJobs = false) =>
     () => {
-      void shutdown(why, finishJobs).finally(() => process.exit(code));
+      stopping = true; // set before server.close(), whose onclose runs synchronously
+      // A state that cannot be used still stops the start with its one line.
+      void startServices()
+        .then(() => stop(why, finishJobs))
+        .finally(() => process.exit(code));
     };
   process.stdin.on('end', exitAfter('stdin closed', 0, true));
   process.stdin.on('close', exitAfter('stdin closed', 0, true));

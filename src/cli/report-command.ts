@@ -13,13 +13,12 @@ interface TextSink {
   write(text: string): unknown;
 }
 
-/** What {@link runReportCommand} needs from its caller. */
 interface ReportCommandDeps {
   /** The configured telemetry directory (`--dir` overrides it). */
   readonly telemetryDir: string;
-  /** The report or JSON document goes here (stdout). */
+  /** stdout: the report. */
   readonly out: TextSink;
-  /** Usage errors and read errors go here (stderr). */
+  /** stderr: usage and read errors. */
   readonly err: TextSink;
   /** The time `--since 24h` counts back from. @default new Date() */
   readonly now?: Date;
@@ -53,26 +52,12 @@ Exit codes: 0 report printed (or written), 1 the logs could not be read (a --dir
 exist included) or FILE not written, 2 bad usage.
 `;
 
-interface ParsedArgs {
-  readonly help: boolean;
-  readonly json: boolean;
-  readonly color: boolean;
-  readonly dirs: readonly string[];
-  /** `--html FILE`: write the HTML report there instead of printing the text report. */
-  readonly html: string | undefined;
-  readonly filters: RunFilters;
-}
+type ParsedArgs = ReturnType<typeof parseArgs>;
 
 const VALUE_OPTIONS = new Set(['--since', '--model', '--task', '--status', '--dir', '--html']);
 const FLAG_OPTIONS = new Set(['--json', '--color', '--help', '-h']);
 
-/**
- * `ollama-runner-mcp report [options]` (see REPORT_USAGE): the summary of the run logs as text,
- * as one JSON document, or written as an HTML page.
- *
- * @param argv the arguments after `report`
- * @returns the exit code, as REPORT_USAGE says
- */
+/** `ollama-runner-mcp report [options]` (REPORT_USAGE): the run logs' summary as text, JSON or an HTML page; the exit code. */
 export async function runReportCommand(argv: readonly string[], deps: ReportCommandDeps): Promise<number> {
   const now = deps.now ?? new Date();
   let args: ParsedArgs;
@@ -158,7 +143,7 @@ async function withContext<T>(where: string, read: () => Promise<T>): Promise<T>
   }
 }
 
-function parseArgs(argv: readonly string[], now: Date): ParsedArgs {
+function parseArgs(argv: readonly string[], now: Date) {
   const values = new Map<string, string>();
   const dirs: string[] = [];
   const flags = new Set<string>();

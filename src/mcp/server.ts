@@ -5,11 +5,7 @@ import type { Config } from '../config/config.js';
 import { registerTools, toCallToolResult } from './tool-registry.js';
 import { JobTaskStore } from './job-task-store.js';
 import type { JobView } from '../app/call/jobs.js';
-import type { BatchResult } from '../app/call/run-batch.js';
-import type { RunResult } from '../app/reply/run-result.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { present as presentRun } from '../tools/ollama-run.js';
-import { present as presentBatch } from '../tools/ollama-run-many.js';
 import { loadModelTiers, type ModelTiers } from '../config/model-tiers.js';
 import type { RunService } from '../app/run-service.js';
 import type { ProcessHygiene } from '../app/hygiene/process-hygiene.js';
@@ -23,7 +19,7 @@ import { ollamaRunManyTool } from '../tools/ollama-run-many.js';
 import { ollamaRunTool } from '../tools/ollama-run.js';
 import { ollamaRunsSummaryTool } from '../tools/ollama-runs-summary.js';
 import { ollamaTaskStatusTool } from '../tools/ollama-task-status.js';
-import { ollamaWaitTool } from '../tools/ollama-wait.js';
+import { ollamaWaitTool, presentEnded } from '../tools/ollama-wait.js';
 import type { JobScope } from '../tools/job-reply.js';
 import { SERVER_NAME, SERVER_VERSION } from './server-identity.js';
 
@@ -139,13 +135,7 @@ const INSTRUCTIONS = `This server runs tasks on local Ollama models. The protoco
 
 /** The tool result of a task whose stored result is missing (its server died): rebuilt from its job. */
 function taskResultOf(view: JobView): CallToolResult {
-  if (view.state === 'done') {
-    const outcome =
-      view.record.kind === 'run'
-        ? presentRun(view.result as RunResult, 'concise')
-        : presentBatch(view.result as BatchResult, 'concise');
-    return toCallToolResult(outcome);
-  }
+  if (view.state === 'done') return toCallToolResult(presentEnded(view, 'concise'));
   const text =
     'INTERRUPTED: the server running this task stopped before it ended; run it again (ollama_task_status says what was counted).';
   return { isError: true, content: [{ type: 'text', text }] };

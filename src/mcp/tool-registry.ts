@@ -28,15 +28,10 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
     const rawArguments = request.params.arguments ?? {};
     if (request.params.task !== undefined) return startTask(tool, rawArguments, request.params.task, extra);
     try {
-      const tooDeep = findExcessiveNesting(rawArguments, MAX_ARGUMENT_DEPTH);
-      const parsed = tooDeep === null ? tool.inputSchema.safeParse(rawArguments) : null;
-      const outcome = parsed?.success
+      const parsed = parseArguments(tool, rawArguments);
+      const outcome = parsed.ok
         ? await tool.handle(parsed.data, extra)
-        : await tool.onInvalidInput(
-            parsed ? describeIssues(parsed.error, rawArguments) : describeTooDeep(tooDeep ?? []),
-            rawArguments,
-            extra,
-          );
+        : await tool.onInvalidInput(parsed.problem, rawArguments, extra);
       return toCallToolResult(outcome);
     } catch (error) {
       // A bug, not an outcome: say so plainly rather than crash the server.
@@ -81,12 +76,10 @@ async function startTask(
   const taskStore = extra.taskStore;
   if (!tool.startJob || !taskStore)
     throw new McpError(ErrorCode.InvalidParams, `${tool.name} does not run as a task: call it without task`);
-  const tooDeep = findExcessiveNesting(rawArguments, MAX_ARGUMENT_DEPTH);
-  const parsed = tooDeep === null ? tool.inputSchema.safeParse(rawArguments) : null;
-  if (!parsed?.success) {
-    const problem = parsed ? describeIssues(parsed.error, rawArguments) : describeTooDeep(tooDeep ?? []);
-    await tool.onInvalidInput(problem, rawArguments, extra);
-    throw new McpError(ErrorCode.InvalidParams, problem);
+  const parsed = parseArguments(tool, rawArguments);
+  if (!parsed.ok) {
+    await tool.onInvalidInput(parsed.problem, rawArguments, extra);
+    throw new McpError(ErrorCode.InvalidParams, parsed.problem);
   }
   const created = await taskStore.createTask({ ttl: task.ttl ?? null });
   const { ended } = await tool.startJob(parsed.data, extra, created.taskId);
@@ -107,6 +100,17 @@ const CallToolRequestAsSent = z.object({
     task: z.looseObject({ ttl: z.number().optional() }).optional(),
   }),
 });
+
+/** The arguments as the tool's schema reads them, or what is wrong with them. */
+function parseArguments(
+  tool: AnyToolDefinition,
+  rawArguments: unknown,
+): { ok: true; data: unknown } | { ok: false; problem: string } {
+  const tooDeep = findExcessiveNesting(rawArguments, MAX_ARGUMENT_DEPTH);
+  const parsed = tooDeep === null ? tool.inputSchema.safeParse(rawArguments) : null;
+  if (parsed?.success) return { ok: true, data: parsed.data };
+  return { ok: false, problem: parsed ? describeIssues(parsed.error, rawArguments) : describeTooDeep(tooDeep ?? []) };
+}
 
 function describeTooDeep(path: readonly (string | number)[]): string {
   const name = path.length > 0 ? `\`${path[0]}\`` : 'arguments';
@@ -156,17 +160,18 @@ function strip(node: unknown, describe: boolean, describeProperties = false): un
     // `additionalProperties: {}` allows anything, as leaving it out does.
     if (key === 'additionalProperties' && isObject(value) && Object.keys(value).length === 0) continue;
     // `properties` maps field names (not keywords) to schemas.
-    lean[key] = key === 'properties' ? mapValues(value, (v) => strip(v, describeProperties)) : strip(value, false);
+    lean[key] =
+      key === 'properties' && isObject(value)
+        ? Object.fromEntries(Object.entries(value).map(([name, v]) => [name, strip(v, describeProperties)]))
+        : strip(value, false);
   }
   return singleTypes(lean);
 }
 
 /**
- * `type: [X, "null"]` (zod's form for a nullable field) as `anyOf: [{type: X}, {type: "null"}]`. Both
- * are legal JSON Schema, but a client that reads `type` as one string (a translation into Gemini's
- * OpenAPI subset, say) rejects the tool or drops the constraint; the Inspector's schema-portability
- * check (`type-union`) warns of the array form and suggests this one. The other keywords stay beside
- * `anyOf`: each applies to its own type only, as before.
+ * `type: [X, "null"]` (zod's nullable) as `anyOf: [{type: X}, {type: "null"}]`: a client that reads `type`
+ * as one string (Gemini's OpenAPI subset) rejects the array form, and the Inspector's `type-union` check
+ * warns of it. The other keywords stay beside `anyOf`: each applies to its own type only.
  */
 function singleTypes(node: Record<string, unknown>): Record<string, unknown> {
   const { type, ...rest } = node;
@@ -179,11 +184,6 @@ function singleTypes(node: Record<string, unknown>): Record<string, unknown> {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function mapValues(value: unknown, map: (v: unknown) => unknown): unknown {
-  if (!isObject(value)) return value;
-  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, map(v)]));
 }
 
 /** One line per problem, each naming the argument, what is allowed and what was given. */

@@ -84,9 +84,8 @@ export function ollamaResetTool(deps: ResetDeps): AnyToolDefinition {
 
 /** Remove the task's ledger entry: its next attempt starts from retry_count 0, and a block is lifted. */
 async function resetTask(deps: ResetDeps, taskId: string): Promise<ResetResult> {
-  const before = await (
-    await deps.store()
-  ).transact([taskId], (state) => {
+  const store = await deps.store();
+  const before = await store.transact([taskId], (state) => {
     const entry = state.tasks[taskId];
     delete state.tasks[taskId];
     return entry;
@@ -108,9 +107,8 @@ async function resetTask(deps: ResetDeps, taskId: string): Promise<ResetResult> 
 async function resetCircuit(deps: ResetDeps, model: string): Promise<ResetResult> {
   const key = canonicalModelName(model);
   const settings = deps.settingsFor(model);
-  const before = await (
-    await deps.store()
-  ).transact([], (state) => {
+  const store = await deps.store();
+  const before = await store.transact([], (state) => {
     const previous = state.breakers[key] ?? CLOSED;
     state.breakers[key] = resetBreaker();
     return previous;

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
-import { formatElapsed, startHeartbeat } from './progress.js';
+import { formatElapsed } from './progress.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import {
   batchReplySchema,
@@ -16,8 +16,7 @@ import {
 import type { ResponseFormat } from '../app/reply/run-reply.js';
 import type { RunService } from '../app/run-service.js';
 import { ollamaRunJobSchema, REPLY_WITHIN_FIELD, toRunRequest } from './ollama-run.js';
-import { specMetadata, untilHandedOver, withinBudget, type JobScope } from './job-reply.js';
-import { replyWithinMs } from './reply-within.js';
+import { jobHandlers, specMetadata, type JobScope, type Work, type WorkStart } from './job-reply.js';
 import { randomUUID } from 'node:crypto';
 import type { RunResult } from '../app/reply/run-result.js';
 import { renderRunText } from './run-text.js';
@@ -97,37 +96,7 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
     listedInputSchema,
     outputSchema: batchReplySchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    async handle(input: Input, extra) {
-      const runs = await service();
-      const startedAt = performance.now();
-      const work = untilHandedOver(extra.signal);
-      const batch = startBatch(runs, input, config, { id: randomUUID(), signal: work.controller.signal, meta: extra._meta });
-      const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
-        progress: batch.progress.done,
-        total: batch.progress.total,
-        message: describeBatch(batch.progress, performance.now() - startedAt),
-      }));
-      const format = input.response_format ?? 'concise';
-      const budgetMs = replyWithinMs(input.reply_within_ms, config.replyWithinMs, scope.clientName());
-      try {
-        const result = await withinBudget(batch.result, budgetMs);
-        if (result !== null) return present(result, format);
-        // Past the budget: the batch goes on as a job; each job's result is kept as it ends.
-        work.handOver();
-        await batch.handOver(scope.owner, work.controller);
-        return presentRunningBatch(batch.id, batch.soFar, format, describeBatch(batch.progress, performance.now() - startedAt));
-      } finally {
-        work.handOver();
-        stop();
-      }
-    },
-    async startJob(input: Input, extra, jobId) {
-      const runs = await service();
-      const cancel = new AbortController();
-      const batch = startBatch(runs, input, config, { id: jobId, signal: cancel.signal, meta: extra._meta });
-      await batch.handOver(scope.owner, cancel);
-      return { ended: batch.result.then((result) => present(result, input.response_format ?? 'concise')) };
-    },
+    ...jobHandlers(service, config, scope, (runs, input: Input, how) => startBatch(runs, input, config, how), present),
     async onInvalidInput(problem, rawArguments) {
       await (await service()).rejectInvalid({}, problem, 'ollama_run_many');
       const empty: BatchResult = { batch_id: '', results: [], summary: summarize([]) };
@@ -140,23 +109,21 @@ export function ollamaRunManyTool(service: () => Promise<RunService>, config: Co
   };
 }
 
-/** A batch under way, and how to hand it over as a job (kept as each of its jobs ends). */
-function startBatch(
-  runs: RunService,
-  input: Input,
-  config: Config,
-  how: { id: string; signal: AbortSignal; meta: Readonly<Record<string, unknown>> | undefined },
-) {
+/** A batch under way, which may go on as a job (kept as each of its jobs ends). */
+function startBatch(runs: RunService, input: Input, config: Config, how: WorkStart): Work<BatchResult, BatchReply> {
+  const id = how.id ?? randomUUID();
   const progress: BatchProgress = { done: 0, running: 0, total: input.jobs.length };
   const soFar: (RunResult | null)[] = input.jobs.map(() => null);
-  const startedAt = Date.now();
+  const startedAt = performance.now();
+  const startedAtMs = Date.now();
   let handedOver = false;
-  const keep = () => runs.jobs.progress(how.id, { batch_id: how.id, results: [...soFar] });
+  const keep = () => runs.jobs.progress(id, { batch_id: id, results: [...soFar] });
+  const now = () => describeBatch(progress, performance.now() - startedAt);
   const result = runBatch(
     runs,
     input.jobs.map(toRunRequest),
     {
-      batchId: how.id,
+      batchId: id,
       concurrency: Math.min(input.concurrency ?? 3, config.concurrency),
       signal: how.signal,
       meta: how.meta,
@@ -169,13 +136,17 @@ function startBatch(
     },
     progress,
   );
-  const handOver = async (owner: string, cancel: AbortController) => {
-    handedOver = true;
-    const tasks = input.jobs.map((job) => job.task_id ?? null);
-    await runs.jobs.adopt({ id: how.id, kind: 'batch', owner, tasks, model: null, startedAt, result, live: null, cancel });
-    await keep();
+  return {
+    result,
+    progress: () => ({ progress: progress.done, total: progress.total, message: now() }),
+    handOver: async (owner, cancel) => {
+      handedOver = true;
+      const tasks = input.jobs.map((job) => job.task_id ?? null);
+      await runs.jobs.adopt({ id, kind: 'batch', owner, tasks, model: null, startedAt: startedAtMs, result, live: null, cancel });
+      await keep();
+    },
+    running: (format) => presentRunningBatch(id, soFar, format, now()),
   };
-  return { id: how.id, progress, soFar, result, handOver };
 }
 
 /** `3/10 jobs done, 3 running, 4 waiting, 42 s elapsed`. */

@@ -1,23 +1,14 @@
 import * as z from 'zod';
 import type { Config } from '../config/config.js';
 import { REPLY_WITHIN_RANGE, SETTING_RANGES } from '../config/ranges.js';
-import {
-  runningMetadata,
-  runningReply,
-  runningText,
-  specMetadata,
-  untilHandedOver,
-  withinBudget,
-  type JobScope,
-} from './job-reply.js';
-import { replyWithinMs } from './reply-within.js';
+import { jobHandlers, presentRunning, specMetadata, type JobScope, type Work, type WorkStart } from './job-reply.js';
 import { parseGoDuration } from '../ollama/verbose-stats.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 import type { RunResult } from '../app/reply/run-result.js';
 import { runReplySchema, toRunReply, type ResponseFormat, type RunReply } from '../app/reply/run-reply.js';
 import type { LiveCall } from '../app/call/live-call.js';
 import type { RunService } from '../app/run-service.js';
-import { formatElapsed, startHeartbeat } from './progress.js';
+import { formatElapsed } from './progress.js';
 import { renderRunText } from './run-text.js';
 import {
   FALLBACK_MODELS_FIELD,
@@ -28,6 +19,7 @@ import {
   requestedFormat,
   TASK_ID_FIELD,
   timeoutField,
+  wholeNumber,
 } from './shared-fields.js';
 import type { QueueReason } from '../app/queue/queue-reason.js';
 import type { RunRequest } from '../app/attempt/types.js';
@@ -35,10 +27,6 @@ import type { RunRequest } from '../app/attempt/types.js';
 /** A prompt larger than this is refused (it would not fit any local model's context anyway). */
 export const MAX_PROMPT_CHARS = 1_000_000;
 export const MAX_FORMAT_SCHEMA_CHARS = 32_768;
-const MAX_RETRIES = SETTING_RANGES.max_retries;
-
-/** A duration as `--keepalive` takes it: what Go's time.ParseDuration reads (`5m`, `1h30m`, `.5s`, `0`, `-1m`). */
-const isGoDuration = (text: string): boolean => parseGoDuration(text) !== null;
 
 const ollamaRunFields = z.strictObject({
   model: MODEL_FIELD,
@@ -48,20 +36,8 @@ const ollamaRunFields = z.strictObject({
     .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)
     .refine((value) => value.trim() !== '', 'must not be empty or only whitespace'),
   task_id: TASK_ID_FIELD.optional(),
-  retry_count: z
-    .number()
-    .int('must be a whole number')
-    .min(0, 'must be 0 or more')
-    .max(1000, 'must be at most 1000')
-    .optional()
-    .describe('Failed attempts made before (only without task_id).'),
-  max_retries: z
-    .number()
-    .int('must be a whole number')
-    .min(MAX_RETRIES.min, `must be ${MAX_RETRIES.min} or more`)
-    .max(MAX_RETRIES.max, `must be at most ${MAX_RETRIES.max}`)
-    .optional()
-    .describe('Failures allowed before escalation; 0 = no limit.'),
+  retry_count: wholeNumber({ min: 0, max: 1000 }).optional().describe('Failed attempts made before (only without task_id).'),
+  max_retries: wholeNumber(SETTING_RANGES.max_retries).optional().describe('Failures allowed before escalation; 0 = no limit.'),
   timeout_ms: timeoutField().describe('Limit of the answer, from its first byte.'),
   start_timeout_ms: timeoutField(SETTING_RANGES.start_timeout_ms).describe(
     'Limit of the wait before the answer begins (model load).',
@@ -82,8 +58,9 @@ const ollamaRunFields = z.strictObject({
   keepalive: z
     .string()
     .max(32, 'must be at most 32 characters')
+    // A duration as `--keepalive` takes it: what Go's time.ParseDuration reads.
     .refine(
-      isGoDuration,
+      (text) => parseGoDuration(text) !== null,
       'must be a duration such as "5m", "1h30m" or ".5s" (units h, m, s, ms, us, µs, ns), "0" to unload the model at once, or negative ("-1m") to keep it loaded',
     )
     .optional()
@@ -103,11 +80,7 @@ function refineFallback(input: { model: string; fallback_models?: string[] | und
 export const ollamaRunJobSchema = ollamaRunFields.superRefine(refineFallback);
 
 /** Within how long a call answers; past it the work goes on as a job to collect with ollama_wait. */
-export const REPLY_WITHIN_FIELD = z
-  .number()
-  .int('must be a whole number')
-  .min(REPLY_WITHIN_RANGE.min, `must be ${REPLY_WITHIN_RANGE.min} or more`)
-  .max(REPLY_WITHIN_RANGE.max, `must be at most ${REPLY_WITHIN_RANGE.max}`)
+export const REPLY_WITHIN_FIELD = wholeNumber(REPLY_WITHIN_RANGE)
   .optional()
   .describe('Reply by then; a longer run goes on as a job (0: at once).');
 
@@ -153,44 +126,29 @@ export function ollamaRunTool(service: () => Promise<RunService>, config: Config
     inputSchema: ollamaRunInputSchema,
     outputSchema: runReplySchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    async handle(input: OllamaRunInput, extra) {
-      const runs = await service();
-      const startedAt = performance.now();
-      const work = untilHandedOver(extra.signal);
-      const call = runs.start(toRunRequest(input), { signal: work.controller.signal, meta: extra._meta });
-      const { live } = call;
-      const progress = () => describeLiveRun(live.model ?? input.model, live, performance.now() - startedAt);
-      const stop = startHeartbeat(extra, config.progressIntervalMs, () => ({
-        progress: (performance.now() - startedAt) / 1000,
-        message: progress(),
-      }));
-      const budgetMs = replyWithinMs(input.reply_within_ms, config.replyWithinMs, scope.clientName());
-      try {
-        const result = await withinBudget(call.result, budgetMs);
-        if (result !== null) return present(result, input.response_format ?? 'concise');
-        // Past the budget: the run goes on as a job, which outlives this request.
-        work.handOver();
-        const tasks = [input.task_id ?? null];
-        const job = { id: call.id, kind: 'run' as const, owner: scope.owner, tasks, model: input.model };
-        await runs.jobs.adopt({ ...job, startedAt: Date.now() - budgetMs, result: call.result, live, cancel: work.controller });
-        return presentRunning(call.id, progress(), budgetMs, performance.now() - startedAt);
-      } finally {
-        work.handOver();
-        stop();
-      }
-    },
-    async startJob(input: OllamaRunInput, extra, jobId) {
-      const runs = await service();
-      const cancel = new AbortController();
-      const call = runs.start(toRunRequest(input), { signal: cancel.signal, meta: extra._meta }, jobId);
-      const tasks = [input.task_id ?? null];
-      const job = { id: jobId, kind: 'run' as const, owner: scope.owner, tasks, model: input.model, startedAt: Date.now() };
-      await runs.jobs.adopt({ ...job, result: call.result, live: call.live, cancel });
-      return { ended: call.result.then((result) => present(result, input.response_format ?? 'concise')) };
-    },
+    ...jobHandlers(service, config, scope, startRun, present),
     async onInvalidInput(problem, rawArguments) {
       return present(await (await service()).rejectInvalid(rawArguments, problem), requestedFormat(rawArguments));
     },
+  };
+}
+
+/** One run under way, which may go on as a job. */
+function startRun(runs: RunService, input: OllamaRunInput, how: WorkStart): Work<RunResult, RunReply> {
+  const startedAt = performance.now();
+  const startedAtMs = Date.now();
+  const call = runs.start(toRunRequest(input), { signal: how.signal, meta: how.meta }, how.id);
+  const { live } = call;
+  const elapsed = () => performance.now() - startedAt;
+  const now = () => describeLiveRun(live.model ?? input.model, live, elapsed());
+  return {
+    result: call.result,
+    progress: () => ({ progress: elapsed() / 1000, message: now() }),
+    handOver: async (owner, cancel) => {
+      const job = { id: call.id, kind: 'run' as const, owner, tasks: [input.task_id ?? null], model: input.model };
+      await runs.jobs.adopt({ ...job, startedAt: startedAtMs, result: call.result, live, cancel });
+    },
+    running: (_format, budgetMs) => presentRunning(call.id, now(), budgetMs, elapsed()),
   };
 }
 
@@ -254,20 +212,5 @@ export function present(result: RunResult, format: ResponseFormat): ToolOutcome<
     text: renderRunText(result, format),
     isError: !result.metadata.ok,
     fields: { metadata: specMetadata(result) },
-  };
-}
-
-/** A run that goes on as a job: not an error (nothing failed), and its handle in both views. */
-export function presentRunning(
-  jobId: string,
-  progress: string,
-  budgetMs: number | null,
-  elapsedMs: number,
-): ToolOutcome<RunReply> {
-  return {
-    structured: runningReply(jobId, progress),
-    text: runningText(jobId, progress, budgetMs),
-    isError: false,
-    fields: { metadata: runningMetadata(jobId, elapsedMs) },
   };
 }

@@ -119,18 +119,17 @@ export function ollamaTaskStatusTool(deps: {
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async handle({ task_id, response_format }: { task_id: string; response_format?: ResponseFormat }) {
       const format = response_format ?? 'concise';
-      let state: Awaited<ReturnType<StateBackend['snapshot']>>;
-      let inFlight: number;
+      let status: TaskStatus;
       try {
         // In flight first: an attempt that ends meanwhile is then in the snapshot.
-        inFlight = await deps.inFlight(task_id);
-        state = await (await deps.store()).snapshot([task_id]);
+        const inFlight = await deps.inFlight(task_id);
+        const state = await (await deps.store()).snapshot([task_id]);
+        status = describeTask(task_id, state.tasks[task_id], deps.blockMode, inFlight);
       } catch (error) {
         const outcome = unknown(task_id, format);
         const why = `the retry ledger cannot be read (${(error as Error).message}); the task's record is unknown, not absent. Fix the telemetry dir (see ollama_health).`;
         return { ...outcome, text: `FAILED: ${why}` };
       }
-      const status = describeTask(task_id, state.tasks[task_id], deps.blockMode, inFlight);
       await deps.logControl({
         tool: 'ollama_task_status',
         task_id,

@@ -9,10 +9,10 @@ import type { RunResult } from '../app/reply/run-result.js';
 import type { RunService } from '../app/run-service.js';
 import type { StateBackend } from '../store/state-backend.js';
 import { presentRunningBatch, present as presentBatch } from './ollama-run-many.js';
-import { describeLiveRun, present as presentRun, presentRunning } from './ollama-run.js';
-import type { JobScope } from './job-reply.js';
+import { describeLiveRun, present as presentRun } from './ollama-run.js';
+import { presentRunning, type JobScope } from './job-reply.js';
 import { replyWithinMs } from './reply-within.js';
-import { RESPONSE_FORMAT_FIELD, requestedFormat } from './shared-fields.js';
+import { RESPONSE_FORMAT_FIELD, wholeNumber } from './shared-fields.js';
 import type { AnyToolDefinition, ToolOutcome } from './tool-definition.js';
 
 /** How long a cancel waits for the job to end, so that the reply says how it ended. */
@@ -20,13 +20,7 @@ const CANCEL_SETTLES_MS = 10_000;
 
 const inputSchema = z.strictObject({
   job_id: z.string().uuid('must be a job_id given by ollama_run or ollama_run_many'),
-  wait_ms: z
-    .number()
-    .int('must be a whole number')
-    .min(REPLY_WITHIN_RANGE.min, `must be ${REPLY_WITHIN_RANGE.min} or more`)
-    .max(REPLY_WITHIN_RANGE.max, `must be at most ${REPLY_WITHIN_RANGE.max}`)
-    .optional()
-    .describe('Wait at most this long (default: what the client allows).'),
+  wait_ms: wholeNumber(REPLY_WITHIN_RANGE).optional().describe('Wait at most this long (default: what the client allows).'),
   cancel: z.boolean().optional().describe('Stop the job, uncounted.'),
   response_format: RESPONSE_FORMAT_FIELD,
 });
@@ -76,29 +70,32 @@ export function ollamaWaitTool(deps: OllamaWaitDeps): AnyToolDefinition {
       const budget = replyWithinMs(undefined, config.replyWithinMs, scope.clientName());
       const waitMs = input.cancel === true ? 0 : Math.min(input.wait_ms ?? budget, budget);
       const view = await runs.jobs.wait(input.job_id, scope.owner, waitMs, extra.signal);
-      if (view === null) return unknownJob(input.job_id, format);
-      if (view.state === 'done') await runs.replied(resultsOf(view.result));
+      if (view === null) return unknownJob(input.job_id);
+      if (view.state === 'done') await runs.replied('results' in view.result ? view.result.results : [view.result]);
       return withJob(input.job_id, view.state === 'done', await presentView(view, format, deps));
     },
     async onInvalidInput(problem, rawArguments) {
       const jobId = (rawArguments as { job_id?: unknown } | null)?.job_id;
-      const outcome = unknownJob(typeof jobId === 'string' ? jobId.slice(0, 64) : '', requestedFormat(rawArguments));
+      const outcome = unknownJob(typeof jobId === 'string' ? jobId.slice(0, 64) : '');
       return { ...outcome, text: `REJECTED: ${problem}` };
     },
   };
 }
 
+/** A job that ended, as the tool that started it answers. */
+export function presentEnded(view: Extract<JobView, { state: 'done' }>, format: ResponseFormat): ToolOutcome<unknown> {
+  return view.record.kind === 'run'
+    ? presentRun(view.result as RunResult, format)
+    : presentBatch(view.result as BatchResult, format);
+}
+
 async function presentView(view: JobView, format: ResponseFormat, deps: OllamaWaitDeps): Promise<ToolOutcome<unknown>> {
   const { record } = view;
-  if (view.state === 'done') {
-    return record.kind === 'run'
-      ? presentRun(view.result as RunResult, format)
-      : presentBatch(view.result as BatchResult, format);
-  }
+  if (view.state === 'done') return presentEnded(view, format);
   if (view.state === 'running') {
     const elapsed = Date.now() - record.startedAt;
     if (record.kind === 'batch')
-      return presentRunningBatch(record.id, soFarOf(view.soFar, record.tasks.length).results, format, 'running');
+      return presentRunningBatch(record.id, resultsSoFar(view.soFar, record.tasks.length), format, 'running');
     const now =
       view.live !== null
         ? describeLiveRun(view.live.model ?? record.model ?? 'the model', view.live, elapsed)
@@ -139,9 +136,8 @@ async function lostJob(
     const structured = reply(record.tasks[0] ?? null);
     return { structured, text: `INTERRUPTED: ${structured.next}`, isError: true };
   }
-  const soFar = soFarOf(record.result as BatchSoFar | null, record.tasks.length);
-  const running = presentRunningBatch(record.id, soFar.results, format, 'stopped');
-  const structured = running.structured;
+  const soFar = resultsSoFar(record.result as BatchSoFar | null, record.tasks.length);
+  const { structured } = presentRunningBatch(record.id, soFar, format, 'stopped');
   const results = structured.results.map((result, index) =>
     result.status === 'running' ? reply(record.tasks[index] ?? null) : result,
   );
@@ -154,12 +150,9 @@ async function lostJob(
   };
 }
 
-function soFarOf(soFar: BatchSoFar | null, total: number): BatchSoFar {
-  return soFar ?? { batch_id: '', results: Array.from({ length: total }, () => null) };
-}
-
-function resultsOf(result: RunResult | BatchResult): readonly RunResult[] {
-  return 'results' in result ? result.results : [result];
+/** A batch's results so far: none ended before its first was kept. */
+function resultsSoFar(soFar: BatchSoFar | null, total: number): readonly (RunResult | null)[] {
+  return soFar?.results ?? Array.from({ length: total }, () => null);
 }
 
 /** The job's handle and whether it ended, beside what its tool would say; `escalate` at the top for a batch too. */
@@ -170,8 +163,7 @@ function withJob(jobId: string, done: boolean, outcome: ToolOutcome<unknown>): T
   return { ...outcome, structured: { ...structured, escalate, job_id: jobId, done } as WaitReply };
 }
 
-function unknownJob(jobId: string, format: ResponseFormat): ToolOutcome<WaitReply> {
-  void format;
+function unknownJob(jobId: string): ToolOutcome<WaitReply> {
   const next = `No job ${jobId} to collect: a job_id given by ollama_run or ollama_run_many, collectable for an hour after its end, by the client that started it.`;
   return { structured: { job_id: jobId, done: false, escalate: false, next }, text: `UNKNOWN JOB: ${next}`, isError: true };
 }

@@ -1,6 +1,6 @@
 import type { ToolExtra } from './tool-definition.js';
 
-interface ProgressReport {
+export interface ProgressReport {
   /** Progress so far; the heartbeat makes it strictly increase, as the spec requires. */
   readonly progress: number;
   readonly total?: number;
@@ -21,12 +21,7 @@ export function startHeartbeat(extra: ToolExtra, intervalMs: number, describe: (
     const report = describe();
     // `progress` must increase with every notification, even when nothing finished since the last one.
     last = Math.max(report.progress, last + 0.001);
-    const params = {
-      progressToken,
-      progress: Math.round(last * 1000) / 1000,
-      total: report.total,
-      message: report.message,
-    };
+    const params = { progressToken, ...report, progress: Math.round(last * 1000) / 1000 };
     extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {
       // The client went away; the call's abort signal handles the rest.
     });

@@ -23,11 +23,6 @@ export const CLIENT_LIMITS_MS: ReadonlyMap<string, number> = new Map(
 /** The TypeScript SDK's Client (the Inspector, custom agents): 60 s, which any unknown client is assumed to keep. */
 export const UNKNOWN_CLIENT_LIMIT_MS = 60_000;
 
-/** Answer this much before the client's limit: the reply must travel, and a clock may run slow. */
-function margin(limitMs: number): number {
-  return Math.max(10_000, Math.round(limitMs / 10));
-}
-
 /**
  * Within how long to answer: the caller's `reply_within_ms`, else OLLAMA_MCP_REPLY_WITHIN_MS, else
  * the client's own limit (by its name) less a margin, else what is safe under the TypeScript SDK's 60 s.
@@ -36,5 +31,6 @@ export function replyWithinMs(argument: number | undefined, configured: number |
   if (argument !== undefined) return argument;
   if (configured !== null) return configured;
   const limit = (clientName !== undefined ? CLIENT_LIMITS_MS.get(clientName) : undefined) ?? UNKNOWN_CLIENT_LIMIT_MS;
-  return limit - margin(limit);
+  // Answer before the client's limit: the reply must travel, and a clock may run slow.
+  return limit - Math.max(10_000, Math.round(limit / 10));
 }

@@ -1,8 +1,7 @@
 import { fitJsonBytes, replyBudget } from '../app/reply/reply-budget.js';
 import type { ResponseFormat } from '../app/reply/run-reply.js';
 import { nextStep } from '../app/reply/next-step.js';
-import type { RunResult } from '../app/reply/run-result.js';
-import { usageLine } from './usage-line.js';
+import type { RunMetadata, RunResult } from '../app/reply/run-result.js';
 
 /**
  * The text content of a run, for the clients that show the model (or a human) only the text: an
@@ -55,4 +54,20 @@ function answerText({ output, metadata: m }: RunResult, budget: number): string 
     ? `structuredContent.output${file ? ` and ${file}` : ''}`
     : (file ?? 'no file: it could not be saved (see the warning)');
   return `${shown.text}\n[answer cut here: ${m.output_chars} characters in all; the whole answer is in ${where}]`;
+}
+
+/** A load longer than this is worth a word in the verdict: the model was not in memory. */
+const COLD_LOAD_MS = 1_000;
+
+/**
+ * One short line of token figures for the text verdict (`tokens: 26 in, 291 out, 123.65 tok/s`),
+ * or `null` when the CLI reported none.
+ */
+function usageLine(usage: RunMetadata['usage']): string | null {
+  if (usage.prompt_tokens === null && usage.output_tokens === null) return null;
+  const parts = [`tokens: ${usage.prompt_tokens ?? '?'} in, ${usage.output_tokens ?? '?'} out`];
+  if (usage.tokens_per_second !== null) parts.push(`${usage.tokens_per_second} tok/s`);
+  let line = parts.join(', ');
+  if (usage.load_ms !== null && usage.load_ms >= COLD_LOAD_MS) line += ` (cold load: ${(usage.load_ms / 1000).toFixed(1)} s)`;
+  return line;
 }

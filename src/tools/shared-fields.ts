@@ -61,6 +61,11 @@ export const TASK_ID_VALUE = z
 
 export const TASK_ID_FIELD = TASK_ID_VALUE.describe('Stable id of this work: the same on every retry.');
 
+/** A whole number within `range`. */
+export function wholeNumber({ min, max }: { readonly min: number; readonly max: number }): z.ZodNumber {
+  return z.number().int('must be a whole number').min(min, `must be ${min} or more`).max(max, `must be at most ${max}`);
+}
+
 /** A duration in ms within a setting's range: the timeout's (a run's timeout, a batch's deadline) unless told. */
 export function timeoutField(
   range: { readonly min: number; readonly max: number } = SETTING_RANGES.timeout_ms,
