@@ -186,8 +186,10 @@ export function baseEnv(extra = {}) {
 
 const liveServers = new Set();
 
-/** Start the built server over stdio exactly as an MCP client does (same as test/e2e/harness.ts). */
-/** `entry`: the server's built entry (another checkout's, to compare two builds). */
+/**
+ * Start the built server (`entry`: another checkout's, to compare two builds) over stdio exactly as
+ * an MCP client does (same as test/e2e/harness.ts).
+ */
 export async function startServer({ bin, telemetryDir, env = {}, entry = SERVER_ENTRY }) {
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const transport = new StdioClientTransport({

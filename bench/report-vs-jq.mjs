@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { ROOT, markdownTable, measureNodeProcess, measureProcess } from './lib.mjs';
+import { ROOT, markdownTable, measureNodeProcess, measureProcess, secs } from './lib.mjs';
 
 export const TARGETS = { speedup: 3, peakRssMb: 150 };
 
@@ -106,16 +106,8 @@ export function generateRunsJsonl(file, lines, seed = 42, startMs = Date.UTC(202
 /** The runs of a seeded simulated server: `next(i, at)` is its line `i`, logged at about `at` (epoch ms). */
 function simulation(seed) {
   const random = prng(seed);
-  const normal = () => {
-    const u = 1 - random();
-    const v = random();
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
-  };
-  const pick = (rows, total = 1) => {
-    let r = random() * total;
-    for (const row of rows) if ((r -= row[1]) <= 0) return row;
-    return rows[0];
-  };
+  const normal = () => normalDraw(random);
+  const pick = (rows, total = 1) => weightedDraw(random, rows, total);
   const consecutive = new Map(MODELS.map((m) => [m[0], 0]));
   const spells = new Map(MODELS.map((m) => [m[0], 0]));
   const live = [];
@@ -158,31 +150,32 @@ function simulation(seed) {
     const v1 = i % 50 === 7;
     // A server_busy that the server retried itself (will_retry): not a run the caller saw.
     const retried = !v1 && status === 'server_busy' && random() < 0.5;
-    const record = {
-      i,
-      ts,
-      taskId: task.id,
-      model,
-      status,
-      error: f?.[2],
-      spawned,
-      duration,
-      queue,
-      retryCount,
-      reason,
-      cf,
-      opened,
-    };
-    const line = formatLine(record, v1, retried, random);
+    const line = formatLine({ i, ts, task, f, duration, queue, retryCount, reason, cf, opened, v1, retried }, random);
     if (status === 'ok' || reason !== null) live[slot] = newTask();
     return { line, seen: !retried };
   };
   return { next, tasks: () => nextTask - 1 };
 }
 
+/** A standard normal draw (Box-Muller). */
+function normalDraw(random) {
+  const u = 1 - random();
+  const v = random();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+/** One of `rows`, drawn by its weight `row[1]` (the weights sum to `total`). */
+function weightedDraw(random, rows, total) {
+  let r = random() * total;
+  for (const row of rows) if ((r -= row[1]) <= 0) return row;
+  return rows[0];
+}
+
 /** One runs.jsonl line, v1 or v2; the figures a run does not decide are drawn from `random`. */
-function formatLine(r, v1, retried, random) {
-  const { status, spawned, duration, opened } = r;
+function formatLine(r, random) {
+  const { duration, opened, v1, retried } = r;
+  const [status, , error, spawned] = r.f ?? ['ok', 0, null, true];
+  const model = r.task.model[0];
   const exitCode = status === 'ok' || status === 'empty_output' ? '0' : spawned && status !== 'timeout' ? '1' : 'null';
   const prompt = 50 + Math.floor(random() * 3000);
   const usage =
@@ -192,17 +185,17 @@ function formatLine(r, v1, retried, random) {
       : '{"prompt_tokens":null,"output_tokens":null,"tokens_per_second":null,"prompt_tokens_per_second":null,"load_ms":null,"total_ms":null}';
   const head = `"ts":"${r.ts}","run_id":"r-${r.i.toString(36)}","batch_id":null`;
   const run =
-    `"task_id":"${r.taskId}","status":"${status}","exit_code":${exitCode},"signal":${status === 'timeout' ? '"SIGTERM"' : 'null'},` +
+    `"task_id":"${r.task.id}","status":"${status}","exit_code":${exitCode},"signal":${status === 'timeout' ? '"SIGTERM"' : 'null'},` +
     `"timed_out":${status === 'timeout'},"truncated":${status === 'output_limit'},"duration_ms":${duration},"queue_ms":${r.queue},` +
     `"timeout_ms":${spawned ? 120000 : 'null'},"prompt_chars":${200 + Math.floor(random() * 4000)},"output_chars":${status === 'ok' ? 50 + Math.floor(random() * 6000) : 0},` +
     `"thinking_chars":0,`;
   const retries = `"retry_count":${r.retryCount},"max_retries":3,"escalate":${r.reason !== null},"escalation_reason":${JSON.stringify(r.reason)},`;
   const tail =
     `"circuit":{"state":"${opened ? 'open' : 'closed'}","consecutive_failures":${r.cf},"retry_after_seconds":${opened ? 60 : 'null'},"transition":${opened ? '"opened"' : 'null'}},` +
-    `"error":${JSON.stringify(r.error ?? null)},"server_pid":${4000 + (r.i % 3)}`;
+    `"error":${JSON.stringify(error)},"server_pid":${4000 + (r.i % 3)}`;
   return v1
-    ? `{"v":1,${head},"tool":"ollama_run","model":"${r.model}",${run}${retries}${tail}}\n`
-    : `{"v":2,${head},"chain_id":null,"chain_step":null,"tool":"ollama_run","model":"${r.model}","model_key":"${r.model}",` +
+    ? `{"v":1,${head},"tool":"ollama_run","model":"${model}",${run}${retries}${tail}}\n`
+    : `{"v":2,${head},"chain_id":null,"chain_step":null,"tool":"ollama_run","model":"${model}","model_key":"${model}",` +
         `${run}"usage":${usage},${retries}"busy_try":0,"will_retry":${retried},${tail},"warnings":[]}\n`;
 }
 
@@ -351,44 +344,39 @@ async function main() {
   if (r.jq)
     say(`largest p95 difference from jq's exact nearest rank: ${(r.maxP95Error * 100).toFixed(2)}% (documented bound 1%)`);
   say();
-  const rate = (wallMs) =>
-    `${Math.round(lines / wallMs).toLocaleString('en-US')}k lines/s, ${(r.bytes / 2 ** 20 / (wallMs / 1000)).toFixed(0)} MiB/s`;
-  const rows = [
-    ['', 'wall', 'throughput', 'peak RSS', 'target', 'result'],
-    [
-      'report --json (node)',
-      `${(r.report.wallMs / 1000).toFixed(2)} s`,
-      rate(r.report.wallMs),
-      `${r.report.rssMb.toFixed(0)} MB`,
-      `RSS < ${TARGETS.peakRssMb} MB`,
-      r.report.rssMb < TARGETS.peakRssMb ? 'PASS' : 'FAIL',
-    ],
-  ];
-  if (r.jq) {
-    const speedup = r.jq.wallMs / r.report.wallMs;
-    rows.push([
-      `${jqVersion(jq)} (same per-model figures)`,
-      `${(r.jq.wallMs / 1000).toFixed(2)} s`,
-      rate(r.jq.wallMs),
-      `${r.jq.rssMb.toFixed(0)} MB`,
-      'info',
-      'info',
-    ]);
-    rows.push([
-      'speed-up (jq wall / report wall)',
-      `${speedup.toFixed(1)}x`,
-      '',
-      '',
-      `>= ${TARGETS.speedup}x`,
-      speedup >= TARGETS.speedup ? 'PASS' : 'FAIL',
-    ]);
-    rows.push(['per-model counts, max equal; p95 within 1%', r.agree ? 'yes' : 'NO', '', '', 'equal', r.agree ? 'PASS' : 'FAIL']);
-  }
+  const rows = resultRows(r, lines, jq);
   say(markdownTable(rows));
   say(`(peak RSS from ${r.report.rssSource}; wall includes node/jq start-up)`);
   if (!r.jq) say('jq not found: comparison skipped');
   for (const problem of r.mismatches) say(`MISMATCH ${problem}`);
   if (!r.agree) process.exit(1);
+}
+
+/** The table: the report, and with jq, jq's run, the speed-up and whether the figures agree. */
+function resultRows(r, lines, jq) {
+  const rate = (wallMs) =>
+    `${Math.round(lines / wallMs).toLocaleString('en-US')}k lines/s, ${(r.bytes / 2 ** 20 / (wallMs / 1000)).toFixed(0)} MiB/s`;
+  const run = (x) => [secs(x.wallMs), rate(x.wallMs), `${x.rssMb.toFixed(0)} MB`];
+  const verdict = (ok) => (ok ? 'PASS' : 'FAIL');
+  const rows = [
+    ['', 'wall', 'throughput', 'peak RSS', 'target', 'result'],
+    ['report --json (node)', ...run(r.report), `RSS < ${TARGETS.peakRssMb} MB`, verdict(r.report.rssMb < TARGETS.peakRssMb)],
+  ];
+  if (!r.jq) return rows;
+  const speedup = r.jq.wallMs / r.report.wallMs;
+  return [
+    ...rows,
+    [`${jqVersion(jq)} (same per-model figures)`, ...run(r.jq), 'info', 'info'],
+    [
+      'speed-up (jq wall / report wall)',
+      `${speedup.toFixed(1)}x`,
+      '',
+      '',
+      `>= ${TARGETS.speedup}x`,
+      verdict(speedup >= TARGETS.speedup),
+    ],
+    ['per-model counts, max equal; p95 within 1%', r.agree ? 'yes' : 'NO', '', '', 'equal', verdict(r.agree)],
+  ];
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
