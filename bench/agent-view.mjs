@@ -71,7 +71,8 @@ export async function measureAgentView({ root = ROOT } = {}) {
       whole: JSON.stringify({ tools }).length,
       instructions: (main.client.getInstructions() ?? '').length,
       longestDescription: Math.max(...tools.map((t) => Buffer.byteLength(t.description ?? ''))),
-      wait: visibleBytes(visible.find((t) => t.name === 'ollama_wait')),
+      // null on a build without it
+      wait: JSON.stringify(visible.find((t) => t.name === 'ollama_wait'))?.length ?? null,
     };
     const c = main.client;
     figures.ok = (await view(c, 'ollama_run', { model: 'llama3.2', prompt: 'hi', task_id: 'bench-ok' })).beyondAnswer;
@@ -103,11 +104,6 @@ export async function measureAgentView({ root = ROOT } = {}) {
     await tripped.close();
   }
   return figures;
-}
-
-/** A tool's model-visible tools/list entry, in bytes; null on a build without it. */
-function visibleBytes(tool) {
-  return tool === undefined ? null : JSON.stringify(tool).length;
 }
 
 /** A run handed back as a job at once (reply_within_ms 0): both views' bytes; null on a build without jobs. */

@@ -41,7 +41,26 @@ export function summarize(samples) {
   };
 }
 
+/** Runs `fn` `count` times, one after another: the summary of their wall times in ms. */
+export async function timeEach(count, fn) {
+  const samples = [];
+  for (let i = 0; i < count; i += 1) {
+    const t0 = performance.now();
+    await fn();
+    samples.push(performance.now() - t0);
+  }
+  return summarize(samples);
+}
+
 export const ms = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
+export const secs = (msValue, digits = 2) => `${(msValue / 1000).toFixed(digits)} s`;
+
+/** A Markdown table, its columns padded: `rows[0]` is the header. */
+export function markdownTable(rows) {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c]).length)));
+  const line = (r) => `| ${r.map((cell, c) => String(cell).padEnd(widths[c])).join(' | ')} |`;
+  return [line(rows[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(line)].join('\n');
+}
 
 export function shuffle(items) {
   const a = [...items];
@@ -167,8 +186,10 @@ export function baseEnv(extra = {}) {
 
 const liveServers = new Set();
 
-/** Start the built server over stdio exactly as an MCP client does (same as test/e2e/harness.ts). */
-/** `entry`: the server's built entry (another checkout's, to compare two builds). */
+/**
+ * Start the built server (`entry`: another checkout's, to compare two builds) over stdio exactly as
+ * an MCP client does (same as test/e2e/harness.ts).
+ */
 export async function startServer({ bin, telemetryDir, env = {}, entry = SERVER_ENTRY }) {
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const transport = new StdioClientTransport({
@@ -357,17 +378,15 @@ function peakRssSource() {
 }
 
 /**
- * Runs `node script ...args` to completion and measures its wall time (from spawn to exit, node's
- * start-up included) and peak RSS: with /usr/bin/time -v when it works, else by polling VmHWM (the
- * kernel's own high-water mark, so a poll only has to come late enough) in /proc, else NaN.
+ * Runs `command ...args` to completion and measures its wall time (from spawn to exit, its start-up
+ * included) and peak RSS: with /usr/bin/time -v when it works, else by polling VmHWM (the kernel's
+ * own high-water mark, so a poll only has to come late enough) in /proc, else NaN.
  * Rejects when the process fails.
  * @returns {Promise<{ stdout: string, wallMs: number, rssMb: number, rssSource: string }>}
  */
-export function measureNodeProcess(script, args, { env = process.env, cwd = ROOT } = {}) {
+export function measureProcess(command, args, { env = process.env, cwd = ROOT } = {}) {
   const source = peakRssSource();
-  let file = process.execPath;
-  let argv = [script, ...args];
-  if (source.startsWith('/usr/bin/time')) [file, argv] = ['/usr/bin/time', ['-v', process.execPath, ...argv]];
+  const [file, argv] = source.startsWith('/usr/bin/time') ? ['/usr/bin/time', ['-v', command, ...args]] : [command, args];
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child = spawn(file, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -392,11 +411,8 @@ export function measureNodeProcess(script, args, { env = process.env, cwd = ROOT
       if (poll) clearInterval(poll);
       const stderr = Buffer.concat(err).toString('utf8');
       if (code !== 0) {
-        reject(
-          new Error(
-            `node ${path.relative(ROOT, script)} ${args.join(' ')} exited with ${code ?? signal}: ${stderr.slice(-1500)}`,
-          ),
-        );
+        const shown = args.map((arg) => (path.isAbsolute(arg) ? path.relative(ROOT, arg) : arg)).join(' ');
+        reject(new Error(`${path.basename(command)} ${shown} exited with ${code ?? signal}: ${stderr.slice(-1500)}`));
         return;
       }
       const kb = source.startsWith('/usr/bin/time')
@@ -408,3 +424,6 @@ export function measureNodeProcess(script, args, { env = process.env, cwd = ROOT
     });
   });
 }
+
+/** {@link measureProcess} of `node script ...args`. */
+export const measureNodeProcess = (script, args, options) => measureProcess(process.execPath, [script, ...args], options);

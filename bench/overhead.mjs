@@ -45,17 +45,9 @@ export async function measureOverhead({ fake, floorBin, rounds, warmup }) {
     telemetryDir: path.join(dir, 'telemetry'),
     env: { [ARGV_FILE_ENV]: argvFile },
   });
-  const samples = {
-    task: [],
-    none: [],
-    spawn: [],
-    execa: [],
-    runner: [],
-    ping: [],
-    posix: [],
-    taskServerSide: [],
-    noneServerSide: [],
-  };
+  const samples = Object.fromEntries(
+    ['task', 'none', 'spawn', 'execa', 'runner', 'ping', 'posix', 'taskServerSide', 'noneServerSide'].map((k) => [k, []]),
+  );
   let taskCounter = 0;
 
   try {
@@ -63,89 +55,71 @@ export async function measureOverhead({ fake, floorBin, rounds, warmup }) {
     await server.run({ model: MODEL, prompt: PROMPT });
     const { args, source: argsSource } = await serverRunArgs(argvFile);
 
+    // A server call, recorded with the part of its wall time outside the server's own duration_ms.
+    const serverCall = (name, extra) => async (record) => {
+      const t0 = performance.now();
+      const metadata = await server.run({ model: MODEL, prompt: PROMPT, ...extra() });
+      const wall = performance.now() - t0;
+      if (!record) return;
+      samples[name].push(wall);
+      samples[`${name}ServerSide`].push(wall - metadata.duration_ms);
+    };
+    const timed = (name, call) => async (record) => {
+      const t0 = performance.now();
+      await call();
+      if (record) samples[name].push(performance.now() - t0);
+    };
     const variants = {
-      async task(record) {
-        const taskId = `bench-task-${taskCounter++ % TASK_IDS}`;
-        const t0 = performance.now();
-        const metadata = await server.run({ model: MODEL, prompt: PROMPT, task_id: taskId });
-        const wall = performance.now() - t0;
-        if (record) {
-          samples.task.push(wall);
-          samples.taskServerSide.push(wall - metadata.duration_ms);
-        }
-      },
-      async none(record) {
-        const t0 = performance.now();
-        const metadata = await server.run({ model: MODEL, prompt: PROMPT });
-        const wall = performance.now() - t0;
-        if (record) {
-          samples.none.push(wall);
-          samples.noneServerSide.push(wall - metadata.duration_ms);
-        }
-      },
-      async spawn(record) {
-        const t0 = performance.now();
-        await spawnDirect(fake.bin, args, PROMPT, env);
-        if (record) samples.spawn.push(performance.now() - t0);
-      },
-      async execa(record) {
-        const t0 = performance.now();
-        await execaDirect(fake.bin, args, PROMPT, env);
-        if (record) samples.execa.push(performance.now() - t0);
-      },
-      async runner(record) {
-        const t0 = performance.now();
-        await runnerDirect(fake.bin, args, PROMPT, env);
-        if (record) samples.runner.push(performance.now() - t0);
-      },
-      async ping(record) {
-        const t0 = performance.now();
-        await server.client.ping();
-        if (record) samples.ping.push(performance.now() - t0);
-      },
+      task: serverCall('task', () => ({ task_id: `bench-task-${taskCounter++ % TASK_IDS}` })),
+      none: serverCall('none', () => ({})),
+      spawn: timed('spawn', () => spawnDirect(fake.bin, args, PROMPT, env)),
+      execa: timed('execa', () => execaDirect(fake.bin, args, PROMPT, env)),
+      runner: timed('runner', () => runnerDirect(fake.bin, args, PROMPT, env)),
+      ping: timed('ping', () => server.client.ping()),
     };
-    const floor = (count) => {
-      // Synchronous on purpose: nothing else is in flight between rounds, and the driver times itself.
-      const result = spawnSync(floorBin, [String(count), PROMPT, fake.bin, ...args], { env, encoding: 'utf8', timeout: 60_000 });
-      if (result.status !== 0)
-        throw new Error(`spawn-floor failed (${result.status ?? result.signal}): ${result.stderr.slice(-400)}`);
-      samples.posix.push(...result.stdout.trim().split('\n').map(Number));
-    };
-
     const started = performance.now();
     for (let round = 0; round < warmup + rounds; round += 1) {
       for (const name of shuffle(Object.keys(variants))) await variants[name](round >= warmup);
-      if (floorBin && round >= warmup && (round - warmup) % FLOOR_EVERY === 0) floor(FLOOR_EVERY);
+      if (floorBin && round >= warmup && (round - warmup) % FLOOR_EVERY === 0)
+        samples.posix.push(...posixFloor(floorBin, [fake.bin, ...args], env));
     }
     const elapsedS = (performance.now() - started) / 1000;
-    const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)]));
-    const pairedWith = (a, b) => summarize(samples[a].map((x, i) => x - samples[b][i]));
-    return {
-      label: fake.label,
-      bin: fake.bin,
-      args,
-      argsSource,
-      rounds,
-      warmup,
-      elapsedS,
-      ...s,
-      posix: floorBin ? s.posix : null,
-      // Each round's server call minus the same round's direct spawn: slow drifts of the machine cancel.
-      paired: {
-        task: pairedWith('task', 'spawn'),
-        none: pairedWith('none', 'spawn'),
-        execa: pairedWith('execa', 'spawn'),
-        runner: pairedWith('runner', 'spawn'),
-        taskOverRunner: pairedWith('task', 'runner'),
-        noneOverRunner: pairedWith('none', 'runner'),
-        taskOverExeca: pairedWith('task', 'execa'),
-        noneOverExeca: pairedWith('none', 'execa'),
-        taskOverNone: pairedWith('task', 'none'),
-      },
-      serverStderr: server.stderr(),
-    };
+    return { ...figures(samples, floorBin !== null), args, argsSource, rounds, elapsedS, serverStderr: server.stderr() };
   } finally {
     await server.close();
     removeTempDir(dir);
   }
+}
+
+/** FLOOR_EVERY posix_spawn runs of `command` by bench/spawn-floor.c, which times each itself (ms). */
+function posixFloor(floorBin, command, env) {
+  // Synchronous on purpose: nothing else is in flight between rounds.
+  const result = spawnSync(floorBin, [String(FLOOR_EVERY), PROMPT, ...command], { env, encoding: 'utf8', timeout: 60_000 });
+  if (result.status !== 0)
+    throw new Error(`spawn-floor failed (${result.status ?? result.signal}): ${result.stderr.slice(-400)}`);
+  return result.stdout.trim().split('\n').map(Number);
+}
+
+/**
+ * Each variant's summary, and the paired ones: each round's server call minus the same round's direct
+ * spawn, so slow drifts of the machine cancel.
+ */
+function figures(samples, withFloor) {
+  const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)]));
+  const pairedWith = (a, b) => summarize(samples[a].map((x, i) => x - samples[b][i]));
+  return {
+    ...s,
+    posix: withFloor ? s.posix : null,
+    paired: {
+      task: pairedWith('task', 'spawn'),
+      none: pairedWith('none', 'spawn'),
+      execa: pairedWith('execa', 'spawn'),
+      runner: pairedWith('runner', 'spawn'),
+      taskOverRunner: pairedWith('task', 'runner'),
+      noneOverRunner: pairedWith('none', 'runner'),
+      taskOverExeca: pairedWith('task', 'execa'),
+      noneOverExeca: pairedWith('none', 'execa'),
+      taskOverNone: pairedWith('task', 'none'),
+    },
+  };
 }

@@ -5,11 +5,9 @@
 //   - 1,000,000 lines (745 MiB): time and peak RSS, reported;
 //   - with BENCH_JQ=1, jq computing the same per-model figures on the 1,000,000 lines, compared.
 import { existsSync, statSync } from 'node:fs';
-import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { SERVER_ENTRY, makeTempDir, removeTempDir, summarize } from './lib.mjs';
+import { SERVER_ENTRY, makeTempDir, measureProcess, removeTempDir, secs, summarize } from './lib.mjs';
 import { JQ_PROGRAM, compare, findJq, generateRunsJsonl, jqVersion, runReportCli } from './report-vs-jq.mjs';
 
 /**
@@ -67,13 +65,8 @@ function checked(run, log) {
 async function againstJq(log, summary) {
   const jqBin = findJq();
   if (!jqBin) return null;
-  const t0 = performance.now();
-  const stdout = await new Promise((resolve, reject) =>
-    execFile(jqBin, ['-nR', '-c', JQ_PROGRAM, log.file], { maxBuffer: 64 << 20 }, (error, out) =>
-      error ? reject(error) : resolve(out),
-    ),
-  );
-  return { version: jqVersion(jqBin), wallMs: performance.now() - t0, mismatches: compare(summary, JSON.parse(stdout)) };
+  const run = await measureProcess(jqBin, ['-nR', '-c', JQ_PROGRAM, log.file]);
+  return { version: jqVersion(jqBin), wallMs: run.wallMs, mismatches: compare(summary, JSON.parse(run.stdout)) };
 }
 
 function stats(list) {
@@ -86,7 +79,6 @@ function stats(list) {
 
 // ------------------------------------------------------------------------------------ printing
 
-const secs = (ms, digits = 2) => `${(ms / 1000).toFixed(digits)} s`;
 const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
 const walls = (x) => x.walls.map((w) => (w / 1000).toFixed(2)).join(', ');
 const mb = (x) => (Number.isFinite(x) ? `${x.toFixed(0)} MB` : 'n/a');

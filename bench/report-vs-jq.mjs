@@ -16,16 +16,13 @@
 //   REPORT_BENCH_DIST=DIR    the build to measure (default dist/ beside this folder)
 //   REPORT_BENCH_KEEP=1      keep the temp dir (its path is printed)
 //   JQ=/path/to/jq           the jq to compare with (default /usr/bin/jq, else jq on PATH)
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { measureNodeProcess } from './lib.mjs';
-
-const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(BENCH_DIR, '..');
+import { pathToFileURL } from 'node:url';
+import { ROOT, markdownTable, measureNodeProcess, measureProcess, secs } from './lib.mjs';
 
 export const TARGETS = { speedup: 3, peakRssMb: 150 };
 
@@ -80,30 +77,7 @@ const MODEL_FAULT = new Set(['timeout', 'crashed', 'empty_output', 'output_limit
  */
 export function generateRunsJsonl(file, lines, seed = 42, startMs = Date.UTC(2025, 10, 21, 12, 0, 0)) {
   const started = performance.now();
-  const random = prng(seed);
-  const normal = () => {
-    const u = 1 - random();
-    const v = random();
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
-  };
-  const pickModel = () => {
-    let r = random();
-    for (const m of MODELS) if ((r -= m[1]) <= 0) return m;
-    return MODELS[0];
-  };
-  const pickFailure = () => {
-    let r = random() * FAILURE_WEIGHT;
-    for (const f of FAILURES) if ((r -= f[1]) <= 0) return f;
-    return FAILURES[0];
-  };
-  const consecutive = new Map(MODELS.map((m) => [m[0], 0]));
-  const spells = new Map(MODELS.map((m) => [m[0], 0]));
-  const live = [];
-  let nextTask = 1;
-  const newTask = () => ({ id: `task-${(nextTask++).toString(36)}`, model: pickModel(), failures: 0 });
-  for (let i = 0; i < 200; i++) live.push(newTask());
-
-  const start = startMs;
+  const server = simulation(seed);
   const stepMs = 86_400_000 / lines;
   const fd = openSync(file, 'w');
   // Lines go straight into one reused 8 MB buffer (they are ASCII): no array of strings to join,
@@ -114,97 +88,115 @@ export function generateRunsJsonl(file, lines, seed = 42, startMs = Date.UTC(202
   let runs = 0;
   try {
     for (let i = 0; i < lines; i++) {
-      const slot = Math.floor(random() * live.length);
-      const task = live[slot];
-      const [model, , medianMs, failRate] = task.model;
-      const ts = new Date(start + i * stepMs + random() * 50).toISOString();
-      // Now and then a model has a bad spell: 6 timeouts in a row, which opens its circuit.
-      let spell = spells.get(model);
-      if (spell === 0 && random() < 1 / 2000) spell = 6;
-      if (spell > 0) spells.set(model, spell - 1);
-      const f = spell > 0 ? FAILURES[0] : random() < failRate ? pickFailure() : null;
-      const status = f ? f[0] : 'ok';
-      const spawned = f ? f[3] : true;
-      let duration = 0;
-      if (spawned)
-        duration =
-          status === 'timeout'
-            ? 120_000 + Math.round(random() * 40)
-            : Math.max(1, Math.round(medianMs * Math.exp(0.6 * normal())));
-      const queue = spawned && random() < 0.3 ? Math.round(Math.exp(5 + 1.5 * normal())) : 0;
-      const retryCount = task.failures;
-      let escalate = false;
-      let reason = 'null';
-      if (f && TASK_FAILURES.has(status)) {
-        task.failures += 1;
-        if (status === 'model_not_found') {
-          escalate = true;
-          reason = '"model_not_found"';
-        } else if (task.failures > 3) {
-          escalate = true;
-          reason = '"max_retries_exceeded"';
-        }
-      }
-      if (status === 'circuit_open') {
-        escalate = true;
-        reason = '"circuit_open"';
-      }
-      let transition = 'null';
-      let state = 'closed';
-      let cf = consecutive.get(model);
-      if (MODEL_FAULT.has(status)) {
-        cf += 1;
-        if (cf === 5) {
-          transition = '"opened"';
-          state = 'open';
-          if (!escalate) {
-            escalate = true;
-            reason = '"circuit_open"';
-          }
-        }
-      } else if (status === 'ok') cf = 0;
-      consecutive.set(model, transition === 'null' ? cf : 0); // the circuit's cooldown passes before the next run, say
-      const error = f ? JSON.stringify(f[2]) : 'null';
-      const exitCode = status === 'ok' || status === 'empty_output' ? '0' : spawned && status !== 'timeout' ? '1' : 'null';
-      // Schema v2 (the contract's key order), except every 50th line, written by an older server (v1).
-      const v1 = i % 50 === 7;
-      // A server_busy that the server retried itself (will_retry): not a run the caller saw.
-      const retried = !v1 && status === 'server_busy' && random() < 0.5;
-      if (!retried) runs += 1;
-      const prompt = 50 + Math.floor(random() * 3000);
-      const usage =
-        status === 'ok'
-          ? `{"prompt_tokens":${prompt},"output_tokens":${10 + Math.floor(random() * 1500)},"tokens_per_second":${(20 + random() * 60).toFixed(2)},` +
-            `"prompt_tokens_per_second":${(200 + random() * 900).toFixed(2)},"load_ms":${random() < 0.02 ? 3000 + Math.floor(random() * 4000) : 12 + Math.floor(random() * 20)},"total_ms":${duration}}`
-          : '{"prompt_tokens":null,"output_tokens":null,"tokens_per_second":null,"prompt_tokens_per_second":null,"load_ms":null,"total_ms":null}';
-      const line = v1
-        ? `{"v":1,"ts":"${ts}","run_id":"r-${i.toString(36)}","batch_id":null,"tool":"ollama_run","model":"${model}",` +
-          `"task_id":"${task.id}","status":"${status}","exit_code":${exitCode},"signal":${status === 'timeout' ? '"SIGTERM"' : 'null'},` +
-          `"timed_out":${status === 'timeout'},"truncated":${status === 'output_limit'},"duration_ms":${duration},"queue_ms":${queue},` +
-          `"timeout_ms":${spawned ? 120000 : 'null'},"prompt_chars":${200 + Math.floor(random() * 4000)},"output_chars":${status === 'ok' ? 50 + Math.floor(random() * 6000) : 0},` +
-          `"thinking_chars":0,"retry_count":${retryCount},"max_retries":3,"escalate":${escalate},"escalation_reason":${reason},` +
-          `"circuit":{"state":"${state}","consecutive_failures":${cf},"retry_after_seconds":${state === 'open' ? 60 : 'null'},"transition":${transition}},` +
-          `"error":${error},"server_pid":${4000 + (i % 3)}}\n`
-        : `{"v":2,"ts":"${ts}","run_id":"r-${i.toString(36)}","batch_id":null,"chain_id":null,"chain_step":null,"tool":"ollama_run","model":"${model}","model_key":"${model}",` +
-          `"task_id":"${task.id}","status":"${status}","exit_code":${exitCode},"signal":${status === 'timeout' ? '"SIGTERM"' : 'null'},` +
-          `"timed_out":${status === 'timeout'},"truncated":${status === 'output_limit'},"duration_ms":${duration},"queue_ms":${queue},` +
-          `"timeout_ms":${spawned ? 120000 : 'null'},"prompt_chars":${200 + Math.floor(random() * 4000)},"output_chars":${status === 'ok' ? 50 + Math.floor(random() * 6000) : 0},` +
-          `"thinking_chars":0,"usage":${usage},"retry_count":${retryCount},"max_retries":3,"escalate":${escalate},"escalation_reason":${reason},` +
-          `"busy_try":0,"will_retry":${retried},` +
-          `"circuit":{"state":"${state}","consecutive_failures":${cf},"retry_after_seconds":${state === 'open' ? 60 : 'null'},"transition":${transition}},` +
-          `"error":${error},"server_pid":${4000 + (i % 3)},"warnings":[]}\n`;
+      const { line, seen } = server.next(i, startMs + i * stepMs);
+      if (seen) runs += 1;
       if (used + line.length > buffer.length) {
         bytes += writeSync(fd, buffer, 0, used);
         used = 0;
       }
       used += buffer.write(line, used, 'latin1');
-      if (status === 'ok' || escalate) live[slot] = newTask();
     }
     if (used > 0) bytes += writeSync(fd, buffer, 0, used);
   } finally {
     closeSync(fd);
   }
-  return { bytes, ms: performance.now() - started, tasks: nextTask - 1, runs };
+  return { bytes, ms: performance.now() - started, tasks: server.tasks(), runs };
+}
+
+/** The runs of a seeded simulated server: `next(i, at)` is its line `i`, logged at about `at` (epoch ms). */
+function simulation(seed) {
+  const random = prng(seed);
+  const normal = () => normalDraw(random);
+  const pick = (rows, total = 1) => weightedDraw(random, rows, total);
+  const consecutive = new Map(MODELS.map((m) => [m[0], 0]));
+  const spells = new Map(MODELS.map((m) => [m[0], 0]));
+  const live = [];
+  let nextTask = 1;
+  const newTask = () => ({ id: `task-${(nextTask++).toString(36)}`, model: pick(MODELS), failures: 0 });
+  for (let i = 0; i < 200; i++) live.push(newTask());
+
+  const next = (i, at) => {
+    const slot = Math.floor(random() * live.length);
+    const task = live[slot];
+    const [model, , medianMs, failRate] = task.model;
+    const ts = new Date(at + random() * 50).toISOString();
+    // Now and then a model has a bad spell: 6 timeouts in a row, which opens its circuit.
+    let spell = spells.get(model);
+    if (spell === 0 && random() < 1 / 2000) spell = 6;
+    if (spell > 0) spells.set(model, spell - 1);
+    const f = spell > 0 ? FAILURES[0] : random() < failRate ? pick(FAILURES, FAILURE_WEIGHT) : null;
+    const status = f ? f[0] : 'ok';
+    const spawned = f ? f[3] : true;
+    let duration = 0;
+    if (spawned)
+      duration =
+        status === 'timeout' ? 120_000 + Math.round(random() * 40) : Math.max(1, Math.round(medianMs * Math.exp(0.6 * normal())));
+    const queue = spawned && random() < 0.3 ? Math.round(Math.exp(5 + 1.5 * normal())) : 0;
+    const retryCount = task.failures;
+    let reason = null;
+    if (f && TASK_FAILURES.has(status)) {
+      task.failures += 1;
+      if (status === 'model_not_found') reason = 'model_not_found';
+      else if (task.failures > 3) reason = 'max_retries_exceeded';
+    }
+    if (status === 'circuit_open') reason = 'circuit_open';
+    let cf = consecutive.get(model);
+    if (MODEL_FAULT.has(status)) cf += 1;
+    else if (status === 'ok') cf = 0;
+    const opened = cf === 5;
+    if (opened) reason ??= 'circuit_open';
+    consecutive.set(model, opened ? 0 : cf); // the circuit's cooldown passes before the next run, say
+    // Schema v2 (the contract's key order), except every 50th line, written by an older server (v1).
+    const v1 = i % 50 === 7;
+    // A server_busy that the server retried itself (will_retry): not a run the caller saw.
+    const retried = !v1 && status === 'server_busy' && random() < 0.5;
+    const line = formatLine({ i, ts, task, f, duration, queue, retryCount, reason, cf, opened, v1, retried }, random);
+    if (status === 'ok' || reason !== null) live[slot] = newTask();
+    return { line, seen: !retried };
+  };
+  return { next, tasks: () => nextTask - 1 };
+}
+
+/** A standard normal draw (Box-Muller). */
+function normalDraw(random) {
+  const u = 1 - random();
+  const v = random();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+/** One of `rows`, drawn by its weight `row[1]` (the weights sum to `total`). */
+function weightedDraw(random, rows, total) {
+  let r = random() * total;
+  for (const row of rows) if ((r -= row[1]) <= 0) return row;
+  return rows[0];
+}
+
+/** One runs.jsonl line, v1 or v2; the figures a run does not decide are drawn from `random`. */
+function formatLine(r, random) {
+  const { duration, opened, v1, retried } = r;
+  const [status, , error, spawned] = r.f ?? ['ok', 0, null, true];
+  const model = r.task.model[0];
+  const exitCode = status === 'ok' || status === 'empty_output' ? '0' : spawned && status !== 'timeout' ? '1' : 'null';
+  const prompt = 50 + Math.floor(random() * 3000);
+  const usage =
+    status === 'ok'
+      ? `{"prompt_tokens":${prompt},"output_tokens":${10 + Math.floor(random() * 1500)},"tokens_per_second":${(20 + random() * 60).toFixed(2)},` +
+        `"prompt_tokens_per_second":${(200 + random() * 900).toFixed(2)},"load_ms":${random() < 0.02 ? 3000 + Math.floor(random() * 4000) : 12 + Math.floor(random() * 20)},"total_ms":${duration}}`
+      : '{"prompt_tokens":null,"output_tokens":null,"tokens_per_second":null,"prompt_tokens_per_second":null,"load_ms":null,"total_ms":null}';
+  const head = `"ts":"${r.ts}","run_id":"r-${r.i.toString(36)}","batch_id":null`;
+  const run =
+    `"task_id":"${r.task.id}","status":"${status}","exit_code":${exitCode},"signal":${status === 'timeout' ? '"SIGTERM"' : 'null'},` +
+    `"timed_out":${status === 'timeout'},"truncated":${status === 'output_limit'},"duration_ms":${duration},"queue_ms":${r.queue},` +
+    `"timeout_ms":${spawned ? 120000 : 'null'},"prompt_chars":${200 + Math.floor(random() * 4000)},"output_chars":${status === 'ok' ? 50 + Math.floor(random() * 6000) : 0},` +
+    `"thinking_chars":0,`;
+  const retries = `"retry_count":${r.retryCount},"max_retries":3,"escalate":${r.reason !== null},"escalation_reason":${JSON.stringify(r.reason)},`;
+  const tail =
+    `"circuit":{"state":"${opened ? 'open' : 'closed'}","consecutive_failures":${r.cf},"retry_after_seconds":${opened ? 60 : 'null'},"transition":${opened ? '"opened"' : 'null'}},` +
+    `"error":${JSON.stringify(error)},"server_pid":${4000 + (r.i % 3)}`;
+  return v1
+    ? `{"v":1,${head},"tool":"ollama_run","model":"${model}",${run}${retries}${tail}}\n`
+    : `{"v":2,${head},"chain_id":null,"chain_step":null,"tool":"ollama_run","model":"${model}","model_key":"${model}",` +
+        `${run}"usage":${usage},${retries}"busy_try":0,"will_retry":${retried},${tail},"warnings":[]}\n`;
 }
 
 // ------------------------------------------------------------------------------------ measuring
@@ -228,31 +220,6 @@ export const JQ_PROGRAM = `
        | {p95: (if length == 0 then null else .[(length * 0.95 | ceil) - 1] end), max: max}))})
 | from_entries
 `;
-
-/** Runs jq under /usr/bin/time -v when there is one; returns stdout, wall ms and peak RSS in MB (NaN without). */
-function measuredJq(jq, args) {
-  const timeBin = existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
-  const [file, argv] = timeBin ? [timeBin, ['-v', jq, ...args]] : [jq, args];
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const out = [];
-    const err = [];
-    child.stdout.on('data', (b) => out.push(b));
-    child.stderr.on('data', (b) => err.push(b));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const wallMs = performance.now() - started;
-      const stderr = Buffer.concat(err).toString('utf8');
-      if (code !== 0) {
-        reject(new Error(`${jq} exited with ${code}: ${stderr.slice(-2000)}`));
-        return;
-      }
-      const timeRss = /Maximum resident set size \(kbytes\): (\d+)/.exec(stderr);
-      resolve({ stdout: Buffer.concat(out).toString('utf8'), wallMs, rssMb: timeRss ? Number(timeRss[1]) / 1024 : NaN });
-    });
-  });
-}
 
 /** The real CLI, as a developer runs it: `node dist/cli.js report --json --dir DIR`, wall time and peak RSS. */
 export function runReportCli(dir, distDir = path.join(ROOT, 'dist')) {
@@ -288,7 +255,7 @@ export async function measureReportVsJq({
       maxP95Error: NaN,
     };
     if (jq !== null) {
-      const jqRun = await measuredJq(jq, ['-nR', '-c', JQ_PROGRAM, file]);
+      const jqRun = await measureProcess(jq, ['-nR', '-c', JQ_PROGRAM, file]);
       const expected = JSON.parse(jqRun.stdout);
       result.jq = jqRun;
       result.mismatches = compare(summary, expected);
@@ -351,12 +318,6 @@ export function findJq() {
 
 // ------------------------------------------------------------------------------------ main
 
-function table(rows) {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c]).length)));
-  const line = (r) => `| ${r.map((cell, c) => String(cell).padEnd(widths[c])).join(' | ')} |`;
-  return [line(rows[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(line)].join('\n');
-}
-
 async function main() {
   const quick = process.env.BENCH_QUICK === '1';
   const lines = Number(process.env.REPORT_BENCH_LINES ?? (quick ? 50_000 : 1_000_000));
@@ -383,44 +344,39 @@ async function main() {
   if (r.jq)
     say(`largest p95 difference from jq's exact nearest rank: ${(r.maxP95Error * 100).toFixed(2)}% (documented bound 1%)`);
   say();
+  const rows = resultRows(r, lines, jq);
+  say(markdownTable(rows));
+  say(`(peak RSS from ${r.report.rssSource}; wall includes node/jq start-up)`);
+  if (!r.jq) say('jq not found: comparison skipped');
+  for (const problem of r.mismatches) say(`MISMATCH ${problem}`);
+  if (!r.agree) process.exit(1);
+}
+
+/** The table: the report, and with jq, jq's run, the speed-up and whether the figures agree. */
+function resultRows(r, lines, jq) {
   const rate = (wallMs) =>
     `${Math.round(lines / wallMs).toLocaleString('en-US')}k lines/s, ${(r.bytes / 2 ** 20 / (wallMs / 1000)).toFixed(0)} MiB/s`;
+  const run = (x) => [secs(x.wallMs), rate(x.wallMs), `${x.rssMb.toFixed(0)} MB`];
+  const verdict = (ok) => (ok ? 'PASS' : 'FAIL');
   const rows = [
     ['', 'wall', 'throughput', 'peak RSS', 'target', 'result'],
-    [
-      'report --json (node)',
-      `${(r.report.wallMs / 1000).toFixed(2)} s`,
-      rate(r.report.wallMs),
-      `${r.report.rssMb.toFixed(0)} MB`,
-      `RSS < ${TARGETS.peakRssMb} MB`,
-      r.report.rssMb < TARGETS.peakRssMb ? 'PASS' : 'FAIL',
-    ],
+    ['report --json (node)', ...run(r.report), `RSS < ${TARGETS.peakRssMb} MB`, verdict(r.report.rssMb < TARGETS.peakRssMb)],
   ];
-  if (r.jq) {
-    const speedup = r.jq.wallMs / r.report.wallMs;
-    rows.push([
-      `${jqVersion(jq)} (same per-model figures)`,
-      `${(r.jq.wallMs / 1000).toFixed(2)} s`,
-      rate(r.jq.wallMs),
-      `${r.jq.rssMb.toFixed(0)} MB`,
-      'info',
-      'info',
-    ]);
-    rows.push([
+  if (!r.jq) return rows;
+  const speedup = r.jq.wallMs / r.report.wallMs;
+  return [
+    ...rows,
+    [`${jqVersion(jq)} (same per-model figures)`, ...run(r.jq), 'info', 'info'],
+    [
       'speed-up (jq wall / report wall)',
       `${speedup.toFixed(1)}x`,
       '',
       '',
       `>= ${TARGETS.speedup}x`,
-      speedup >= TARGETS.speedup ? 'PASS' : 'FAIL',
-    ]);
-    rows.push(['per-model counts, max equal; p95 within 1%', r.agree ? 'yes' : 'NO', '', '', 'equal', r.agree ? 'PASS' : 'FAIL']);
-  }
-  say(table(rows));
-  say(`(peak RSS from ${r.report.rssSource}; wall includes node/jq start-up)`);
-  if (!r.jq) say('jq not found: comparison skipped');
-  for (const problem of r.mismatches) say(`MISMATCH ${problem}`);
-  if (!r.agree) process.exit(1);
+      verdict(speedup >= TARGETS.speedup),
+    ],
+    ['per-model counts, max equal; p95 within 1%', r.agree ? 'yes' : 'NO', '', '', 'equal', verdict(r.agree)],
+  ];
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

@@ -25,8 +25,10 @@ import {
   ensureExecutable,
   fakeBinary,
   machineInfo,
+  markdownTable,
   ms,
   removeAllTempDirs,
+  secs,
 } from './lib.mjs';
 import { AGENT_TARGETS, BEFORE, agentViewLines, measureAgentView } from './agent-view.mjs';
 import { measureOverhead } from './overhead.mjs';
@@ -90,36 +92,31 @@ const say = (line = '') => {
   process.stdout.write(`${line}\n`);
 };
 
+/**
+ * Shares (%) of the machine's CPU used between two `cpuTicks()` readings `seconds` apart, by this
+ * process and its reaped children (`own`) and by other processes (`other`); null without /proc.
+ */
+function cpuShares(before, after, seconds) {
+  if (!before || !after || !(seconds > 0)) return null;
+  const capacity = seconds * 100 * os.availableParallelism(); // USER_HZ is 100 on Linux
+  const own = after.ours - before.ours;
+  return { own: (100 * own) / capacity, other: Math.max(0, (100 * (after.machineBusy - before.machineBusy - own)) / capacity) };
+}
+
 /** Share of the machine's CPU that other processes used while `fn` ran (its children are reaped by then). */
 async function withNoise(fn) {
   const t0 = performance.now();
   const before = cpuTicks();
   const result = await fn();
-  const after = cpuTicks();
   const seconds = (performance.now() - t0) / 1000;
-  let otherCpuPct = null;
-  if (before && after && seconds > 0) {
-    const other = after.machineBusy - before.machineBusy - (after.ours - before.ours);
-    otherCpuPct = Math.max(0, (100 * other) / (seconds * 100 * os.availableParallelism()));
-  }
-  return Object.assign(result, { otherCpuPct, seconds });
+  return Object.assign(result, { otherCpuPct: cpuShares(before, cpuTicks(), seconds)?.other ?? null, seconds });
 }
+const pass = (ok) => (ok ? 'PASS' : 'FAIL');
 const noise = (x) => (x.otherCpuPct === null ? 'n/a' : `${x.otherCpuPct.toFixed(0)}%`);
-const secs = (msValue, digits = 2) => `${(msValue / 1000).toFixed(digits)} s`;
 
 async function main() {
   for (const file of [SH_FAKE, SH_FAKE_100MS, NODE_FAKE]) ensureExecutable(file);
-
-  // The figures mean little if something else is using the CPUs: measure it and say so.
-  const waitIdleS = Number(process.env.BENCH_WAIT_IDLE ?? 0);
-  if (waitIdleS > 0) {
-    const deadline = performance.now() + waitIdleS * 1000;
-    let busy;
-    while ((busy = await cpuBusyPercent(2000)) !== null && busy > IDLE_BUSY_PCT && performance.now() < deadline) {
-      say(`waiting for an idle machine (CPUs ${busy.toFixed(0)}% busy) ...`);
-      await new Promise((resolve) => setTimeout(resolve, 5000));
-    }
-  }
+  await waitForIdle();
   // Started after the idle wait: it bounds the benchmarks themselves.
   const watchdog = setTimeout(() => {
     process.stderr.write(`bench: watchdog: still running after ${WATCHDOG_MS / 1000} s, giving up\n`);
@@ -142,12 +139,49 @@ async function main() {
     say(`WARNING: the machine is not idle (${machine.busyBefore} busy before start); figures will be noisy`);
   say();
 
+  const results = await runBenchmarks();
+
+  const totalS = (performance.now() - started) / 1000;
+  machine.loadavgEnd = machineInfo().loadavg;
+  // Everything this run started has exited and been reaped by now, so its CPU is in `own`.
+  const shares = cpuShares(ticksBefore, cpuTicks(), totalS);
+  const share = (pct) => (shares ? `${pct.toFixed(0)}% of the machine` : 'n/a');
+  machine.otherCpu = share(shares?.other);
+  machine.ownCpu = share(shares?.own);
+  const { rows, missed } = printTargets(results);
+  say(
+    `total bench time: ${totalS.toFixed(1)} s; load average at end: ${machine.loadavgEnd}; CPU used by the bench and its children: ${machine.ownCpu}, by other processes: ${machine.otherCpu}`,
+  );
+  for (const [label, text] of [
+    ['added latency', results.overhead.serverStderr],
+    ['throughput', results.throughput.serverStderr],
+  ])
+    if (text.trim()) say(`note: server stderr (${label}): ${text.trim().slice(0, 500)}`);
+
+  if (RESULTS_FILE) {
+    writeFileSync(RESULTS_FILE, renderMarkdown({ machine, rows, missed, totalS }));
+    say(`wrote ${path.relative(process.cwd(), RESULTS_FILE)}`);
+  }
+  clearTimeout(watchdog);
+}
+
+/** The figures mean little if something else is using the CPUs: wait up to BENCH_WAIT_IDLE seconds for it to stop. */
+async function waitForIdle() {
+  const deadline = performance.now() + Number(process.env.BENCH_WAIT_IDLE ?? 0) * 1000;
+  let busy;
+  while (performance.now() < deadline && (busy = await cpuBusyPercent(2000)) !== null && busy > IDLE_BUSY_PCT) {
+    say(`waiting for an idle machine (CPUs ${busy.toFixed(0)}% busy) ...`);
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+  }
+}
+
+/** The seven benchmarks in turn, each printed as it ends. */
+async function runBenchmarks() {
   const fast = fakeBinary(0);
   const slow = fakeBinary(100);
   const floorDriver = compileC('spawn-floor.c', 'spawn-floor');
   if (!floorDriver.bin) say(`posix_spawn floor skipped: ${floorDriver.why}`);
 
-  // ---------------------------------------------------------------- 1. spawn baselines, added latency
   say(
     `[1/7] spawn baselines and added latency: ${PLAN.rounds} interleaved rounds after ${PLAN.warmup} warm-up rounds, ${fast.label} ...`,
   );
@@ -156,30 +190,24 @@ async function main() {
   );
   printOverhead(overhead);
 
-  // ---------------------------------------------------------------- 2. throughput
   say(`[2/7] throughput: ${PLAN.runs} runs of a 100 ms ${slow.label}, concurrency 8, ${PLAN.reps} rep(s) each way ...`);
   const throughput = await withNoise(() =>
     measureThroughput({ bin: slow.bin, runs: PLAN.runs, concurrency: 8, modelMs: 100, reps: PLAN.reps }),
   );
   printThroughput(throughput);
 
-  // ---------------------------------------------------------------- 3. ledger
   say(`[3/7] ledger transaction: ${PLAN.tasks} tasks, ${PLAN.transactions} transactions per mode ...`);
-  const state = await withNoise(() =>
-    measureState({ tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup }),
-  );
+  const statePlan = { tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup };
+  const state = await withNoise(() => measureState(statePlan));
   printState(state);
   // Team mode: the same transaction on a real Redis, when redis-server is installed (bench/state-redis.mjs).
   const { stateRedisLines } = await import('./state-redis.mjs');
-  const redisPlan = { tasks: PLAN.tasks, transactions: PLAN.transactions, warmup: PLAN.stateWarmup };
-  (await stateRedisLines(redisPlan, state)).forEach((line) => say(line));
+  (await stateRedisLines(statePlan, state)).forEach((line) => say(line));
 
-  // ---------------------------------------------------------------- 4. start-up
   say(`[4/7] start-up to the first initialize reply: ${PLAN.startups} starts of each server, alternated ...`);
   const startup = await withNoise(() => measureStartup({ samples: PLAN.startups, fakeBin: fast.bin }));
   printStartup(startup);
 
-  // ---------------------------------------------------------------- 5. report
   say(
     `[5/7] report --json through the CLI: ${PLAN.report.realisticLines.toLocaleString('en-US')} and ${PLAN.report.largeLines.toLocaleString('en-US')} lines; --since 24h after ${PLAN.since.days} days of rotated files ...`,
   );
@@ -191,7 +219,6 @@ async function main() {
   reportLines(report).forEach((line) => say(line));
   say();
 
-  // ---------------------------------------------------------------- 6. scheduling
   say('[6/7] scheduling against one shared fake Ollama, next to plain FIFO dispatch in the same run ...');
   const scheduling = await withNoise(() => measureScheduling());
   const schedulingTargets = schedulingRows(scheduling);
@@ -199,31 +226,22 @@ async function main() {
   say(`  other processes used ${noise(scheduling)} of the CPUs meanwhile`);
   say();
 
-  // ---------------------------------------------------------------- 7. what the agent reads
   say(
     '[7/7] what the agent reads: result sizes as a structuredContent client hands them over, tools/list, the largest reply ...',
   );
   const agent = await measureAgentView();
   agentViewLines(agent).forEach((line) => say(line));
   say();
+  return { overhead, throughput, state, startup, report, schedulingTargets, agent };
+}
 
-  const totalS = (performance.now() - started) / 1000;
-  machine.loadavgEnd = machineInfo().loadavg;
-  const ticksAfter = cpuTicks();
-  if (ticksBefore && ticksAfter) {
-    // Everything this run started has exited and been reaped by now, so its CPU is in `ours`.
-    const other = ticksAfter.machineBusy - ticksBefore.machineBusy - (ticksAfter.ours - ticksBefore.ours);
-    const capacity = totalS * 100 * Number(machine.nproc) || 1; // USER_HZ is 100 on Linux
-    machine.otherCpu = `${Math.max(0, (100 * other) / capacity).toFixed(0)}% of the machine`;
-    machine.ownCpu = `${((100 * (ticksAfter.ours - ticksBefore.ours)) / capacity).toFixed(0)}% of the machine`;
-  } else {
-    machine.otherCpu = machine.ownCpu = 'n/a';
-  }
+/** The target table, then the missed targets with why. */
+function printTargets({ schedulingTargets, agent, ...results }) {
   const rows = [
-    ...targetRows({ overhead, throughput, state, startup, report }),
+    ...targetRows(results),
     ...schedulingTargets.map((r) => ({
       ...r,
-      result: r.pass ? 'PASS' : 'FAIL',
+      result: pass(r.pass),
       why: r.note ?? 'see the scheduling section above',
     })),
     ...agentRows(agent),
@@ -237,20 +255,7 @@ async function main() {
     for (const r of missed) say(`- ${r.measure}: ${r.why}`);
   }
   say();
-  say(
-    `total bench time: ${totalS.toFixed(1)} s; load average at end: ${machine.loadavgEnd}; CPU used by the bench and its children: ${machine.ownCpu}, by other processes: ${machine.otherCpu}`,
-  );
-  for (const [label, text] of [
-    ['added latency', overhead.serverStderr],
-    ['throughput', throughput.serverStderr],
-  ])
-    if (text.trim()) say(`note: server stderr (${label}): ${text.trim().slice(0, 500)}`);
-
-  if (RESULTS_FILE) {
-    writeFileSync(RESULTS_FILE, renderMarkdown({ machine, rows, missed, totalS }));
-    say(`wrote ${path.relative(process.cwd(), RESULTS_FILE)}`);
-  }
-  clearTimeout(watchdog);
+  return { rows, missed };
 }
 
 // ------------------------------------------------------------------------------------ printing
@@ -329,7 +334,6 @@ function printStartup(u) {
 function targetRows({ overhead: o, throughput: t, state: s, startup: u, report: r }) {
   const rows = [];
   const add = (measure, value, baseline, target, result, why) => rows.push({ measure, value, baseline, target, result, why });
-  const pass = (ok) => (ok ? 'PASS' : 'FAIL');
   const spawnBaseline = `spawn p50 ${ms(o.spawn.p50, 2)} ms (server's spawn function ${ms(o.runner.p50, 2)}, execa ${ms(o.execa.p50, 2)}, posix_spawn ${o.posix ? ms(o.posix.p50, 2) : 'n/a'})`;
   const parts = `MCP round trip (ping) p50 ${ms(o.ping.p50, 2)} ms, the server's spawn function (execa with its options) over spawn ${ms(o.paired.runner.p50, 2)} ms (paired; execa's defaults ${ms(o.paired.execa.p50, 2)} ms)`;
   // execa is part of the design: the floor the server keeps includes its spawn function's cost over a bare spawn.
@@ -385,13 +389,11 @@ function targetRows({ overhead: o, throughput: t, state: s, startup: u, report: 
     'info',
     '',
   );
-  rows.push(...reportTargetRows(r, TARGETS));
-  return rows;
+  return [...rows, ...reportTargetRows(r, TARGETS)];
 }
 
 /** Issue 19's figures: what the agent pays in context per result and per session, and the largest reply. */
 function agentRows(a) {
-  const pass = (ok) => (ok ? 'PASS' : 'FAIL');
   const bytes = (n) => `${n.toLocaleString('en-US')} bytes`;
   const why = "each byte is in the agent's context (bench/agent-view.mjs prints what is left)";
   return [
@@ -444,10 +446,7 @@ function ledgerWhy(s, x) {
 
 function renderTable(rows) {
   const head = ['Measure', 'Value', 'Baseline (same run)', 'Target', 'Result'];
-  const cells = [head, ...rows.map((r) => [r.measure, r.value, r.baseline, r.target, r.result])];
-  const widths = head.map((_, c) => Math.max(...cells.map((row) => row[c].length)));
-  const line = (row) => `| ${row.map((cell, c) => cell.padEnd(widths[c])).join(' | ')} |`;
-  return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...cells.slice(1).map(line)].join('\n');
+  return markdownTable([head, ...rows.map((r) => [r.measure, r.value, r.baseline, r.target, r.result])]);
 }
 
 /** How this run was started, for the record: the BENCH_* settings and the arguments. */

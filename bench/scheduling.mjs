@@ -123,16 +123,16 @@ const alternating =
       ),
     );
 
+/** The same scenario with the dispatcher (as shipped, or with `dispatcherEnv`), then as plain FIFO. */
+const againstFifo = async (serveEnv, issue, dispatcherEnv = DISPATCHER) => ({
+  dispatcher: await scenario(serveEnv, dispatcherEnv, issue),
+  fifo: await scenario(serveEnv, FIFO, issue),
+});
+
 export async function measureScheduling() {
   const oneFits = { FAKE_OLLAMA_LOAD_MS: '600' };
   const warm = await warmCallMs(oneFits);
-  const thrash = {};
-  for (const [name, env] of [
-    ['dispatcher', DISPATCHER],
-    ['fifo', FIFO],
-  ]) {
-    thrash[name] = await scenario(oneFits, env, alternating(12));
-  }
+  const thrash = await againstFifo(oneFits, alternating(12));
 
   // Two models that fit together: the server told so, or having seen `ollama ps` show both loaded
   // (one call of each first, as any session's first minutes do). Answers of 1 s: with the issue's
@@ -159,13 +159,7 @@ export async function measureScheduling() {
     const b = await call({ model: 'sim-b', prompt: 'b @fake:sleep_ms=200' });
     return [b, ...(await Promise.all(a))];
   };
-  const fairness = {};
-  for (const [name, env] of [
-    ['dispatcher', { OLLAMA_MCP_SWITCH_AFTER_MS: String(switchAfterMs) }],
-    ['fifo', FIFO],
-  ]) {
-    fairness[name] = await scenario({ FAKE_OLLAMA_LOAD_MS: '600' }, env, steady);
-  }
+  const fairness = await againstFifo(oneFits, steady, { OLLAMA_MCP_SWITCH_AFTER_MS: String(switchAfterMs) });
 
   // Calls that wait behind Ollama's one slot, and behind a cold load, with timeouts their own answers fit.
   const waits = async (call) => [
@@ -174,13 +168,7 @@ export async function measureScheduling() {
     )),
     await call({ model: 'sim-b', prompt: 'cold @fake:sleep_ms=200', timeout_ms: 2_000 }),
   ];
-  const timeouts = {};
-  for (const [name, env] of [
-    ['dispatcher', DISPATCHER],
-    ['fifo', FIFO],
-  ]) {
-    timeouts[name] = await scenario({ FAKE_OLLAMA_LOAD_MS: 'sim-a=200,sim-b=3000' }, env, waits);
-  }
+  const timeouts = await againstFifo({ FAKE_OLLAMA_LOAD_MS: 'sim-a=200,sim-b=3000' }, waits);
   return { warm, thrash, fit, fairness, switchAfterMs, timeouts };
 }
 
@@ -195,7 +183,7 @@ export function schedulingRows(s) {
   // The documented bound of its wait in the queue: the switch bound and the call running on sim-a then.
   const longestA = Math.max(...s.fairness.dispatcher.results.slice(1).map((r) => r.durationMs ?? 0));
   const bound = s.switchAfterMs + longestA;
-  const rows = [
+  return [
     {
       measure: '12 calls alternating, 1 model fits: loads',
       value: String(d.loads),
@@ -242,7 +230,6 @@ export function schedulingRows(s) {
       pass: failures(s.timeouts.dispatcher.results).length === 0,
     },
   ];
-  return rows;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -7,8 +7,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { makeTempDir, ms, removeTempDir, summarize } from './lib.mjs';
-import { MODELS, applyRun, seedEntry } from './state-tx.mjs';
+import { makeTempDir, ms, removeTempDir, timeEach } from './lib.mjs';
+import { closeCircuits, randomTask, runOnRandomTask, seedEntry } from './state-tx.mjs';
 
 export const REDIS_AVAILABLE = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
@@ -21,13 +21,8 @@ export async function measureStateRedis({ tasks, transactions, warmup }) {
   const { RedisStateStore } = await import('../dist/store/state/redis-state-store.js');
   const dir = makeTempDir('redis');
   const port = await freePort();
-  const server = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    {
-      stdio: 'ignore',
-    },
-  );
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
+  const server = spawn('redis-server', args, { stdio: 'ignore' });
   const open = () =>
     new RedisStateStore({ url: `redis://127.0.0.1:${port}/0`, prefix: 'bench:', taskTtlMs: 30 * 86_400_000, warn: () => {} });
   const stores = [];
@@ -45,27 +40,12 @@ export async function measureStateRedis({ tasks, transactions, warmup }) {
       }
       await seed.exec();
     }
-    await store.transact([], (state) => {
-      for (const model of MODELS) state.breakers[model] = { state: 'closed', consecutiveFailures: 0 };
-    });
+    await store.transact([], closeCircuits);
 
-    const randomTask = () => `task-${Math.floor(Math.random() * tasks)}`;
-    let runNo = 0;
-    const tx = (s, taskId) => s.transact([taskId], (state) => applyRun(state, taskId, `bench-${runNo++}`));
-    for (let i = 0; i < warmup; i += 1) await tx(store, randomTask());
-
-    const timed = async (fn) => {
-      const samples = [];
-      for (let i = 0; i < transactions; i += 1) {
-        const t0 = performance.now();
-        await fn();
-        samples.push(performance.now() - t0);
-      }
-      return summarize(samples);
-    };
-    const warm = await timed(() => tx(store, randomTask()));
+    for (let i = 0; i < warmup; i += 1) await runOnRandomTask(store, tasks);
+    const warm = await timeEach(transactions, () => runOnRandomTask(store, tasks));
     // The admission read of every run with a task_id: MGET of the circuits and the task.
-    const snapshot = await timed(() => store.snapshot([randomTask()]));
+    const snapshot = await timeEach(transactions, () => store.snapshot([randomTask(tasks)]));
 
     // Contended: a second client (another server) updating other tasks as fast as it can; both
     // touch the circuits key, so some transactions meet a conflict and run again.
@@ -76,12 +56,12 @@ export async function measureStateRedis({ tasks, transactions, warmup }) {
     let hammerTx = 0;
     const hammer = (async () => {
       while (hammering) {
-        await tx(other, randomTask());
+        await runOnRandomTask(other, tasks);
         hammerTx += 1;
       }
     })();
     const c0 = performance.now();
-    const contended = await timed(() => tx(store, randomTask()));
+    const contended = await timeEach(transactions, () => runOnRandomTask(store, tasks));
     const contendedS = (performance.now() - c0) / 1000;
     hammering = false;
     await hammer;

@@ -38,3 +38,18 @@ export function applyRun(state, taskId, runId) {
   state.tasks[taskId] = recordAttempt(entry, { status, retryCount, runId, model, escalationReason: null, now });
   return retryCount;
 }
+
+let runNo = 0;
+
+/** The transaction of one run on a random one of the `tasks` seeded tasks, as the server makes it. */
+export function runOnRandomTask(store, tasks) {
+  const taskId = randomTask(tasks);
+  return store.transact([taskId], (state) => applyRun(state, taskId, `bench-${runNo++}`));
+}
+
+export const randomTask = (tasks) => `task-${Math.floor(Math.random() * tasks)}`;
+
+/** Every model's circuit, closed. */
+export function closeCircuits(state) {
+  for (const model of MODELS) state.breakers[model] = CLOSED;
+}

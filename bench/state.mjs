@@ -7,8 +7,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { StateStore } from '../dist/store/state/state-store.js';
-import { makeTempDir, ms, removeTempDir, summarize } from './lib.mjs';
-import { MODELS, applyRun, seedEntry } from './state-tx.mjs';
+import { makeTempDir, ms, removeTempDir, timeEach } from './lib.mjs';
+import { closeCircuits, randomTask, runOnRandomTask, seedEntry } from './state-tx.mjs';
 
 /**
  * @param {{ tasks: number, transactions: number, warmup: number }} options
@@ -19,18 +19,6 @@ export async function measureState({ tasks, transactions, warmup }) {
   const warnings = [];
   const onWarning = (m) => warnings.push(m);
   const store = new StateStore(file, { onWarning });
-  const randomTask = () => `task-${Math.floor(Math.random() * tasks)}`;
-  let runNo = 0;
-  const tx = (s, taskId) => s.transact([taskId], (state) => applyRun(state, taskId, `bench-${runNo++}`));
-  const timed = async (count, fn) => {
-    const samples = [];
-    for (let i = 0; i < count; i += 1) {
-      const t0 = performance.now();
-      await fn();
-      samples.push(performance.now() - t0);
-    }
-    return summarize(samples);
-  };
 
   try {
     // Seed 10,000 entries and every model's circuit in one 'all' transaction.
@@ -38,7 +26,7 @@ export async function measureState({ tasks, transactions, warmup }) {
     await store.transact('all', (state) => {
       const now = Date.now();
       for (let i = 0; i < tasks; i += 1) state.tasks[`task-${i}`] = seedEntry(i, now);
-      for (const model of MODELS) state.breakers[model] = { state: 'closed', consecutiveFailures: 0 };
+      closeCircuits(state);
       state.prunedAt = now;
     });
     const seedMs = performance.now() - seedStart;
@@ -46,10 +34,10 @@ export async function measureState({ tasks, transactions, warmup }) {
     const shardFiles = existsSync(shardDir) ? readdirSync(shardDir).map((f) => path.join(shardDir, f)) : [];
     const ledgerBytes = [file, ...shardFiles].reduce((sum, f) => sum + statSync(f).size, 0);
 
-    for (let i = 0; i < warmup; i += 1) await tx(store, randomTask());
-    const warm = await timed(transactions, () => tx(store, randomTask()));
+    for (let i = 0; i < warmup; i += 1) await runOnRandomTask(store, tasks);
+    const warm = await timeEach(transactions, () => runOnRandomTask(store, tasks));
     // The admission read of a run (block mode: with its task), without the lock.
-    const read = await timed(transactions, () => store.snapshot([randomTask()]));
+    const read = await timeEach(transactions, () => store.snapshot([randomTask(tasks)]));
     const floor = await measureFloor(dir, shardFiles, transactions);
 
     // Integrity: every seeded task is still there, nothing was set aside as corrupt.
@@ -58,17 +46,7 @@ export async function measureState({ tasks, transactions, warmup }) {
     if (tasksAfter !== tasks) throw new Error(`ledger has ${tasksAfter} tasks after the benchmark, expected ${tasks}`);
     if (warnings.length > 0) throw new Error(`state store warnings: ${warnings.slice(0, 3).join(' | ')}`);
 
-    return {
-      tasks,
-      tasksAfter,
-      transactions,
-      seedMs,
-      ledgerBytes,
-      shards: shardFiles.length,
-      warm,
-      read,
-      floor,
-    };
+    return { tasks, tasksAfter, transactions, seedMs, ledgerBytes, shards: shardFiles.length, warm, read, floor };
   } finally {
     removeTempDir(dir);
   }
@@ -88,17 +66,13 @@ async function measureFloor(dir, files, count) {
     return { file: copy, data: JSON.parse(readFileSync(copy, 'utf8')) };
   });
   const lock = path.join(floorDir, 'state.json.lock');
-  const samples = [];
-  for (let i = 0; i < count; i += 1) {
+  return timeEach(count, async () => {
     const doc = docs[Math.floor(Math.random() * docs.length)];
-    const t0 = performance.now();
     await (await open(lock, 'wx')).close();
     await writeFile(`${doc.file}.tmp`, JSON.stringify(doc.data));
     await rename(`${doc.file}.tmp`, doc.file);
     await unlink(lock);
-    samples.push(performance.now() - t0);
-  }
-  return summarize(samples);
+  });
 }
 
 /** The lines bench/run.mjs prints for this benchmark. */

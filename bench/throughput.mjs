@@ -42,59 +42,26 @@ export async function measureThroughput({ bin, runs, concurrency, modelMs, reps 
     return { wall, maxQueueMs: Math.max(...results.map((m) => m.queue_ms)), durations: results.map((m) => m.duration_ms) };
   };
 
-  const direct = async (runOnce, count = runs) => {
-    let next = 0;
-    const durations = [];
-    const worker = async () => {
-      while (next < count) {
-        next += 1;
-        const t = performance.now();
-        await runOnce();
-        durations.push(performance.now() - t);
-      }
-    };
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: concurrency }, worker));
-    return { wall: performance.now() - t0, durations };
-  };
-
   try {
     // Warm-up: JIT, the first prune, the state files' creation; the first run records the argv.
     await Promise.all(
       Array.from({ length: concurrency * 2 }, (_, i) => server.run({ model: MODEL, prompt: PROMPT, task_id: `warm-${i}` })),
     );
     const { args, source: argsSource } = await serverRunArgs(argvFile);
-    const ways = {
-      server: viaServer,
-      spawn: () => direct(() => spawnDirect(bin, args, PROMPT, env)),
-      execa: () => direct(() => execaDirect(bin, args, PROMPT, env)),
-      runner: () => direct(() => runnerDirect(bin, args, PROMPT, env)),
-    };
-    await direct(() => spawnDirect(bin, args, PROMPT, env), concurrency * 2);
-    await direct(() => execaDirect(bin, args, PROMPT, env), concurrency * 2);
-    await direct(() => runnerDirect(bin, args, PROMPT, env), concurrency * 2);
-
-    const walls = { server: [], spawn: [], execa: [], runner: [] };
-    const spawnMs = { server: [], spawn: [], execa: [], runner: [] };
-    let maxQueueMs = 0;
-    const names = Object.keys(ways);
-    for (let rep = 0; rep < reps; rep += 1) {
-      // Rotate which goes first so none always runs on a machine another just warmed.
-      const order = names.map((_, i) => names[(i + rep) % names.length]);
-      for (const which of order) {
-        const r = await ways[which](rep);
-        walls[which].push(r.wall);
-        spawnMs[which].push(...r.durations);
-        if (which === 'server') maxQueueMs = Math.max(maxQueueMs, r.maxQueueMs);
-      }
+    const ways = { server: viaServer };
+    for (const [name, spawnOnce] of Object.entries({ spawn: spawnDirect, execa: execaDirect, runner: runnerDirect })) {
+      ways[name] = (_rep, count = runs) => inParallel(() => spawnOnce(bin, args, PROMPT, env), count, concurrency);
+      await ways[name](0, concurrency * 2); // warm-up
     }
+
+    const names = Object.keys(ways);
+    const { walls, spawnMs, maxQueueMs } = await rotated(ways, reps);
     const ideal = (runs / concurrency) * modelMs;
     const wall = Object.fromEntries(names.map((n) => [n, summarize(walls[n]).p50]));
     return {
       runs,
       concurrency,
       modelMs,
-      reps,
       args,
       argsSource,
       idealMs: ideal,
@@ -113,4 +80,38 @@ export async function measureThroughput({ bin, runs, concurrency, modelMs, reps 
     await server.close();
     removeTempDir(dir);
   }
+}
+
+/** `count` runs of `runOnce`, `concurrency` at a time: the wall time of all, and of each. */
+async function inParallel(runOnce, count, concurrency) {
+  let next = 0;
+  const durations = [];
+  const worker = async () => {
+    while (next < count) {
+      next += 1;
+      const t = performance.now();
+      await runOnce();
+      durations.push(performance.now() - t);
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { wall: performance.now() - t0, durations };
+}
+
+/** Each way run `reps` times, which goes first rotated so none always runs on a machine another just warmed. */
+async function rotated(ways, reps) {
+  const names = Object.keys(ways);
+  const walls = Object.fromEntries(names.map((n) => [n, []]));
+  const spawnMs = Object.fromEntries(names.map((n) => [n, []]));
+  let maxQueueMs = 0;
+  for (let rep = 0; rep < reps; rep += 1) {
+    for (const which of names.map((_, i) => names[(i + rep) % names.length])) {
+      const r = await ways[which](rep);
+      walls[which].push(r.wall);
+      spawnMs[which].push(...r.durations);
+      if (which === 'server') maxQueueMs = Math.max(maxQueueMs, r.maxQueueMs);
+    }
+  }
+  return { walls, spawnMs, maxQueueMs };
 }

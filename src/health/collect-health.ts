@@ -291,9 +291,8 @@ async function checkWritable(dir: string): Promise<{ writable: boolean; error: s
     }
     return { writable: true, error: null };
   } catch (error) {
-    const { code, message } = error as NodeJS.ErrnoException;
-    if (code === 'ENOENT') return { writable: false, error: 'it does not exist' };
-    return { writable: false, error: code ?? message };
+    const code = errorCode(error);
+    return { writable: false, error: code === 'ENOENT' ? 'it does not exist' : code };
   }
 }
 
@@ -308,17 +307,19 @@ async function checkTelemetry(dir: string): Promise<{ writable: boolean; error: 
   try {
     names = (await readdir(dir)).filter((name) => /^runs(-.*)?\.jsonl$/.test(name));
   } catch (error) {
-    return { writable: false, error: (error as NodeJS.ErrnoException).code ?? (error as Error).message };
+    return { writable: false, error: errorCode(error) };
   }
   for (const name of names) {
     try {
       await (await open(path.join(dir, name), 'a')).close();
     } catch (error) {
-      return { writable: false, error: `${name}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` };
+      return { writable: false, error: `${name}: ${errorCode(error)}` };
     }
   }
   return probe;
 }
+
+const errorCode = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? (error as Error).message;
 
 /** Names that hold a secret: shown only as "set"/"unset". */
 const SECRET_KEY = /token|secret|password|passwd|api_?key|credential/i;

@@ -15,14 +15,8 @@ import { MIN_ATTEMPT_MS } from './fallback.js';
  */
 export const BUSY_STATUSES: ReadonlySet<string> = new Set(RUN_STATUSES.filter((status) => OUTCOME_POLICY[status].busy));
 
-interface BackoffSchedule {
-  /** The first retry waits up to this long. */
-  readonly baseMs: number;
-  /** No wait is longer than this. */
-  readonly capMs: number;
-}
-
-export const BUSY_BACKOFF: BackoffSchedule = { baseMs: 250, capMs: 4_000 };
+/** The first retry waits up to `baseMs`; no wait is longer than `capMs`. */
+export const BUSY_BACKOFF = { baseMs: 250, capMs: 4_000 } as const;
 
 /**
  * The wait before busy retry `retry` (1 = the first): "full jitter", a uniform draw in

@@ -84,11 +84,7 @@ export type WaitReason =
 
 const count = (map: ReadonlyMap<string, number>, key: string): number => map.get(key) ?? 0;
 
-function totalRunning(view: DispatchView): number {
-  let total = 0;
-  for (const n of view.running.values()) total += n;
-  return total;
-}
+const totalRunning = (view: DispatchView): number => [...view.running.values()].reduce((sum, n) => sum + n, 0);
 
 /** Can `attempt` take a slot of its model and of its batch? */
 function hasSlot(view: DispatchView, attempt: QueuedAttempt): boolean {
@@ -165,9 +161,9 @@ function nextToStart(view: DispatchView): QueuedAttempt | null {
 /** The view once `attempt` has started: its slots taken, its model loaded (idle models given up, least recently used first, while over the room). */
 export function afterStart(view: DispatchView, attempt: QueuedAttempt): DispatchView {
   const running = new Map(view.running).set(attempt.modelKey, count(view.running, attempt.modelKey) + 1);
-  const batchRunning = attempt.batch === null ? view.batchRunning : new Map(view.batchRunning);
-  if (attempt.batch !== null)
-    (batchRunning as Map<string, number>).set(attempt.batch.id, count(view.batchRunning, attempt.batch.id) + 1);
+  const { batch } = attempt;
+  const batchRunning =
+    batch === null ? view.batchRunning : new Map(view.batchRunning).set(batch.id, count(view.batchRunning, batch.id) + 1);
   let loaded = [...view.loaded.filter((model) => model !== attempt.modelKey), attempt.modelKey];
   while (overRoom(view.room, loaded)) {
     const idle = loaded.find((model) => count(running, model) === 0);

@@ -16,7 +16,7 @@ export interface EscalationDecision {
   readonly reason: EscalationReason | null;
 }
 
-const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
+export const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
 
 /**
  * Should the caller stop retrying and hand the task upwards?

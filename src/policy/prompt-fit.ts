@@ -76,10 +76,10 @@ export function judgePromptFit(promptTokens: number, evidence: ContextEvidence):
         ? { size: capped(evidence.numCtx), source: 'num_ctx' }
         : null;
   const shifted = (size: number) => KEPT_TOKENS.some((k) => promptTokens === shiftedPromptLength(size, k));
-  const verdict = (size: number, sign: 'full' | 'shifted', source: ContextSource): PromptFit => ({
+  const verdict = (contextSize: number, sign: 'full' | 'shifted', source: ContextSource): PromptFit => ({
     fits: false,
     promptTokens,
-    contextSize: size,
+    contextSize,
     sign,
     source,
   });

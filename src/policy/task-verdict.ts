@@ -1,4 +1,4 @@
-import { decideEscalation, type EscalationDecision } from './escalation.js';
+import { decideEscalation, NO_ESCALATION, type EscalationDecision } from './escalation.js';
 import { OUTCOME_POLICY } from './outcome-policy.js';
 import type { EscalationReason, RunStatus } from './run-status.js';
 
@@ -89,5 +89,4 @@ function ownReasonOf(verdict: ModelVerdict, overLimit: boolean): EscalationDecis
   return overLimit ? MAX_RETRIES : { escalate: true, reason: verdict.own };
 }
 
-const NO_ESCALATION: EscalationDecision = { escalate: false, reason: null };
 const MAX_RETRIES: EscalationDecision = { escalate: true, reason: 'max_retries_exceeded' };
