@@ -347,6 +347,15 @@ function worstCase(): RunsSummary {
         detail: i % 3 === 0 ? 'opened' : 'max_retries_exceeded',
       })),
       events_truncated: true,
+      // The most rows a summary lists: two days of 500 models, each reloaded run after run.
+      loads: Array.from({ length: 1000 }, (_, i) => ({
+        day: new Date(start + (198 + Math.floor(i / 500)) * day).toISOString().slice(0, 10),
+        model: `registry.example/organisation-${i % 500}/model`,
+        loads: 1000 - i,
+        load_ms: (1000 - i) * 5_000,
+        runs: 1000 - i,
+      })),
+      loads_truncated: true,
     },
   };
 }
