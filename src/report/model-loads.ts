@@ -7,6 +7,8 @@ import type { ModelLoadRow } from './summary-schema.js';
  * `cold_load`. A model already loaded answers with a `load_ms` of a few ms.
  */
 export const LOAD_MS = 100;
+/** A model loaded this many times a day, or more, for at most twice as many runs looks like thrash. */
+const THRASH_LOADS = 3;
 const DAY_MS = 86_400_000;
 /** Days counted, the most recent; older ones are dropped and `loads_truncated` says so. */
 const MAX_DAYS = 200;
@@ -98,4 +100,12 @@ function loadOf(line: RunLine): number | null {
   const loadMs = typeof ms === 'number' && ms >= 0 ? ms : null;
   const loaded = line.coldLoad ?? (loadMs !== null && loadMs >= LOAD_MS);
   return loaded ? (loadMs ?? 0) : null;
+}
+
+/**
+ * Whether a day's loads of a model look like thrash: at least `THRASH_LOADS`, and one for every two
+ * runs or more. A model kept loaded between runs is loaded once or a few times a day.
+ */
+export function looksLikeThrash(row: Pick<ModelLoadRow, 'loads' | 'runs'>): boolean {
+  return row.loads >= THRASH_LOADS && row.loads * 2 >= row.runs;
 }
