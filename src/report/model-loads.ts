@@ -109,3 +109,8 @@ function loadOf(line: RunLine): number | null {
 export function looksLikeThrash(row: Pick<ModelLoadRow, 'loads' | 'runs'>): boolean {
   return row.loads >= THRASH_LOADS && row.loads * 2 >= row.runs;
 }
+
+/** The days x models with the most loads first (then the most recent day, then by name): the order they are shown in. */
+export function mostLoadsFirst(rows: readonly ModelLoadRow[]): ModelLoadRow[] {
+  return [...rows].sort((a, b) => b.loads - a.loads || compareText(b.day, a.day) || compareText(a.model, b.model));
+}

@@ -1,5 +1,5 @@
-import { compareText, count, cutLine, duration, failureStatuses, filterPhrases, ownCount, pct, span, time } from './format.js';
-import { looksLikeThrash } from './model-loads.js';
+import { count, cutLine, duration, failureStatuses, filterPhrases, ownCount, pct, span, time } from './format.js';
+import { looksLikeThrash, mostLoadsFirst } from './model-loads.js';
 import type { CompactRunsSummary, ModelLoadRow, RunsSummary } from './summary-schema.js';
 import { right, TextPage, type Cell, type Style } from './text-layout.js';
 import { shortenPaths } from './short-paths.js';
@@ -248,7 +248,7 @@ function tokensSection({ page }: Context, s: SummaryView): void {
 function loadsSection({ page }: Context, s: SummaryView): void {
   const loads = s.timeline?.loads ?? [];
   if (loads.length === 0) return;
-  const mostFirst = [...loads].sort((a, b) => b.loads - a.loads || compareText(b.day, a.day) || compareText(a.model, b.model));
+  const mostFirst = mostLoadsFirst(loads);
   const total = loads.reduce((sum, row) => sum + row.loads, 0);
   page.heading(
     `Model loads per day (UTC): ${count(total)} load(s) of ${count(new Set(loads.map((r) => r.model)).size)} model(s)`,
