@@ -1,10 +1,11 @@
 import { count as num, duration, failureStatuses, ownCount, pct, time } from './format.js';
 import { html, joinHtml, lines, NONE, swatch, table, th, thFigures, type Html } from './html.js';
+import { looksLikeThrash, mostLoadsFirst } from './model-loads.js';
 import { bucketWords, type ReportCharts } from './report-charts.js';
-import type { RunsSummary } from './summary-schema.js';
+import type { ModelLoadRow, RunsSummary } from './summary-schema.js';
 
 // The HTML report's sections after its header, one function each: attention, causes, outcomes,
-// latency, tokens, chains, timeline, escalated tasks.
+// latency, tokens, model loads, chains, timeline, escalated tasks.
 
 /** Models (or chains) listed in each table, most runs first; the embedded summary keeps them all. */
 export const TABLE_MODELS = 100;
@@ -114,6 +115,40 @@ export function tokensSection(s: RunsSummary, charts: ReportCharts, colorOfModel
 ${body}
 ${withTokens.length > 0 ? table('tokens-table', head, rows) : ''}
 </section>`;
+}
+
+/** The days x models with the most loads (`shown`, already in that order); thrash in words. */
+export function loadsSection(s: RunsSummary, shown: RunsSummary['timeline']['loads'], colorOfModel: ModelColor): Html {
+  const loads = s.timeline.loads;
+  const total = loads.reduce((sum, row) => sum + row.loads, 0);
+  const head = [...th('model', 'day (UTC)'), ...thFigures('loads', 'runs', 'load time')];
+  const rows = shown.map((row) => [
+    modelCell(row.model, colorOfModel),
+    html`<td class="time">${row.day}</td>`,
+    html`<td class="n${looksLikeThrash(row) ? ' warn' : ''}">${num(row.loads)}</td>`,
+    figureCell(row.runs),
+    html`<td class="n">${duration(row.load_ms)}</td>`,
+  ]);
+  const words = thrashWords(mostLoadsFirst(loads).filter(looksLikeThrash));
+  return html`<section class="card" id="loads">
+<h2>Model loads per day</h2>
+<p class="note"><strong>${num(total)}</strong> load(s): runs that loaded their model (<code>cold_load</code>, or <code>usage.load_ms</code> of 100 ms or more), per UTC day. A model kept loaded between runs loads a few times a day; a load for most runs, many times a day (in <span class="warn">colour</span>), is thrash: models pushing each other out of memory, or runs further apart than the keep-alive.</p>
+${words}
+${table('loads-table', head, rows)}
+${loads.length > shown.length ? html`<p class="note">The table lists the ${num(shown.length)} days x models with the most loads of ${num(loads.length)}; <code>report --json</code> has them all (<code>timeline.loads</code>).</p>` : ''}
+${s.timeline.loads_truncated ? html`<p class="note">Only the most recent days are counted.</p>` : ''}
+</section>`;
+}
+
+/** "qwen2.5-coder:7b loaded 18 times for 18 runs on 2026-11-22", for the first three. */
+function thrashWords(thrash: readonly ModelLoadRow[]): Html | '' {
+  if (thrash.length === 0) return '';
+  const said = thrash.slice(0, 3).map((row) => {
+    const runs = `${num(row.runs)} run${row.runs === 1 ? '' : 's'}`;
+    return html`<span class="model">${row.model}</span> loaded ${num(row.loads)} times for ${runs} on ${row.day}`;
+  });
+  const more = thrash.length > 3 ? `; and ${num(thrash.length - 3)} more` : '';
+  return html`<p class="warn">${joinHtml(said, '; ')}${more}.</p>`;
 }
 
 export function chainsSection(s: RunsSummary, colorOfModel: ModelColor): Html {

@@ -8,11 +8,13 @@ import {
   chainsSection,
   escalatedSection,
   latencySection,
+  loadsSection,
   outcomesSection,
   TABLE_MODELS,
   timelineSection,
   tokensSection,
 } from './html-sections.js';
+import { mostLoadsFirst } from './model-loads.js';
 import { buildReportCharts, modelColors, statusColors, type ReportCharts } from './report-charts.js';
 import { REPORT_STYLE } from './report-style.js';
 import type { RunsSummary } from './summary-schema.js';
@@ -98,6 +100,7 @@ function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCha
     outcomesSection(summary, charts, colorOfStatus, colorOfModel),
     latencySection(summary, charts, colorOfModel),
     tokensSection(summary, charts, colorOfModel),
+    ...(summary.timeline.loads.length > 0 ? [loadsSection(summary, shownLoads(summary), colorOfModel)] : []),
     chainsSection(summary, colorOfModel),
     timelineSection(summary, charts),
     escalatedSection(summary, embedded.escalated_tasks, colorOfStatus),
@@ -107,6 +110,7 @@ function sections(summary: RunsSummary, embedded: RunsSummary, charts: ReportCha
 /** The summary embedded in the page: the lists cut to the rows shown, their errors shortened. */
 function embeddedSummary(summary: RunsSummary): RunsSummary {
   const cutError = (text: string | null, max: number): string | null => (text === null ? null : cutText(text, max));
+  const shown = new Set(shownLoads(summary));
   return {
     ...summary,
     escalated_tasks: summary.escalated_tasks
@@ -125,7 +129,13 @@ function embeddedSummary(summary: RunsSummary): RunsSummary {
       .slice(0, MAX_CAUSES)
       .map((c) => ({ ...c, error: cutError(c.error, SHORT_ERROR_CHARS) })),
     chains: { ...summary.chains, rows: summary.chains.rows.slice(0, TABLE_MODELS) },
+    timeline: { ...summary.timeline, loads: summary.timeline.loads.filter((row) => shown.has(row)) },
   };
+}
+
+/** The days x models of the loads table: the most loads first. */
+function shownLoads(summary: RunsSummary): RunsSummary['timeline']['loads'] {
+  return mostLoadsFirst(summary.timeline.loads).slice(0, TABLE_MODELS);
 }
 
 function header(s: RunsSummary): Html {

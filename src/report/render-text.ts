@@ -1,12 +1,14 @@
 import { count, cutLine, duration, failureStatuses, filterPhrases, ownCount, pct, span, time } from './format.js';
-import type { CompactRunsSummary, RunsSummary } from './summary-schema.js';
+import { looksLikeThrash, mostLoadsFirst } from './model-loads.js';
+import type { CompactRunsSummary, ModelLoadRow, RunsSummary } from './summary-schema.js';
 import { right, TextPage, type Cell, type Style } from './text-layout.js';
 import { shortenPaths } from './short-paths.js';
 import { terminalText } from '../ollama/terminal-text.js';
 
-/** What the text report needs: a full summary or the tool's compact one. */
+/** What the text report needs: a full summary or the tool's compact one (which has no timeline). */
 type SummaryView = Omit<RunsSummary, 'timeline' | 'duration_buckets_ms'> &
-  Partial<Pick<CompactRunsSummary, 'models_omitted' | 'escalated_tasks_omitted'>>;
+  Partial<Pick<CompactRunsSummary, 'models_omitted' | 'escalated_tasks_omitted'>> &
+  Partial<Pick<RunsSummary, 'timeline'>>;
 
 /** Options of {@link renderReportText}. */
 interface RenderTextOptions {
@@ -27,6 +29,9 @@ const DEFAULT_TEXT_WIDTH = 100;
 const MIN_WIDTH = 60;
 /** Rows listed in the table of unresolved escalated tasks; `report --json` lists them all. */
 const MAX_TASKS = 10;
+/** Days x models listed in the table of model loads, and of them said in words as thrash. */
+const MAX_LOAD_ROWS = 10;
+const MAX_THRASH_LINES = 3;
 
 /** A section's view of the report: the page it writes on, and how long errors may be. */
 interface Context {
@@ -52,6 +57,7 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
   outcomesSection(context, summary);
   latencySection(context, summary);
   tokensSection(context, summary);
+  loadsSection(context, summary);
   chainsSection(context, summary);
   escalatedTasksNote(context, summary);
   return page.text();
@@ -234,6 +240,52 @@ function tokensSection({ page }: Context, s: SummaryView): void {
   );
   page.say(
     'out tok/s: median output tokens per second; prompt p95: prompt tokens; cold load: load_ms over 1 s (the model was loaded first); truncated?: runs warned prompt_may_be_truncated (raise num_ctx).',
+    'dim',
+  );
+}
+
+/** The days x models with the most loads, and those that look like thrash in words; only when something loaded. */
+function loadsSection({ page }: Context, s: SummaryView): void {
+  const loads = s.timeline?.loads ?? [];
+  if (loads.length === 0) return;
+  const mostFirst = mostLoadsFirst(loads);
+  const total = loads.reduce((sum, row) => sum + row.loads, 0);
+  page.heading(
+    `Model loads per day (UTC): ${count(total)} load(s) of ${count(new Set(loads.map((r) => r.model)).size)} model(s)`,
+  );
+  page.table(
+    [{ header: 'model' }, { header: 'day' }, ...right('loads', 'runs', 'load time')],
+    mostFirst
+      .slice(0, MAX_LOAD_ROWS)
+      .map((row) => [
+        { text: row.model },
+        { text: row.day },
+        { text: count(row.loads), style: looksLikeThrash(row) ? 'yellow' : undefined },
+        { text: count(row.runs) },
+        { text: duration(row.load_ms) },
+      ]),
+  );
+  if (loads.length > MAX_LOAD_ROWS)
+    page.say(`${count(loads.length - MAX_LOAD_ROWS)} more: report --json lists them (timeline.loads).`, 'dim');
+  thrashLines(page, mostFirst.filter(looksLikeThrash));
+  if (s.timeline?.loads_truncated === true) page.say('Only the most recent days are counted.', 'dim');
+}
+
+/** Thrash said plainly: "qwen2.5-coder:7b loaded 18 times for 18 runs on 2026-11-22". */
+function thrashLines(page: TextPage, rows: readonly ModelLoadRow[]): void {
+  for (const row of rows.slice(0, MAX_THRASH_LINES)) {
+    const times = row.loads === 1 ? 'once' : `${count(row.loads)} times`;
+    page.say(
+      `${row.model} loaded ${times} for ${count(row.runs)} run${row.runs === 1 ? '' : 's'} on ${row.day} (${duration(row.load_ms)} loading)`,
+      'yellow',
+    );
+  }
+  if (rows.length > MAX_THRASH_LINES)
+    page.say(`and ${count(rows.length - MAX_THRASH_LINES)} more day(s) x model(s) like these.`, 'yellow');
+  page.say(
+    rows.length > 0
+      ? 'A load for most runs, many times a day, is thrash: models pushing each other out of memory (several servers or too many models on one Ollama, see docs/scheduling.md), or runs further apart than the keep-alive.'
+      : 'load: a run that loaded its model (cold_load, or usage.load_ms of 100 ms or more); a model kept loaded between runs loads a few times a day.',
     'dim',
   );
 }

@@ -36,6 +36,8 @@ export function readRunLine(record: JsonObject) {
     spawnedMs: typeof duration === 'number' && duration > 0 ? duration : null,
     queueMs: typeof queue === 'number' ? queue : null,
     usage: objectOrNull(record.usage),
+    /** `cold_load` when the line has it: the model was loaded for this attempt. Null when absent or mistyped. */
+    coldLoad: typeof record.cold_load === 'boolean' ? record.cold_load : null,
     /** A `prompt_may_be_truncated` warning is among `warnings`. */
     mayBeTruncated: Array.isArray(record.warnings) && record.warnings.some(isTruncationWarning),
     /** `retry_count`, 0 when absent or negative. */

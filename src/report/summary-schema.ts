@@ -92,6 +92,14 @@ export const timelineEventSchema = z.object({
   detail: z.string().nullable().describe('escalation_reason for an escalation; "opened" or "reopened" for a circuit opening'),
 });
 
+export const modelLoadRowSchema = z.object({
+  day: z.string().describe('UTC day, YYYY-MM-DD'),
+  model: z.string().describe('as in models[].model'),
+  loads: int.describe('lines of this model that day that loaded it (cold_load, else usage.load_ms of 100 ms or more)'),
+  load_ms: int.describe('their load time, summed (usage.load_ms)'),
+  runs: int.describe("the model's runs that day, as in models[].runs: a load for most of them, many times a day, is thrash"),
+});
+
 export const timelineSchema = z.object({
   bucket: z.string().describe('bucket size: 1m, 5m, 15m, 1h, 6h, 1d, 7d, then doubling (14d, 28d, ...)'),
   bucket_seconds: int,
@@ -100,6 +108,12 @@ export const timelineSchema = z.object({
     .describe('every bucket from the first run to the last, empty ones included; at most 200'),
   events: z.array(timelineEventSchema).describe('the most recent escalations and circuit openings, oldest first'),
   events_truncated: z.boolean().describe('true when older events were left out'),
+  loads: z
+    .array(modelLoadRowSchema)
+    .describe('model loads per UTC day and model, only where there was one; oldest day first, then most loads'),
+  loads_truncated: z
+    .boolean()
+    .describe('true when older days were left out of loads (past the 200 most recent days, or 1000 rows)'),
 });
 
 export const openCircuitSchema = z.object({
@@ -216,6 +230,7 @@ export type ModelSummary = z.infer<typeof modelSummarySchema>;
 export type EscalatedTask = z.infer<typeof escalatedTaskSchema>;
 export type TimelineEvent = z.infer<typeof timelineEventSchema>;
 export type Timeline = z.infer<typeof timelineSchema>;
+export type ModelLoadRow = z.infer<typeof modelLoadRowSchema>;
 export type SummaryFiltersView = z.infer<typeof summaryFiltersSchema>;
 export type RunsSummary = z.infer<typeof runsSummarySchema>;
 

@@ -10,6 +10,7 @@ import { EscalationCauses } from './escalation-causes.js';
 import type { RunFilters } from './filters.js';
 import { isoOrNull } from './format.js';
 import { DURATION_BUCKETS_MS } from './histogram.js';
+import { ModelLoads } from './model-loads.js';
 import { ModelRows } from './model-stats.js';
 import { readControlLine, readRunLine, type RunLine } from './run-line.js';
 import type { RunsSummary } from './summary-schema.js';
@@ -94,6 +95,7 @@ class SummaryBuilder {
   readonly #causes = new EscalationCauses();
   readonly #chains = new ChainAccumulator();
   readonly #timeline: TimelineAccumulator;
+  readonly #loads = new ModelLoads();
   #firstMs = Infinity;
   #lastMs = -Infinity;
   readonly #totals = { runs: 0, ok: 0, escalations: 0 };
@@ -151,6 +153,7 @@ class SummaryBuilder {
     const row = this.#models.add(selected);
     const line = row === selected.model ? selected : { ...selected, model: row };
     this.#chains.add(line);
+    this.#loads.add(line);
     if (line.willRetry) return; // the caller never saw it: not a run of theirs
     this.#totals.runs += 1;
     if (line.status === 'ok') this.#totals.ok += 1;
@@ -170,6 +173,11 @@ class SummaryBuilder {
     if (line.escalate) this.#timeline.addEvent({ tsMs, kind: 'escalation', model, task_id: taskId, detail: line.reason });
     if (line.opening !== null)
       this.#timeline.addEvent({ tsMs, kind: 'circuit_opening', model, task_id: taskId, detail: line.opening });
+  }
+
+  #timelineResult(): RunsSummary['timeline'] {
+    const loads = this.#loads.result();
+    return { ...this.#timeline.result(), loads: loads.rows, loads_truncated: loads.truncated };
   }
 
   result(read: { now: Date; dirs: readonly string[]; files: readonly string[]; skippedFiles: number }): RunsSummary {
@@ -206,7 +214,7 @@ class SummaryBuilder {
       duration_buckets_ms: [...DURATION_BUCKETS_MS],
       models: models.rows,
       escalated_tasks: tasks.rows,
-      timeline: this.#timeline.result(),
+      timeline: this.#timelineResult(),
     };
   }
 }

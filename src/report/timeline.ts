@@ -48,7 +48,8 @@ export class TimelineAccumulator {
     if (this.#events.length >= 2 * this.maxEvents) this.#trimEvents();
   }
 
-  result(): Timeline {
+  /** The timeline without `loads`, which `ModelLoads` counts. */
+  result(): Omit<Timeline, 'loads' | 'loads_truncated'> {
     this.#trimEvents();
     const buckets: Timeline['buckets'] = [];
     if (this.#buckets.size > 0) {

@@ -199,8 +199,8 @@ describe('renderReportHtml', () => {
     runsSummarySchema.parse(summary);
     const html = renderReportHtml(summary, { chartLibrary: LIB });
     expect(html.length - LIB.length).toBeLessThan(1_500_000); // about 1.3 MB
-    // header rows + rows: attention (10 shown, 90 folded: two tables), causes (50), outcomes, latency, tokens (100 models each), chains (100), escalated tasks (100)
-    expect(html.match(/<tr>/g)!.length).toBe(2 + 100 + 1 + 50 + 3 * (1 + 100) + 1 + 100 + 1 + 100);
+    // header rows + rows: attention (10 shown, 90 folded: two tables), causes (50), outcomes, latency, tokens, loads (100 rows each), chains (100), escalated tasks (100)
+    expect(html.match(/<tr>/g)!.length).toBe(2 + 100 + 1 + 50 + 4 * (1 + 100) + 1 + 100 + 1 + 100);
     expect(html).toContain('900 more escalated task(s) not listed here: <code>report --json</code> has them.');
     expect(html).toContain('Only the 1000 most recently active escalated tasks were kept.');
     expect(html).toContain('Only the 200 most recent events are marked.');
@@ -214,6 +214,47 @@ describe('renderReportHtml', () => {
     expect(html).toContain('400 more open circuit(s)');
     expect(html).toContain('150 more cause(s) with fewer escalations');
     expect(embedded.models).toHaveLength(500);
+    expect(embedded.timeline.loads).toHaveLength(100); // the rows the loads table shows
+    expect(embedded.timeline.loads.every((row) => row.loads > 900)).toBe(true);
+    expect(html).toContain('The table lists the 100 days x models with the most loads of 1,000;');
+    expect(html).toContain('Only the most recent days are counted.');
+  });
+
+  it('shows model loads per day, thrash first and in words, only when something loaded', async () => {
+    const base = await fixture();
+    expect(renderReportHtml(base, { chartLibrary: LIB })).not.toContain('id="loads"');
+    const row = (day: string, model: string, loads: number, runs: number) => ({ day, model, loads, load_ms: loads * 3000, runs });
+    const summary: RunsSummary = {
+      ...base,
+      timeline: {
+        ...base.timeline,
+        loads: [
+          row('2025-11-21', 'qwen3:8b', 1, 20),
+          row('2025-11-22', 'qwen3:8b', 18, 18),
+          row('2025-11-22', 'evil<script>:1b', 4, 6),
+        ],
+      },
+    };
+    runsSummarySchema.parse(summary);
+    const html = renderReportHtml(summary, { chartLibrary: LIB });
+    const section = html.slice(
+      html.indexOf('<section class="card" id="loads">'),
+      html.indexOf('<section class="card" id="chains">'),
+    );
+    expect(section).toContain('<strong>23</strong> load(s)');
+    expect(section).toContain(
+      '<p class="warn"><span class="model">qwen3:8b</span> loaded 18 times for 18 runs on 2025-11-22; <span class="model">evil&lt;script&gt;:1b</span> loaded 4 times for 6 runs on 2025-11-22.</p>',
+    );
+    const cells = [...section.matchAll(/<tr>(.*?)<\/tr>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, '|').replace(/\|+/g, '|'));
+    expect(cells).toEqual([
+      '|model|day (UTC)|loads|runs|load time|',
+      '|qwen3:8b|2025-11-22|18|18|54.0s|',
+      '|evil&lt;script&gt;:1b|2025-11-22|4|6|12.0s|',
+      '|qwen3:8b|2025-11-21|1|20|3.00s|',
+    ]);
+    expect(section).toContain('<td class="n warn">18</td>');
+    expect(section).toContain('<td class="n">1</td>');
+    expect(html).not.toContain('evil<script>');
   });
 
   it('reads the installed Chart.js UMD build, without its source map comment', async () => {
@@ -347,6 +388,15 @@ function worstCase(): RunsSummary {
         detail: i % 3 === 0 ? 'opened' : 'max_retries_exceeded',
       })),
       events_truncated: true,
+      // The most rows a summary lists: two days of 500 models, each reloaded run after run.
+      loads: Array.from({ length: 1000 }, (_, i) => ({
+        day: new Date(start + (198 + Math.floor(i / 500)) * day).toISOString().slice(0, 10),
+        model: `registry.example/organisation-${i % 500}/model`,
+        loads: 1000 - i,
+        load_ms: (1000 - i) * 5_000,
+        runs: 1000 - i,
+      })),
+      loads_truncated: true,
     },
   };
 }

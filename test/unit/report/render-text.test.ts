@@ -180,6 +180,79 @@ describe('a foreign log with escapes in its fields', () => {
   });
 });
 
+describe('model loads', () => {
+  /** `runs` v2 lines of `model` on `day`, the first `loads` of them loading it for 3 s. */
+  const day = (model: string, date: string, runs: number, loads: number) =>
+    Array.from({ length: runs }, (_, i) =>
+      record({
+        v: 2,
+        model,
+        ts: `${date}T10:${String(i).padStart(2, '0')}:00.000Z`,
+        usage: { output_tokens: 5, load_ms: i < loads ? 3000 : 8.5 },
+      }),
+    );
+
+  async function summaryOf(lines: readonly Record<string, unknown>[]) {
+    const dir = tempDir('report-loads-text-');
+    try {
+      return await summarizeRuns([await writeLog(dir, 'runs.jsonl', lines)], {}, { now: NOW });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('lists the days x models with the most loads, and says the thrash plainly', async () => {
+    const summary = await summaryOf([
+      ...day('qwen2.5-coder:7b', '2025-11-21', 20, 1), // loaded once, kept loaded: fine
+      ...day('qwen2.5-coder:7b', '2025-11-22', 18, 18),
+      ...day('llama3.2', '2025-11-22', 10, 4),
+    ]);
+    const text = renderReportText(summary, { width: 100 });
+    const lines = text.split('\n');
+    const at = lines.indexOf('Model loads per day (UTC): 23 load(s) of 2 model(s)');
+    expect(at).toBeGreaterThan(lines.findIndex((line) => line.startsWith('Tokens per model')));
+    expect(lines.slice(at + 1, at + 5).map((line) => line.split(/\s{2,}/))).toEqual([
+      ['model', 'day', 'loads', 'runs', 'load time'],
+      ['qwen2.5-coder:7b', '2025-11-22', '18', '18', '54.0s'],
+      ['llama3.2:latest', '2025-11-22', '4', '10', '12.0s'],
+      ['qwen2.5-coder:7b', '2025-11-21', '1', '20', '3.00s'],
+    ]);
+    expect(lines[at + 5]).toBe('qwen2.5-coder:7b loaded 18 times for 18 runs on 2025-11-22 (54.0s loading)');
+    expect(text).not.toContain('llama3.2:latest loaded'); // 4 loads for 10 runs: not one for every other run
+    expect(text).toContain('is thrash: models pushing each other out of memory');
+    expect(lines.filter((line) => line.length > 100)).toEqual([]);
+
+    const coloured = renderReportText(summary, { width: 100, color: true });
+    expect(coloured).toContain('\u001b[33mqwen2.5-coder:7b loaded 18 times'); // yellow
+    for (const line of renderReportText(summary, { width: 60 }).split('\n')) expect(line.length).toBeLessThanOrEqual(60);
+  });
+
+  it('has no section when nothing was loaded, nor in the compact summary, which has no timeline', async () => {
+    const warm = await summaryOf(day('qwen3:8b', '2025-11-22', 5, 0));
+    expect(warm.timeline.loads).toEqual([]);
+    expect(renderReportText(warm)).not.toContain('Model loads');
+    const loaded = await summaryOf(day('qwen3:8b', '2025-11-22', 5, 5));
+    const { timeline: _timeline, ...compact } = loaded;
+    expect(renderReportText(loaded)).toContain('Model loads');
+    expect(renderReportText(compact)).not.toContain('Model loads');
+  });
+
+  it('keeps the table to 10 rows and the sentences to 3, saying how many more', async () => {
+    const lines = Array.from({ length: 12 }, (_, i) => day(`m${i}:1b`, '2025-11-22', 4, 4)).flat();
+    const text = renderReportText(await summaryOf(lines), { width: 100 });
+    expect(text.split('\n').filter((line) => /^m\d+:1b\s+2025-11-22/.test(line))).toHaveLength(10);
+    expect(text).toContain('2 more: report --json lists them (timeline.loads).');
+    expect(text.split('\n').filter((line) => /^m\d+:1b loaded 4 times for 4 runs/.test(line))).toHaveLength(3);
+    expect(text).toContain('and 9 more day(s) x model(s) like these.');
+  });
+
+  it('shows a model name from the log as escapes', async () => {
+    const text = renderReportText(await summaryOf(day('evil\u001b[2J:1b\u202e', '2025-11-22', 3, 3)), { width: 100 });
+    expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+    expect(text).toContain('evil\\x1b[2J:1b\\u202e loaded 3 times for 3 runs');
+  });
+});
+
 describe('duration', () => {
   it.each([
     [null, '-'],
