@@ -82,7 +82,15 @@ async function startTask(
     throw new McpError(ErrorCode.InvalidParams, parsed.problem);
   }
   const created = await taskStore.createTask({ ttl: task.ttl ?? null });
-  const { ended } = await tool.startJob(parsed.data, extra, created.taskId);
+  let ended: Promise<ToolOutcome<unknown>>;
+  try {
+    ({ ended } = await tool.startJob(parsed.data, extra, created.taskId));
+  } catch (error) {
+    // A bug, not an outcome: the task fails with it rather than stay "working" until it expires.
+    const text = `Internal error in ${tool.name}: ${(error as Error).message}`;
+    await taskStore.storeTaskResult(created.taskId, 'failed', { isError: true, content: [{ type: 'text', text }] });
+    return { task: created };
+  }
   void ended
     .then((outcome) =>
       taskStore.storeTaskResult(created.taskId, outcome.isError ? 'failed' : 'completed', toCallToolResult(outcome)),

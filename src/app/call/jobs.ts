@@ -132,7 +132,7 @@ export class Jobs {
     // Its server died: settling its attempts writes the result of a run job; a batch's stays partial.
     await this.#deps.settleInterrupted();
     const settled = await this.#deps.files.read(id);
-    if (settled !== null && settled.finishedAt !== null)
+    if (settled !== null && settled.finishedAt !== null && settled.result !== null)
       return { state: 'done', record: settled, result: settled.result as JobResult };
     return { state: 'lost', record: settled ?? record };
   }

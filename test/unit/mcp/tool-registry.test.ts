@@ -1,6 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { describeIssues, registerTools } from '../../../src/mcp/tool-registry.js';
@@ -172,5 +174,36 @@ describe('tools/list: what every session pays for', () => {
     });
     await client.callTool({ name: 'probe', arguments: { a: 'not a number' } });
     expect(calls[0]!.kind).toBe('invalid');
+  });
+});
+
+describe('a tools/call with a task', () => {
+  it('fails the task with the error when its job cannot start, rather than leave it working until it expires', async () => {
+    const { tool } = probeTool();
+    const failing: AnyToolDefinition = {
+      ...tool,
+      async startJob() {
+        throw new Error('the state dir cannot be used');
+      },
+    };
+    const server = new Server(
+      { name: 's', version: '1' },
+      {
+        capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } } } },
+        taskStore: new InMemoryTaskStore(),
+      },
+    );
+    registerTools(server, [failing]);
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: 'c', version: '1' });
+    await client.connect(clientSide);
+    const created = await client.request(
+      { method: 'tools/call', params: { name: 'probe', arguments: {}, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe('failed');
+    const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    expect(result).toMatchObject({ isError: true, content: [{ text: 'Internal error in probe: the state dir cannot be used' }] });
   });
 });
