@@ -493,7 +493,10 @@ ${output.join('\n')}
 }
 
 main().then(
-  () => process.exit(0),
+  () => {
+    removeAllTempDirs();
+    process.exit(0);
+  },
   async (error) => {
     process.stderr.write(`bench: error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     await closeAllServers();

@@ -11,7 +11,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { NODE_FAKE, makeTempDir, removeAllTempDirs, closeAllServers, startServer } from './lib.mjs';
+import { NODE_FAKE, makeTempDir, removeAllTempDirs, removeTempDir, closeAllServers, startServer } from './lib.mjs';
 
 const MODELS = 'sim-a:latest,sim-b:latest';
 const FIFO = { OLLAMA_MCP_PARALLEL: '32', OLLAMA_MCP_MAX_LOADED_MODELS: '32' };
@@ -96,6 +96,7 @@ async function scenario(serveEnv, serverEnv, issue, warmup = async () => {}) {
   } finally {
     await server.close();
     await serve.stop();
+    removeTempDir(dir);
   }
 }
 
