@@ -106,7 +106,9 @@ describe.skipIf(!HAS_PRLIMIT)('the server out of processes (EAGAIN)', () => {
       env.OLLAMA_BIN = nobody.fake;
       as = AS_NOBODY;
     }
-    const transport = new StdioClientTransport({ command: command[0]!, args: command.slice(1), env, stderr: 'pipe' });
+    // As nobody, in a directory it may enter: a clone in a private dir is not one, and the CLI it spawns starts there.
+    const cwd = AS_ROOT ? '/' : undefined;
+    const transport = new StdioClientTransport({ command: command[0]!, args: command.slice(1), env, stderr: 'pipe', cwd });
     let stderr = '';
     transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
     const client = new Client({ name: 'faults', version: '1.0.0' });
