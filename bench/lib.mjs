@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, st
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -427,3 +428,48 @@ export function measureProcess(command, args, { env = process.env, cwd = ROOT } 
 
 /** {@link measureProcess} of `node script ...args`. */
 export const measureNodeProcess = (script, args, options) => measureProcess(process.execPath, [script, ...args], options);
+
+/**
+ * The fake shared `ollama serve` (test/fixtures/fake-ollama.md, "Shared server mode") on a free
+ * loopback port, serving `models` and writing its trace into `dir`; `env` tunes it (load times, memory).
+ */
+export async function startFakeServe(dir, models, env = {}) {
+  const child = spawn(process.execPath, [NODE_FAKE, 'serve'], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      FAKE_OLLAMA_MODELS: models,
+      ...env,
+      OLLAMA_HOST: '127.0.0.1:0',
+      FAKE_OLLAMA_TRACE_DIR: dir,
+    },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const host = await new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', (line) => {
+      const m = /^listening on (\S+)$/.exec(line);
+      if (m) resolve(m[1]);
+      else reject(new Error(`fake serve: ${line}`));
+    });
+    child.once('exit', () => reject(new Error('fake serve exited before listening')));
+  });
+  const events = () => {
+    const file = path.join(dir, 'serve.jsonl');
+    if (!existsSync(file)) return [];
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+  };
+  return {
+    // What the servers (and the fake CLI they spawn) need to be clients of this Ollama.
+    env: { OLLAMA_HOST: host, FAKE_OLLAMA_SERVE: '1', FAKE_OLLAMA_MODELS: models },
+    loads: () => events().filter((e) => e.event === 'load_done').length,
+    events,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', resolve);
+        child.kill('SIGTERM');
+      }),
+  };
+}

@@ -5,58 +5,22 @@
 // (3) calls in arrival order and lets them wait inside Ollama, as the server did before.
 //
 // `node bench/scheduling.mjs` runs it alone; `npm run bench` runs it with the others.
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { NODE_FAKE, makeTempDir, removeAllTempDirs, removeTempDir, closeAllServers, startServer } from './lib.mjs';
+import {
+  NODE_FAKE,
+  makeTempDir,
+  removeAllTempDirs,
+  removeTempDir,
+  closeAllServers,
+  startFakeServe,
+  startServer,
+} from './lib.mjs';
 
 const MODELS = 'sim-a:latest,sim-b:latest';
 const FIFO = { OLLAMA_MCP_PARALLEL: '32', OLLAMA_MCP_MAX_LOADED_MODELS: '32' };
 const DISPATCHER = {};
-
-/** The fake shared server on a free loopback port, writing its trace into `dir`. */
-async function startServe(dir, env) {
-  const child = spawn(process.execPath, [NODE_FAKE, 'serve'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      FAKE_OLLAMA_MODELS: MODELS,
-      ...env,
-      OLLAMA_HOST: '127.0.0.1:0',
-      FAKE_OLLAMA_TRACE_DIR: dir,
-    },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  const host = await new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).once('line', (line) => {
-      const m = /^listening on (\S+)$/.exec(line);
-      if (m) resolve(m[1]);
-      else reject(new Error(`fake serve: ${line}`));
-    });
-    child.once('exit', () => reject(new Error('fake serve exited before listening')));
-  });
-  const events = () => {
-    const file = path.join(dir, 'serve.jsonl');
-    if (!existsSync(file)) return [];
-    return readFileSync(file, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line));
-  };
-  return {
-    env: { OLLAMA_HOST: host, FAKE_OLLAMA_SERVE: '1', FAKE_OLLAMA_MODELS: MODELS },
-    loads: () => events().filter((e) => e.event === 'load_done').length,
-    events,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', resolve);
-        child.kill('SIGTERM');
-      }),
-  };
-}
 
 /**
  * One scenario: a fresh fake Ollama (`serveEnv`) and a fresh server (`serverEnv`), calls issued as
@@ -64,7 +28,7 @@ async function startServe(dir, env) {
  */
 async function scenario(serveEnv, serverEnv, issue, warmup = async () => {}) {
   const dir = makeTempDir('sched');
-  const serve = await startServe(dir, serveEnv);
+  const serve = await startFakeServe(dir, MODELS, serveEnv);
   const server = await startServer({
     bin: NODE_FAKE,
     telemetryDir: path.join(dir, 'telemetry'),

@@ -12,12 +12,9 @@
 //
 // `node bench/shared-ollama.mjs [runs]` runs it alone (after `npm run build`); `measureSharedOllama()`
 // returns the figures and `sharedOllamaRows()` the rows in the shape `npm run bench` prints.
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import {
   NODE_FAKE,
@@ -26,6 +23,7 @@ import {
   makeTempDir,
   removeAllTempDirs,
   removeTempDir,
+  startFakeServe,
   startServer,
   summarize,
 } from './lib.mjs';
@@ -39,45 +37,11 @@ const ANSWER_MS = 100;
 // [sessions, servers]: one2 and one3 send every session's calls through one server; two and three give each its own.
 export const VARIANTS = { one2: [2, 1], two: [2, 2], one3: [3, 1], three: [3, 3] };
 
-/** The fake `ollama serve` on a free loopback port, tracing into `dir` (copied from scheduling.mjs, which does not export it). */
-async function startServe(dir) {
-  const child = spawn(process.execPath, [NODE_FAKE, 'serve'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      FAKE_OLLAMA_MODELS: MODELS,
-      FAKE_OLLAMA_LOAD_MS: String(LOAD_MS), // default VRAM 6 GB, models 4 GB: one fits
-      OLLAMA_HOST: '127.0.0.1:0',
-      FAKE_OLLAMA_TRACE_DIR: dir,
-    },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  const host = await new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).once('line', (line) => {
-      const m = /^listening on (\S+)$/.exec(line);
-      if (m) resolve(m[1]);
-      else reject(new Error(`fake serve: ${line}`));
-    });
-    child.once('exit', () => reject(new Error('fake serve exited before listening')));
-  });
-  const file = path.join(dir, 'serve.jsonl');
-  const loads = () => (existsSync(file) ? readFileSync(file, 'utf8').split('"load_done"').length - 1 : 0);
-  return {
-    // What the servers (and the fake CLI they spawn) need to be clients of this Ollama.
-    env: { OLLAMA_HOST: host, FAKE_OLLAMA_SERVE: '1', FAKE_OLLAMA_MODELS: MODELS },
-    loads,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', resolve);
-        child.kill('SIGTERM');
-      }),
-  };
-}
-
 /** One run of a variant: a fresh Ollama, `servers` servers on ONE telemetry dir, `sessions` sessions spread over them. */
 async function runOnce([sessions, servers]) {
   const dir = makeTempDir('shared');
-  const serve = await startServe(dir);
+  // Default VRAM 6 GB, models 4 GB: one fits.
+  const serve = await startFakeServe(dir, MODELS, { FAKE_OLLAMA_LOAD_MS: String(LOAD_MS) });
   const started = [];
   try {
     for (let i = 0; i < servers; i += 1) {
