@@ -35,6 +35,7 @@ import { measureOverhead } from './overhead.mjs';
 import { measureReportCli, reportLines, reportTargetRows } from './report-cli.mjs';
 import { measureSummaryWithSince } from './report-since.mjs';
 import { measureScheduling, schedulingRows } from './scheduling.mjs';
+import { measureSharedOllama, sharedOllamaRows } from './shared-ollama.mjs';
 import { measureStartup } from './startup.mjs';
 import { measureState, stateLines } from './state.mjs';
 import { measureThroughput } from './throughput.mjs';
@@ -224,6 +225,12 @@ async function runBenchmarks() {
   const schedulingTargets = schedulingRows(scheduling);
   for (const r of schedulingTargets) say(`  ${r.measure}: ${r.value} (FIFO: ${r.baseline})${r.note ? `\n    ${r.note}` : ''}`);
   say(`  other processes used ${noise(scheduling)} of the CPUs meanwhile`);
+  say('  several sessions, each with its own server, in front of one fake Ollama (the shared queue) ...');
+  const sharedOllama = await withNoise(() => measureSharedOllama());
+  const sharedTargets = sharedOllamaRows(sharedOllama);
+  for (const r of sharedTargets) say(`  ${r.measure}: ${r.value} (${r.baseline})\n    ${r.note}`);
+  say(`  other processes used ${noise(sharedOllama)} of the CPUs meanwhile`);
+  schedulingTargets.push(...sharedTargets);
   say();
 
   say(

@@ -5,8 +5,9 @@
 //
 // Each session delegates its own model's work (A: sim-a, B: sim-b, C: sim-c) in three bursts of three
 // parallel `ollama_run` calls, a burst starting when the session's previous burst has answered; all
-// sessions start at once. Through one server (one MCP client for all sessions) and through one server per
-// session, all on one data dir, as today's per-process dispatch runs them; alternated round by round.
+// sessions start at once. Through one server (one MCP client for all sessions), through one server per
+// session, all on one data dir, dispatching from the shared queue, and the same with per-process dispatch
+// (OLLAMA_MCP_SHARED_QUEUE=0, as before the shared queue); alternated round by round.
 // Loads come from the fake's trace (`load_done`), wall time from the first call to the last answer.
 // The issue's target: N servers take at most one load more than one server, wall within 1.15x.
 //
@@ -34,11 +35,19 @@ const BURSTS = 3;
 const CALLS_PER_BURST = 3;
 const LOAD_MS = 600;
 const ANSWER_MS = 100;
-// [sessions, servers]: one2 and one3 send every session's calls through one server; two and three give each its own.
-export const VARIANTS = { one2: [2, 1], two: [2, 2], one3: [3, 1], three: [3, 3] };
+// [sessions, servers, shared queue]: one2 and one3 send every session's calls through one server; two and
+// three give each its own (alone2, alone3: each dispatching from its own queue only).
+export const VARIANTS = {
+  one2: [2, 1, true],
+  two: [2, 2, true],
+  alone2: [2, 2, false],
+  one3: [3, 1, true],
+  three: [3, 3, true],
+  alone3: [3, 3, false],
+};
 
 /** One run of a variant: a fresh Ollama, `servers` servers on ONE telemetry dir, `sessions` sessions spread over them. */
-async function runOnce([sessions, servers]) {
+async function runOnce([sessions, servers, shared]) {
   const dir = makeTempDir('shared');
   // Default VRAM 6 GB, models 4 GB: one fits.
   const serve = await startFakeServe(dir, MODELS, { FAKE_OLLAMA_LOAD_MS: String(LOAD_MS) });
@@ -50,7 +59,13 @@ async function runOnce([sessions, servers]) {
           bin: NODE_FAKE,
           telemetryDir: path.join(dir, 'telemetry'), // the same for all: the default for one user's servers
           // As shipped, learning from Ollama itself (unset the bench's "runs everything at once" defaults).
-          env: { ...serve.env, OLLAMA_MCP_PREFLIGHT: '0', OLLAMA_NUM_PARALLEL: '', OLLAMA_MAX_LOADED_MODELS: '' },
+          env: {
+            ...serve.env,
+            OLLAMA_MCP_PREFLIGHT: '0',
+            OLLAMA_NUM_PARALLEL: '',
+            OLLAMA_MAX_LOADED_MODELS: '',
+            OLLAMA_MCP_SHARED_QUEUE: shared ? '1' : '0',
+          },
         }),
       );
     }
@@ -122,24 +137,34 @@ export async function measureSharedOllama({ runs = 3, log = () => {} } = {}) {
       wallRange: [Math.min(...wall), Math.max(...wall)],
     };
   };
-  return { runs, loadMs: LOAD_MS, answerMs: ANSWER_MS, variants, two: ratio('two', 'one2'), three: ratio('three', 'one3') };
+  return {
+    runs,
+    loadMs: LOAD_MS,
+    answerMs: ANSWER_MS,
+    variants,
+    two: ratio('two', 'one2'),
+    three: ratio('three', 'one3'),
+    alone2: ratio('alone2', 'one2'),
+    alone3: ratio('alone3', 'one3'),
+  };
 }
 
 /** Rows in run.mjs's shape (measure, value, baseline, target, pass, note): issue 28's "Done when". */
 export function sharedOllamaRows(f) {
   const s = (x) => `${(x / 1000).toFixed(2)} s`;
   return [
-    ['two', 'one2', 2],
-    ['three', 'one3', 3],
-  ].map(([many, one, n]) => {
+    ['two', 'one2', 'alone2', 2],
+    ['three', 'one3', 'alone3', 3],
+  ].map(([many, one, alone, n]) => {
     const r = f[many];
     const m = f.variants[many];
     const o = f.variants[one];
-    const failed = [...m.failed, ...o.failed];
+    const a = f.variants[alone];
+    const failed = [...m.failed, ...o.failed, ...a.failed];
     return {
-      measure: `${n} sessions x ${BURSTS} bursts x ${CALLS_PER_BURST} calls, 1 model fits: ${n} servers vs 1`,
+      measure: `${n} sessions x ${BURSTS} bursts x ${CALLS_PER_BURST} calls, 1 model fits: ${n} servers (shared queue) vs 1`,
       value: `${m.loads} loads, ${s(m.wallMs)}: ${r.wall.toFixed(2)}x wall (rounds ${r.wallRange.map((x) => x.toFixed(2)).join('-')}x), ${r.loads.toFixed(2)}x loads`,
-      baseline: `${o.loads} loads, ${s(o.wallMs)} (1 server)`,
+      baseline: `${o.loads} loads, ${s(o.wallMs)} (1 server); per-process dispatch: ${a.loads} loads, ${s(a.wallMs)}, ${f[alone].wall.toFixed(2)}x wall`,
       target: '<= 1 load more, wall <= 1.15x',
       pass: failed.length === 0 && r.extraLoads <= 1 && r.wall <= 1.15,
       note: `medians of ${f.runs} runs each, alternated; loads ${f.loadMs / 1000} s, answers ${f.answerMs / 1000} s; servers on one data dir${failed.length ? `; calls not ok: ${failed.join(', ')}` : ''}`,

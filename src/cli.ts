@@ -161,6 +161,7 @@ function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: stri
       if (services.runs.inFlight > 0) warn(`${why}: stopping ${services.runs.inFlight} run(s) and exiting`);
       services.runs.abortAll();
       await services.runs.drain();
+      await services.runs.close();
       await services.hygiene.stop();
       await services.log.idle();
     })());

@@ -14,7 +14,11 @@ import { JobFiles } from '../store/job-files.js';
 import { TurnSlots } from './queue/turn-slots.js';
 import { CallEvents } from './attempt/events.js';
 import { cliContextCheck } from './attempt/context-check.js';
-import { Dispatcher } from './queue/dispatcher.js';
+import { Dispatcher, type DispatchQueue } from './queue/dispatcher.js';
+import { serverKeyOf, SharedDispatcher, type SharedQueueStatus } from './queue/shared-dispatcher.js';
+import { sharedPs } from './queue/shared-ps.js';
+import { FOREVER } from '../policy/shared-queue.js';
+import type { QueueStore } from '../store/queue/queue-store.js';
 import { ledgerReserve } from './reply/disk-room.js';
 import { Residency } from './queue/residency.js';
 import type { WriteUp } from './attempt/write-up.js';
@@ -73,6 +77,10 @@ interface RunServiceDeps {
   readonly preflight?: (model: string) => Promise<PreflightResult>;
   /** The cap shared by every server process (OLLAMA_MCP_SHARED_CONCURRENCY). @default none */
   readonly sharedSlots?: SharedSlots | null;
+  /** The queue shared by every server in front of the same Ollama (OLLAMA_MCP_SHARED_QUEUE). @default none: this server's own */
+  readonly queueStore?: QueueStore | null;
+  /** Told when the shared queue found servers gone (their model processes are orphans now). @default nothing */
+  readonly onServerGone?: () => void;
 }
 
 /**
@@ -86,7 +94,7 @@ export class RunService {
   readonly #clock: () => number;
   readonly #settingsFor: (model: string) => ModelSettings;
   readonly #ledger: AttemptLedger;
-  readonly #dispatcher: Dispatcher;
+  readonly #dispatcher: DispatchQueue;
   readonly #recorder: AttemptRecorder;
   readonly #answers: AnswerFiles;
   /** The attempts dead servers left under way: settled at start-up and every minute once started. */
@@ -167,6 +175,10 @@ export class RunService {
     const { running, waiting, limit } = this.#dispatcher;
     return { running, waiting, limit, ...this.#dispatcher.residency() };
   }
+  /** The queue shared with the other servers of this Ollama, read now; null when this server dispatches alone. */
+  async sharedQueue(): Promise<SharedQueueStatus | null> {
+    return this.#dispatcher instanceof SharedDispatcher ? this.#dispatcher.shared() : null;
+  }
 
   /** Calls started and not yet logged. */
   get inFlight(): number {
@@ -176,6 +188,11 @@ export class RunService {
   /** Resolves when every call started so far has finished and been logged. */
   drain(): Promise<void> {
     return this.#calls.drain();
+  }
+
+  /** At shutdown, after `drain`: this server leaves the queue it shares with other servers. */
+  async close(): Promise<void> {
+    await this.#dispatcher.close?.();
   }
 
   /** Stop every queued and running call (server shutdown); later calls end as cancelled at once. */
@@ -286,25 +303,50 @@ function defaultAnswerFiles(config: Config, clock: () => number): AnswerFiles {
   });
 }
 
-/** The one queue of this server, and its view of what Ollama has loaded. */
-function dispatcherFor(config: Config, deps: RunServiceDeps, warn: (message: string) => void): Dispatcher {
+/**
+ * The queue attempts wait in: the one shared by every server in front of this Ollama (when
+ * `deps.queueStore` is given), or this server's own; and the view of what Ollama has loaded.
+ */
+function dispatcherFor(config: Config, deps: RunServiceDeps, warn: (message: string) => void): DispatchQueue {
   const monotonic = () => performance.now();
-  let dispatcher: Dispatcher | null = null;
+  let dispatcher: DispatchQueue | null = null;
+  let shared: SharedDispatcher | null = null;
+  const store = deps.queueStore ?? null;
+  const read = deps.readLoaded ?? null;
+  const identity = selfIdentity();
   const residency = new Residency({
     capacity: config.maxLoadedModels,
     fileBytesOf: deps.fileBytesOf ?? (() => undefined),
     keepAliveMs: config.keepAliveMs,
     clock: monotonic,
-    readLoaded: deps.readLoaded ?? null,
+    readLoaded:
+      read === null || store === null
+        ? read
+        : sharedPs({
+            store,
+            server: serverKeyOf(identity),
+            read,
+            settle: (queue, now) => shared?.settle(queue, now).queue ?? queue,
+            defaultKeepAliveMs: config.keepAliveMs === Infinity ? FOREVER : config.keepAliveMs,
+          }),
     warn,
     onChange: () => dispatcher?.look(),
   });
-  dispatcher = new Dispatcher({
+  const local = new Dispatcher({
     concurrency: config.concurrency,
     switchAfterMs: config.switchAfterMs,
     residency,
     clock: monotonic,
   });
+  if (store !== null) {
+    const { concurrency, switchAfterMs, keepAliveMs } = config;
+    const { onServerGone } = deps;
+    shared = new SharedDispatcher({
+      ...{ store, local, residency, concurrency, switchAfterMs, keepAliveMs, identity, warn },
+      ...(onServerGone ? { onServerGone } : {}),
+    });
+  }
+  dispatcher = shared ?? local;
   return dispatcher;
 }
 

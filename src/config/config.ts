@@ -23,6 +23,11 @@ export interface Config {
   readonly concurrency: number;
   /** `OLLAMA_MCP_SHARED_CONCURRENCY`: model processes at once across the servers sharing the telemetry dir; null: no such cap. */
   readonly sharedConcurrency: number | null;
+  /**
+   * `OLLAMA_MCP_SHARED_QUEUE`: every server in front of the same Ollama (same OLLAMA_HOST, same data
+   * dir or team Redis) dispatches from one queue. Off: each server orders only its own. @default true
+   */
+  readonly sharedQueue: boolean;
   /** Requests of one model Ollama runs at once (more wait here): `OLLAMA_MCP_PARALLEL`, else `OLLAMA_NUM_PARALLEL`, else 1. */
   readonly parallel: number;
   /** Where `parallel` came from, for health and doctor. */
@@ -139,6 +144,7 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
     sharedConcurrency: read.optional('OLLAMA_MCP_SHARED_CONCURRENCY')
       ? int('OLLAMA_MCP_SHARED_CONCURRENCY', 0, { min: 1, max: 256 })
       : null,
+    sharedQueue: bool('OLLAMA_MCP_SHARED_QUEUE', true),
     parallel: parallel?.value ?? 1,
     parallelSource: parallel?.source ?? "Ollama's default",
     maxLoadedModels: maxLoaded?.value ?? null,

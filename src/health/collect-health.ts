@@ -9,6 +9,7 @@ import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData, StoreWriteFailure, TaskScope } from '../store/state-backend.js';
 import type { ProcessesStatus } from '../app/hygiene/process-hygiene.js';
 import type { QueueView } from '../app/run-service.js';
+import type { SharedQueueStatus } from '../app/queue/shared-dispatcher.js';
 import { RUN_LOG_FILE_NAME } from '../telemetry/log-files.js';
 import { redactRedisUrl } from '../config/redis-url.js';
 import { checkStateBackend, stateFixHint } from './state-backend-check.js';
@@ -34,7 +35,12 @@ export interface HealthStateSource {
 export interface HealthDeps {
   readonly config: Config;
   readonly store: HealthStateSource;
-  readonly runs: { readonly inFlight: number; readonly queue: QueueView };
+  readonly runs: {
+    readonly inFlight: number;
+    readonly queue: QueueView;
+    /** The queue shared with the other servers of this Ollama, read now; null: this server dispatches alone. */
+    sharedQueue?(): Promise<SharedQueueStatus | null>;
+  };
   readonly installedModels: InstalledModels;
   /** The orphan sweep and the shared slots, read when the check runs. @default none shown */
   readonly processes?: () => ProcessesStatus | Promise<ProcessesStatus>;
@@ -54,6 +60,7 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
   const checks = await runChecks(deps, clock);
   const { cli, circuits, telemetry, ledgerProblems, writeFailure } = checks;
   const processes = deps.processes ? viewProcesses(await deps.processes()) : null;
+  const shared = (await runs.sharedQueue?.()) ?? null;
   const cliFound = cliFindings(cli, config);
   const problems = [...cliFound.problems, ...stateProblems(checks, config), ...telemetryProblems(telemetry, config)];
   const warnings = [...cliFound.warnings, ...circuitWarnings(circuits.circuits), ...sharedSlotsWarnings(processes)];
@@ -78,6 +85,13 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
       loaded_models: [...runs.queue.loaded],
       max_loaded_models: runs.queue.capacity,
       memory_budget_bytes: runs.queue.memoryBudget,
+      shared_queue: shared && {
+        location: shared.location,
+        other_servers: shared.otherServers,
+        waiting_elsewhere: shared.waitingElsewhere,
+        running_elsewhere: shared.runningElsewhere,
+        error: shared.error,
+      },
     },
     processes,
     telemetry: {

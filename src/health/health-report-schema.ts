@@ -52,6 +52,17 @@ export const healthReportSchema = z.object({
       .describe(
         'unless the count is set: the most memory `ollama ps` has shown models taking together, lowered when a load did not fit; a model is sent beside busy ones only when their sizes fit in it (null: nothing seen yet)',
       ),
+    shared_queue: z
+      .object({
+        location: z.string().describe('the queue file in the data dir, or the Redis key in team mode'),
+        other_servers: int().describe('other servers in front of the same Ollama with calls in the queue'),
+        waiting_elsewhere: int().describe("their calls waiting: this server's calls may wait behind them"),
+        running_elsewhere: int().describe('their calls running in Ollama'),
+        error: z.string().nullable().describe('why the queue cannot be read (this server then dispatches on its own)'),
+      })
+      .nullable()
+      .optional()
+      .describe('the one queue every server in front of this Ollama dispatches from (null: OLLAMA_MCP_SHARED_QUEUE=0)'),
   }),
   processes: z
     .object({

@@ -23,6 +23,7 @@ export function renderHealth(report: HealthReport): string {
     ...renderOllama(report),
     renderCircuits(report),
     renderRuns(report.runs),
+    ...renderSharedQueue(report.runs),
     ...renderProcesses(report.processes),
     ...renderState(report),
     `  config: ${Object.entries(report.config)
@@ -80,6 +81,17 @@ function renderRuns(runs: HealthReport['runs']): string {
       ? `${runs.max_loaded_models} fit together`
       : `models fit together in ${formatBytes(runs.memory_budget_bytes)}, as learned from ollama ps`;
   return `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}, ${runs.parallel} per model; loaded: ${loaded} (${fit})`;
+}
+
+/** The queue shared with the other servers of the same Ollama, when there is one. */
+function renderSharedQueue(runs: HealthReport['runs']): string[] {
+  const shared = runs.shared_queue;
+  if (!shared) return [];
+  if (shared.error !== null) return [`${NOTE} shared queue: cannot be read (${shared.error}); this server dispatches on its own`];
+  const others = shared.other_servers === 1 ? '1 other server' : `${shared.other_servers} other servers`;
+  return [
+    `${PASS} shared queue: ${others} in front of the same Ollama, ${shared.running_elsewhere} of their calls running, ${shared.waiting_elsewhere} waiting (${shared.location})`,
+  ];
 }
 
 /** The telemetry dir, the ledger, and (team mode) the Redis that holds the state. */

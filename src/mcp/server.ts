@@ -80,6 +80,8 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     { InstalledModels },
     { readLoadedModels },
     { preloadExeca },
+    { openQueueStore },
+    { selfIdentity, liveProcView },
   ] = await Promise.all([
     import('../app/run-service.js'),
     import('../app/hygiene/process-hygiene.js'),
@@ -90,6 +92,8 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     import('../ollama/installed-models.js'),
     import('../ollama/loaded-models.js'),
     import('../ollama/load-execa.js'),
+    import('../app/queue/open-queue-store.js'),
+    import('../store/processes/proc-reader.js'),
   ]);
   // Now, while descriptors are plenty: a module that could not be opened stays failed (load-execa.ts).
   await Promise.all([preloadExeca(), preloadHealthCheck()]);
@@ -104,7 +108,9 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
   const env = cliEnvironment(config);
   // One list of installed models per process, shared by the preflight check and ollama_health.
   const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
-  const hygiene = new ProcessHygiene(config, warn, { team: teamConnectionOf(store) });
+  const team = teamConnectionOf(store);
+  const hygiene = new ProcessHygiene(config, warn, { team });
+  const queueStore = openQueueStore(config, { identity: selfIdentity(), proc: liveProcView, team });
   const runs = new RunService({
     config,
     store,
@@ -116,6 +122,9 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
       : warn,
     spawn: hygiene.trackSpawns(runModelProcess),
     sharedSlots: hygiene.sharedSlots,
+    queueStore,
+    // A server the queue found dead may have left model processes holding Ollama: end them now.
+    onServerGone: () => void hygiene.sweeper.sweepNow(),
     readLoaded: () => readLoadedModels({ bin: config.ollamaBin, env }),
     fileBytesOf: (model) => installedModels.fileBytesOf(model),
     settingsFor: (model) => tiers.settingsFor(model),

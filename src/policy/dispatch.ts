@@ -42,6 +42,11 @@ export interface QueuedAttempt {
   readonly since: number;
   /** The batch (`ollama_run_many`) it belongs to, and that batch's limit on its jobs at once. */
   readonly batch: { readonly id: string; readonly limit: number } | null;
+  /**
+   * In a queue shared by several servers (shared-queue.ts): the server that sent it, and that server's
+   * limit on its attempts in flight (its OLLAMA_MCP_CONCURRENCY). Absent: the view is one server's.
+   */
+  readonly server?: { readonly id: string; readonly limit: number };
 }
 
 /** What the dispatcher knows when it chooses. */
@@ -54,13 +59,15 @@ export interface DispatchView {
   readonly running: ReadonlyMap<string, number>;
   /** This server's attempts in flight, per batch. */
   readonly batchRunning: ReadonlyMap<string, number>;
+  /** In a shared queue: the attempts in flight per server (see QueuedAttempt.server). */
+  readonly serverRunning?: ReadonlyMap<string, number>;
   /** Models believed loaded in Ollama, least recently used first. */
   readonly loaded: readonly string[];
   /** When an attempt of each model was last started (ms, monotonic); absent: never. */
   readonly lastStarted: ReadonlyMap<string, number>;
   /** How many models Ollama keeps loaded together. */
   readonly room: Room;
-  /** This server's attempts in flight at most (OLLAMA_MCP_CONCURRENCY). */
+  /** This server's attempts in flight at most (OLLAMA_MCP_CONCURRENCY); Infinity in a shared queue, where each server's limit is its attempts'. */
   readonly concurrency: number;
   /** How long an attempt for a model that is not loaded waits before the server switches models. */
   readonly switchAfterMs: number;
@@ -86,9 +93,15 @@ const count = (map: ReadonlyMap<string, number>, key: string): number => map.get
 
 const totalRunning = (view: DispatchView): number => [...view.running.values()].reduce((sum, n) => sum + n, 0);
 
-/** Can `attempt` take a slot of its model and of its batch? */
+/** Is `attempt`'s server (in a shared queue) running as many attempts as it may? */
+function serverFull(view: DispatchView, attempt: QueuedAttempt): boolean {
+  const { server } = attempt;
+  return server !== undefined && count(view.serverRunning ?? new Map(), server.id) >= server.limit;
+}
+
+/** Can `attempt` take a slot of its model, of its batch and of its server? */
 function hasSlot(view: DispatchView, attempt: QueuedAttempt): boolean {
-  if (count(view.running, attempt.modelKey) >= attempt.parallel) return false;
+  if (count(view.running, attempt.modelKey) >= attempt.parallel || serverFull(view, attempt)) return false;
   return attempt.batch === null || count(view.batchRunning, attempt.batch.id) < attempt.batch.limit;
 }
 
@@ -164,6 +177,11 @@ export function afterStart(view: DispatchView, attempt: QueuedAttempt): Dispatch
   const { batch } = attempt;
   const batchRunning =
     batch === null ? view.batchRunning : new Map(view.batchRunning).set(batch.id, count(view.batchRunning, batch.id) + 1);
+  const { server } = attempt;
+  const serverRunning =
+    server === undefined
+      ? view.serverRunning
+      : new Map(view.serverRunning).set(server.id, count(view.serverRunning ?? new Map(), server.id) + 1);
   let loaded = [...view.loaded.filter((model) => model !== attempt.modelKey), attempt.modelKey];
   while (overRoom(view.room, loaded)) {
     const idle = loaded.find((model) => count(running, model) === 0);
@@ -175,6 +193,7 @@ export function afterStart(view: DispatchView, attempt: QueuedAttempt): Dispatch
     waiting: view.waiting.filter((waiting) => waiting !== attempt),
     running,
     batchRunning,
+    ...(serverRunning === undefined ? {} : { serverRunning }),
     loaded,
     lastStarted: new Map(view.lastStarted).set(attempt.modelKey, view.now),
   };
@@ -202,6 +221,10 @@ export function whyWaiting(view: DispatchView, attempt: QueuedAttempt): WaitReas
     return { kind: 'parallel', running, ahead: before };
   }
   if (totalRunning(view) >= view.concurrency) return { kind: 'concurrency', ahead };
+  if (serverFull(view, attempt)) {
+    const own = view.waiting.slice(0, ahead).filter((other) => other.server?.id === attempt.server?.id).length;
+    return { kind: 'concurrency', ahead: own };
+  }
   if (!hasSlot(view, attempt)) return { kind: 'batch' };
   const others = busyBeside(view, attempt.modelKey);
   const switchInMs = overdue === attempt ? 0 : Math.max(0, view.switchAfterMs - waitedForModel(view, attempt));

@@ -184,9 +184,17 @@ export function describeLiveRun(model: string, live: LiveCall, elapsedMs: number
   }
 }
 
-/** Why a call waits in this server's queue, in words. */
+const calls = (n: number) => `${n} call${n === 1 ? '' : 's'}`;
+
+/** Why a call waits in the queue, in words: first the other sessions' calls it waits behind, if any. */
 function describeQueueReason(model: string, reason: QueueReason): string {
-  const calls = (n: number) => `${n} call${n === 1 ? '' : 's'}`;
+  const why = describeWaitReason(model, reason);
+  const elsewhere = reason.elsewhere;
+  if (!elsewhere) return why;
+  return `queued behind ${calls(elsewhere.calls)} of ${elsewhere.model} from another session; ${why.replace(/^queued: /, '')}`;
+}
+
+function describeWaitReason(model: string, reason: QueueReason): string {
   switch (reason.kind) {
     case 'concurrency':
       return `queued: this server runs as many calls as it may at once (OLLAMA_MCP_CONCURRENCY), ${calls(reason.ahead)} ahead`;

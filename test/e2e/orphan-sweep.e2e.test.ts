@@ -29,8 +29,9 @@ describe.skipIf(!existsSync('/proc/self/stat'))('orphan sweep', () => {
     await waitFor(() => runStarts(sandbox).length === 1, 15_000, 'the doomed server to start its model process');
     const orphan = runStarts(sandbox)[0]!;
 
-    // 2. A live server, with a run in progress.
-    const live = await startServer(sandbox);
+    // 2. A live server, with a run in progress. It dispatches alone: sharing the doomed server's queue, it
+    // would see it die and end its child itself (test/e2e/shared-queue.e2e.test.ts), before the next server starts.
+    const live = await startServer(sandbox, { OLLAMA_MCP_SHARED_QUEUE: '0' });
     const liveRun = live.run({ model: 'llama3.2', prompt: 'slow @fake:sleep_ms=6000' });
     await waitFor(() => runStarts(sandbox).length === 2, 15_000, "the live server's model process to start");
     const liveChild = runStarts(sandbox)[1]!;

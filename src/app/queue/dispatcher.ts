@@ -8,14 +8,32 @@ import {
   type DispatchView,
   type Placement,
   type QueuedAttempt,
-  type WaitReason,
 } from '../../policy/dispatch.js';
+import type { GrantTerms } from '../../policy/shared-queue.js';
+import type { QueueReason } from './queue-reason.js';
 import type { Residency } from './residency.js';
 
 /** An attempt's place in line: the grant arrives through `granted`; `reason()` says why it still waits (null once granted). */
-interface Ticket {
+export interface Ticket {
   readonly granted: Promise<Grant>;
-  reason(): WaitReason | null;
+  reason(): QueueReason | null;
+}
+
+/** Where attempts wait for their turn: this server's own queue, or the queue shared by every server of one Ollama. */
+export interface DispatchQueue {
+  /** Attempts of this server sent on and not yet released. */
+  readonly running: number;
+  /** Attempts of this server waiting for their turn. */
+  readonly waiting: number;
+  /** OLLAMA_MCP_CONCURRENCY. */
+  readonly limit: number;
+  /** The models believed loaded, and how many fit together (for health). */
+  residency(): { loaded: string[]; capacity: number; memoryBudget: number | null };
+  /** Look at the queue again: what Ollama has loaded may have changed. */
+  look(): void;
+  request(request: DispatchRequest, signal: AbortSignal | undefined): Ticket;
+  /** At shutdown, once the calls ended: write what is left to write, and stop. */
+  close?(): Promise<void>;
 }
 
 /** An attempt sent on to Ollama. */
@@ -81,7 +99,7 @@ interface Waiter extends QueuedAttempt {
  * happens here, visible, cancellable and untimed, and not inside Ollama. No I/O of its own: the
  * residency view asks `ollama ps` when the order depends on it.
  */
-export class Dispatcher {
+export class Dispatcher implements DispatchQueue {
   readonly #options: DispatcherOptions;
   readonly #waiting: Waiter[] = [];
   readonly #running = new Map<string, number>();
@@ -199,25 +217,15 @@ export class Dispatcher {
     this.#running.set(attempt.modelKey, (this.#running.get(attempt.modelKey) ?? 0) + 1);
     if (attempt.batch !== null) this.#batchRunning.set(attempt.batch.id, (this.#batchRunning.get(attempt.batch.id) ?? 0) + 1);
     this.#lastStarted.set(attempt.modelKey, before.now);
-    const evicted = before.loaded.filter((model) => model !== attempt.modelKey && !after.loaded.includes(model));
-    const sendKeepAlive = !this.#waiting.some((waiting) => waiting.modelKey !== attempt.modelKey);
+    const terms: GrantTerms = {
+      placement: placementOf(before, attempt.modelKey),
+      beside: busyBeside(before, attempt.modelKey),
+      evicted: before.loaded.filter((model) => model !== attempt.modelKey && !after.loaded.includes(model)),
+      sendKeepAlive: !this.#waiting.some((waiting) => waiting.modelKey !== attempt.modelKey),
+    };
     const residency = this.#options.residency;
-    residency.started(attempt.modelKey, sendKeepAlive ? attempt.keepAliveMs : undefined, evicted);
-    const placement = placementOf(before, attempt.modelKey);
-    const cold = placement !== 'loaded';
-    const beside = busyBeside(before, attempt.modelKey);
-    attempt.grant({
-      release: this.#releaser(attempt),
-      cold,
-      placement,
-      sendKeepAlive,
-      answerBegan: () => cold && residency.loadedOne(attempt.modelKey),
-      startTimedOut: () => {
-        if (!cold) return null;
-        residency.startTimedOut(attempt.modelKey, beside);
-        return placement === 'guessed' ? guessedWrong(attempt.modelKey, beside) : null;
-      },
-    });
+    residency.started(attempt.modelKey, terms.sendKeepAlive ? attempt.keepAliveMs : undefined, terms.evicted);
+    attempt.grant(grantFor(attempt.modelKey, terms, residency, this.#releaser(attempt)));
   }
 
   #releaser(attempt: Waiter): () => void {
@@ -235,8 +243,35 @@ export class Dispatcher {
   }
 }
 
+/**
+ * The grant of an attempt of `model` sent on with `terms` (the caller told `residency` it started);
+ * `release` frees its slots, `onStartTimedOut` hears that its model did not load.
+ */
+export function grantFor(
+  model: string,
+  terms: GrantTerms,
+  residency: Residency,
+  release: () => void,
+  onStartTimedOut: () => void = () => {},
+): Grant {
+  const cold = terms.placement !== 'loaded';
+  return {
+    release,
+    cold,
+    placement: terms.placement,
+    sendKeepAlive: terms.sendKeepAlive,
+    answerBegan: () => cold && residency.loadedOne(model),
+    startTimedOut: () => {
+      if (!cold) return null;
+      residency.startTimedOut(model, terms.beside);
+      onStartTimedOut();
+      return terms.placement === 'guessed' ? guessedWrong(model, terms.beside) : null;
+    },
+  };
+}
+
 /** Why an attempt sent beside busy models on a guess that they fit, whose answer never began, is not its task's failure. */
-function guessedWrong(model: string, beside: readonly string[]): string {
+export function guessedWrong(model: string, beside: readonly string[]): string {
   return (
     `this server sent ${model} to Ollama beside ${beside.join(', ')}, guessing that they fit in its memory together ` +
     `(a model not yet seen loaded counts at the size of its file, less than it takes once loaded); Ollama held it back ` +

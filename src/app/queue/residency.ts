@@ -3,7 +3,7 @@ import type { Room } from '../../policy/dispatch.js';
 import { afterMisfit, afterPs, NOTHING_LEARNED, sizeOf, type MemoryFacts } from '../../policy/memory-fit.js';
 
 /** `ollama ps` is asked again only when what it said is older than this and a choice depends on it. */
-const PS_FRESH_MS = 5_000;
+export const PS_FRESH_MS = 5_000;
 
 interface ResidencyOptions {
   /** Models Ollama keeps loaded together, as the user set it; null: learned from sizes (policy/memory-fit.ts). */
@@ -14,8 +14,11 @@ interface ResidencyOptions {
   readonly keepAliveMs: number;
   /** ms, monotonic. */
   readonly clock: () => number;
-  /** `ollama ps`, parsed; never rejects. null: none (the view is this server's own dispatches). */
-  readonly readLoaded: (() => Promise<LoadedModelsResult>) | null;
+  /**
+   * `ollama ps`, parsed; never rejects. null: none (the view is this server's own dispatches).
+   * `fresh`: only an answer asked from now on will do (after a load); else a recent one will.
+   */
+  readonly readLoaded: ((fresh: boolean) => Promise<LoadedModelsResult>) | null;
   /** Told when `ollama ps` fails, once until it works again. */
   readonly warn: (message: string) => void;
   /** Told when `ollama ps` brought news (the dispatcher looks again). */
@@ -101,7 +104,7 @@ export class Residency {
   /** Ask `ollama ps` unless its last answer is fresh or a question is under way. */
   refreshIfStale(): void {
     if (this.#options.clock() - this.#askedAt < PS_FRESH_MS) return;
-    this.#refresh();
+    this.#refresh(null, false);
   }
 
   /**
@@ -126,7 +129,7 @@ export class Residency {
     this.#refresh(null);
   }
 
-  #refresh(loadedFor: string | null = null): void {
+  #refresh(loadedFor: string | null, fresh = true): void {
     const read = this.#options.readLoaded;
     if (read === null) return;
     if (this.#asking !== null) {
@@ -134,7 +137,7 @@ export class Residency {
       return;
     }
     this.#askedAt = this.#options.clock();
-    this.#asking = read()
+    this.#asking = read(fresh)
       .then((result) => this.#observe(result, loadedFor))
       .finally(() => {
         this.#asking = null;

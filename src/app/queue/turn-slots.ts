@@ -1,6 +1,6 @@
 import type { QueueReason } from './queue-reason.js';
 import type { SharedSlots } from '../../store/slots/shared-slots.js';
-import type { DispatchRequest, Dispatcher, Grant } from './dispatcher.js';
+import type { DispatchQueue, DispatchRequest, Grant } from './dispatcher.js';
 
 /** An attempt's place in line for everything it needs before it spawns. */
 interface SlotTicket {
@@ -15,10 +15,10 @@ interface SlotTicket {
  * (store/slots/shared-slots.ts). Released together; a refused second slot gives the first back.
  */
 export class TurnSlots {
-  readonly #dispatcher: Dispatcher;
+  readonly #dispatcher: DispatchQueue;
   readonly #shared: SharedSlots | null;
 
-  constructor(dispatcher: Dispatcher, shared: SharedSlots | null) {
+  constructor(dispatcher: DispatchQueue, shared: SharedSlots | null) {
     this.#dispatcher = dispatcher;
     this.#shared = shared;
   }
