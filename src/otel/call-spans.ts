@@ -38,10 +38,7 @@ export function callSpans(deps: CallSpansDeps, request: RunRequest, context: Run
   return (event) => {
     const { runId } = event.attempt;
     if (event.type === 'queued' || event.type === 'started') reached.add(runId);
-    if (event.type === 'ended') {
-      recordMetrics(deps, event.result, event.willRetry, reached.delete(runId));
-      if (!event.willRetry && job !== null) endJob(job, event.result);
-    }
+    if (event.type === 'ended') recordMetrics(deps, event.result, event.willRetry, reached.delete(runId));
     if (tracer === null || event.type === 'output') return;
     let span = open.get(runId);
     if (span === undefined) {
@@ -56,6 +53,8 @@ export function callSpans(deps: CallSpansDeps, request: RunRequest, context: Run
       span.end();
       open.delete(runId);
     }
+    // The job ends with its call's last attempt, after it.
+    if (event.type === 'ended' && !event.willRetry && job !== null) endJob(job, event.result);
   };
 }
 

@@ -79,6 +79,7 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
 
   it('each attempt is a CLIENT span under its call, with model, provider, host, status and task', () => {
     const calls = serverSpans().filter((s) => s.traceId === CALLER_TRACE);
+    expect(calls).toHaveLength(3);
     for (const call of calls) {
       const [attempt, ...more] = childrenOf(call);
       expect(more).toHaveLength(0);
