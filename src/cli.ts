@@ -6,6 +6,8 @@ import { SERVER_NAME, SERVER_VERSION } from './mcp/server-identity.js';
 import { currentTelemetryDirContext, isTelemetryDirError, prepareTelemetryDir } from './config/telemetry-dir.js';
 import { DEFAULT_HTTP_PORT } from './config/ranges.js';
 import { isStateStoreError } from './store/state/state-store-error.js';
+import { otelSettings, otelWanted } from './otel/settings.js';
+import type { Observer } from './otel/observer.js';
 
 // `report`, `doctor`, `--http` and the server itself are imported when asked for: a stdio start, which
 // an MCP client waits on, loads only what stdio serving needs, and `report` none of the server.
@@ -144,7 +146,16 @@ function startServicesOnce(app: App): () => Promise<void> {
     ));
 }
 
-/** Stop serving, once: close the transport, stop every run, and wait until each is logged. */
+/** OpenTelemetry when the environment asks for it (or `/metrics` is served); null, and nothing of it loaded, when not. */
+async function startObserver(config: Config, http: boolean): Promise<Observer | null> {
+  const settings = otelSettings(process.env, { http });
+  if (!otelWanted(settings)) return null;
+  const { startOtel } = await import('./otel/start-otel.js');
+  const service = { name: SERVER_NAME, version: SERVER_VERSION };
+  return startOtel({ settings, service, ollamaHost: config.ollamaHost, warn });
+}
+
+/** Stop serving, once: close the transport, stop every run, wait until each is logged, then export the last spans. */
 function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: string, finishJobs?: boolean) => Promise<void> {
   let closing: Promise<void> | null = null;
   return (why, finishJobs = false) =>
@@ -164,7 +175,7 @@ function shutdownOnce(app: App, closeTransport: () => Promise<void>): (why: stri
       await services.runs.close();
       await services.hygiene.stop();
       await services.log.idle();
-    })());
+    })().finally(() => app.observer?.shutdown()));
 }
 
 /** Who the jobs of an HTTP client belong to: the digest of the token it presents, or everyone without one. */
@@ -182,7 +193,7 @@ async function serveHttp(config: Config, { host, port }: { host: string; port: n
       import('node:os'),
     ]);
   const access = await resolveHttpAccess({ mode: config.httpAuth, token: config.httpToken, dataDir: config.telemetryDir });
-  const app = await createApp(config, warn);
+  const app = await createApp(config, warn, await startObserver(config, true));
   (await app.services()).hygiene.start(); // ends the model processes of servers that were killed
   const server = await startHttpServer({
     app,
@@ -193,6 +204,7 @@ async function serveHttp(config: Config, { host, port }: { host: string; port: n
     auth: access.auth,
     connections: { total: config.httpMaxConnections, perAddress: config.httpMaxConnectionsPerAddress },
     log: warn,
+    metrics: app.observer?.prometheus ?? null,
   });
   const { notes, command } = announceAccess(server.url, access, process.stderr.isTTY === true, hostname());
   for (const note of notes) warn(note);
@@ -208,7 +220,7 @@ async function serveStdio(config: Config): Promise<void> {
     import('./mcp/server.js'),
     import('./transport/stdio-transport.js'),
   ]);
-  const app = await createApp(config, warn);
+  const app = await createApp(config, warn, await startObserver(config, false));
   const server = createMcpServer(app);
   // Refuses oversized and invalid messages with a JSON-RPC error and keeps reading.
   const transport = new LineStdioTransport({ log: warn });

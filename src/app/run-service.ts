@@ -81,6 +81,8 @@ interface RunServiceDeps {
   readonly queueStore?: QueueStore | null;
   /** Told when the shared queue found servers gone (their model processes are orphans now). @default nothing */
   readonly onServerGone?: () => void;
+  /** A listener for each call's events (traces and metrics), made when the call starts. @default none */
+  readonly observe?: ((request: RunRequest, context: RunContext) => CallListener) | undefined;
 }
 
 /**
@@ -108,12 +110,14 @@ export class RunService {
   readonly #identity = selfIdentity();
   readonly #shutdown = new AbortController();
   readonly #callDeps: CallDeps;
+  readonly #observe: RunServiceDeps['observe'];
 
   constructor(deps: RunServiceDeps) {
     const config = deps.config;
     this.#config = config;
     setMaxListeners(0, this.#shutdown.signal); // one listener per call in flight, hundreds when many are queued
     this.#clock = deps.clock ?? Date.now;
+    this.#observe = deps.observe;
     const defaults = configSettings(config);
     this.#settingsFor = deps.settingsFor ?? (() => defaults);
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
@@ -208,7 +212,8 @@ export class RunService {
   /** One call, tracked from now until its result is logged. Unless it is a batch's job, its reply is built next. */
   start(request: RunRequest, context: RunContext = {}, callId?: string): CallHandle {
     const { listen, ...rest } = context;
-    const events = new CallEvents(listen ? [this.#underWay, listen] : [this.#underWay]);
+    const observed = this.#observe?.(request, rest);
+    const events = new CallEvents([this.#underWay, ...(listen ? [listen] : []), ...(observed ? [observed] : [])]);
     const { signal, unlink } = eitherAborts(context.signal, this.#shutdown.signal);
     const run = async (id: string) => {
       try {

@@ -22,6 +22,7 @@ import { ollamaTaskStatusTool } from '../tools/ollama-task-status.js';
 import { ollamaWaitTool, presentEnded } from '../tools/ollama-wait.js';
 import type { JobScope } from '../tools/job-reply.js';
 import { SERVER_NAME, SERVER_VERSION } from './server-identity.js';
+import type { Observer } from '../otel/observer.js';
 
 /** Everything one server process shares between its connections. */
 export interface App {
@@ -36,6 +37,8 @@ export interface App {
   /** The services if building them has begun, else null (shutdown has nothing of them to stop). */
   readonly servicesStarted: Promise<AppServices> | null;
   readonly logControl: ControlLogger;
+  /** OpenTelemetry, when it is on (otel/start-otel.ts); null: nothing observed, nothing of it loaded. */
+  readonly observer: Observer | null;
 }
 
 /** The parts of the App that load and open things: what the first call needs. */
@@ -53,10 +56,10 @@ export interface AppServices {
  * ConfigError when OLLAMA_MCP_CONFIG (the tier file) is invalid, so start-up stops with the path
  * and the offending key.
  */
-export async function createApp(config: Config, warn: (message: string) => void): Promise<App> {
+export async function createApp(config: Config, warn: (message: string) => void, observer: Observer | null = null): Promise<App> {
   const tiers = await loadModelTiers(config);
   let started: Promise<AppServices> | null = null;
-  const services = () => (started ??= buildServices(config, tiers, warn));
+  const services = () => (started ??= buildServices(config, tiers, warn, observer));
   return {
     config,
     tiers,
@@ -65,10 +68,16 @@ export async function createApp(config: Config, warn: (message: string) => void)
       return started;
     },
     logControl: async (event) => (await services()).log.recordControl(event),
+    observer,
   };
 }
 
-async function buildServices(config: Config, tiers: ModelTiers, warn: (message: string) => void): Promise<AppServices> {
+async function buildServices(
+  config: Config,
+  tiers: ModelTiers,
+  warn: (message: string) => void,
+  observer: Observer | null,
+): Promise<AppServices> {
   // Loaded here, not at start: a stdio client waits for `initialize`, which needs none of this.
   const [
     { RunService },
@@ -129,8 +138,10 @@ async function buildServices(config: Config, tiers: ModelTiers, warn: (message: 
     fileBytesOf: (model) => installedModels.fileBytesOf(model),
     settingsFor: (model) => tiers.settingsFor(model),
     ...(config.preflight ? { preflight: (model: string) => installedModels.check(model) } : {}),
+    observe: observer?.callListener,
   });
   hygiene.attempts = runs.interrupted;
+  observer?.watchQueue(() => runs.queue);
   return { store, log, runs, installedModels, hygiene };
 }
 
@@ -179,28 +190,32 @@ export function createMcpServer(app: App, owner = 'local'): Server {
   const blockMode = app.config.escalationMode === 'block';
   const store = async () => (await app.services()).store;
   const scope: JobScope = { owner, clientName: () => server.getClientVersion()?.name };
-  registerTools(server, [
-    ollamaRunTool(runs, app.config, scope),
-    ollamaRunManyTool(runs, app.config, scope),
-    ollamaWaitTool({ service: runs, store, config: app.config, scope }),
-    ollamaHealthTool(async () => {
-      const { store, runs, installedModels, hygiene } = await app.services();
-      return { config: app.config, store, runs, installedModels, processes: () => hygiene.status() };
-    }),
-    ollamaTaskStatusTool({
-      store,
-      inFlight: async (taskId) => (await runs()).inFlightFor(taskId),
-      blockMode,
-      logControl: app.logControl,
-    }),
-    ollamaResetTool({
-      store,
-      blockMode,
-      settingsFor: (model) => app.tiers.settingsFor(model),
-      logControl: app.logControl,
-    }),
-    // A review tool: listed only when asked for, so that an agent's session does not pay for it.
-    ...(app.config.runsSummaryTool ? [ollamaRunsSummaryTool({ telemetryDir: app.config.telemetryDir })] : []),
-  ]);
+  registerTools(
+    server,
+    [
+      ollamaRunTool(runs, app.config, scope),
+      ollamaRunManyTool(runs, app.config, scope),
+      ollamaWaitTool({ service: runs, store, config: app.config, scope }),
+      ollamaHealthTool(async () => {
+        const { store, runs, installedModels, hygiene } = await app.services();
+        return { config: app.config, store, runs, installedModels, processes: () => hygiene.status() };
+      }),
+      ollamaTaskStatusTool({
+        store,
+        inFlight: async (taskId) => (await runs()).inFlightFor(taskId),
+        blockMode,
+        logControl: app.logControl,
+      }),
+      ollamaResetTool({
+        store,
+        blockMode,
+        settingsFor: (model) => app.tiers.settingsFor(model),
+        logControl: app.logControl,
+      }),
+      // A review tool: listed only when asked for, so that an agent's session does not pay for it.
+      ...(app.config.runsSummaryTool ? [ollamaRunsSummaryTool({ telemetryDir: app.config.telemetryDir })] : []),
+    ],
+    app.observer,
+  );
   return server;
 }

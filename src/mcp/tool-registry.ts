@@ -5,9 +5,10 @@ import * as z from 'zod';
 import { findExcessiveNesting, MAX_ARGUMENT_DEPTH } from '../tools/shared-fields.js';
 import type { AnyToolDefinition, ToolExtra, ToolOutcome } from '../tools/tool-definition.js';
 import { valueAt } from '../config/zod-english.js';
+import type { Observer } from '../otel/observer.js';
 
-/** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server. */
-export function registerTools(server: Server, tools: readonly AnyToolDefinition[]): void {
+/** Serve `tools/list` and `tools/call` for these tools on a low-level SDK Server; `observer`: each call's span and duration. */
+export function registerTools(server: Server, tools: readonly AnyToolDefinition[], observer: Observer | null = null): void {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   // Built at the first `tools/list`: the `initialize` reply, which a client waits on first, needs no JSON schema.
   let listing: ReturnType<typeof listTools> | null = null;
@@ -15,7 +16,7 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
   // The SDK has already checked the request against CallToolRequestSchema; parsing it again with
   // that schema would copy `arguments` and drop an own `__proto__` key, which must instead be
   // refused like any other unknown argument. So `arguments` is taken as it came.
-  server.setRequestHandler(CallToolRequestAsSent, async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
+  const handle = async (request: CallToolRequest, extra: ToolExtra): Promise<CallToolResult | CreateTaskResult> => {
     const tool = byName.get(request.params.name);
     if (!tool) {
       return {
@@ -37,7 +38,25 @@ export function registerTools(server: Server, tools: readonly AnyToolDefinition[
       // A bug, not an outcome: say so plainly rather than crash the server.
       return { isError: true, content: [{ type: 'text', text: `Internal error in ${tool.name}: ${(error as Error).message}` }] };
     }
+  };
+  server.setRequestHandler(CallToolRequestAsSent, (request, extra) => {
+    if (observer === null) return handle(request, extra);
+    const info = {
+      tool: request.params.name,
+      requestId: extra.requestId,
+      meta: extra._meta,
+      protocolVersion: protocolVersionOf(server, extra),
+    };
+    return observer.toolCall(info, (meta) => handle(request, { ...extra, _meta: meta }));
   });
+}
+
+/** The MCP version the client speaks: its HTTP header, else what it asked for at `initialize` (stdio). */
+function protocolVersionOf(server: Server, extra: ToolExtra): string | undefined {
+  const header = extra.requestInfo?.headers['mcp-protocol-version'];
+  if (typeof header === 'string') return header;
+  const transport = server.transport as { readonly protocolVersion?: unknown } | undefined;
+  return typeof transport?.protocolVersion === 'string' ? transport.protocolVersion : undefined;
 }
 
 function listTools(tools: readonly AnyToolDefinition[]) {
@@ -100,6 +119,7 @@ async function startTask(
 }
 
 /** `tools/call` with `arguments` left as the client sent it (the SDK validated it as an object already). */
+type CallToolRequest = z.infer<typeof CallToolRequestAsSent>;
 const CallToolRequestAsSent = z.object({
   method: z.literal('tools/call'),
   params: z.looseObject({

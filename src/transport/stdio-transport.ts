@@ -32,6 +32,9 @@ export class LineStdioTransport implements Transport {
   /** Why the transport closed on its own (stdin or stdout failed); undefined after close(). */
   closeError: Error | undefined;
 
+  /** The MCP version agreed at `initialize` (the reply's), for the spans of the calls; undefined before. */
+  protocolVersion: string | undefined;
+
   readonly #stdin: Readable;
   readonly #stdout: Writable;
   readonly #maxMessageBytes: number;
@@ -59,6 +62,9 @@ export class LineStdioTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
+    const result = 'result' in message ? message.result : undefined;
+    if (typeof result?.protocolVersion === 'string' && result.serverInfo !== undefined)
+      this.protocolVersion = result.protocolVersion;
     return this.#write(message);
   }
 

@@ -17,6 +17,8 @@ const NOT_FOR_STDIO_START: Record<string, RegExp> = {
   'the report (summary, text, HTML)': /\/dist\/report\/(summary|render-text|render-html|html)\.js$/,
   doctor: /\/dist\/cli\/doctor\.js$/,
   'the Redis client (team mode only)': /\/node_modules\/@redis\/|\/dist\/store\/redis-state-store\.js$/,
+  // Off unless an OTLP endpoint is set: neither a start nor a call loads any of it.
+  OpenTelemetry: /\/node_modules\/@opentelemetry\/|\/dist\/otel\/(?!settings\.js$)[^/]+\.js$/,
 };
 
 // What only a call needs: loaded after the `initialize` reply (the services start once the client

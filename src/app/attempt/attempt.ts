@@ -183,7 +183,7 @@ class Attempt implements AttemptDriver {
       this.#warnings,
       this.#context,
     );
-    await this.#emit({ type: 'ended', status, willRetry });
+    await this.#emit({ type: 'ended', status, willRetry, result });
     const { transition } = settled;
     return { result, own: ownEscalation(status, transition === 'opened' || transition === 'reopened') };
   }

@@ -156,7 +156,7 @@ export interface AttemptInfo
  * - `output`: `bytes` of stdout received so far;
  * - `busy_wait`: a "not now" (`status`); the call waits `waitMs`, then makes busy retry `retry` of `of`;
  * - `next_model`: the model could not serve; the call moves on to `next`, the next of its chain;
- * - `ended`: the attempt has its status and its runs.jsonl line; `willRetry`: the call goes on.
+ * - `ended`: the attempt has its status, its runs.jsonl line and its `result`; `willRetry`: the call goes on.
  */
 export type CallEvent = { readonly attempt: AttemptInfo } & (
   | { readonly type: 'queued'; readonly reason: () => QueueReason | null }
@@ -172,7 +172,7 @@ export type CallEvent = { readonly attempt: AttemptInfo } & (
       readonly status: RunStatus;
     }
   | { readonly type: 'next_model'; readonly next: string }
-  | { readonly type: 'ended'; readonly status: RunStatus; readonly willRetry: boolean }
+  | { readonly type: 'ended'; readonly status: RunStatus; readonly willRetry: boolean; readonly result: RunResult }
 );
 
 /** Told every event of a call; a listener that returns a promise is waited for (the journal records `started` before the spawn). */

@@ -6,8 +6,10 @@ import type { HttpAuth } from './access.js';
 // The HTTP transport's checks before any JSON-RPC is read: Host and Origin (DNS rebinding), the
 // bearer token, the route and the method. Pure functions of the request's headers and the listener.
 
-/** The only path served. */
+/** The MCP endpoint. */
 export const MCP_PATH = '/mcp';
+/** The metrics, in Prometheus' text format (GET only), when the listener serves them. */
+export const METRICS_PATH = '/metrics';
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'] as const;
 
@@ -72,6 +74,8 @@ export interface Listener {
   hostNames: ReadonlySet<string>;
   /** The server is shutting down: every request gets a 503. */
   closing: boolean;
+  /** `/metrics` is served, behind the same checks as `/mcp`. */
+  readonly metrics?: boolean;
 }
 
 interface Refusal {
@@ -111,7 +115,11 @@ export function refusal(req: Pick<IncomingMessage, 'headers' | 'url' | 'method'>
       log: `refused a request ${presented === undefined ? 'without a bearer token' : 'with a wrong bearer token'} (401)`,
     };
   }
-  if ((req.url ?? '/').split('?')[0] !== MCP_PATH) return { status: 404, message: `Not found: the MCP endpoint is ${MCP_PATH}` };
+  const path = (req.url ?? '/').split('?')[0];
+  if (path === METRICS_PATH && listener.metrics === true) {
+    return req.method === 'GET' ? null : { status: 405, message: 'Method not allowed: use GET', headers: { Allow: 'GET' } };
+  }
+  if (path !== MCP_PATH) return { status: 404, message: `Not found: the MCP endpoint is ${MCP_PATH}` };
   if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
     return { status: 405, message: 'Method not allowed: use POST, GET or DELETE', headers: { Allow: 'GET, POST, DELETE' } };
   }

@@ -32,7 +32,7 @@ import { cancelWhenAbandoned, requestIdsOf } from './abandoned-requests.js';
 import type { ConnectionCaps } from './connection-table.js';
 import { guardConnections } from './connections.js';
 import { HttpServerError } from './errors.js';
-import { formatHost, hostNamesFor, isLoopbackHost, MCP_PATH, refusal, unbracket, type Listener } from './guards.js';
+import { formatHost, hostNamesFor, isLoopbackHost, MCP_PATH, METRICS_PATH, refusal, unbracket, type Listener } from './guards.js';
 import { discardRestOfBody, isInitialization, readBody, sendError } from './request-io.js';
 import { SessionTable, type Session } from './sessions.js';
 
@@ -67,6 +67,8 @@ interface HttpServerOptions {
   readonly connections?: ConnectionCaps;
   /** Diagnostics (one line each, control characters escaped); the caller sends them to stderr. @default none */
   readonly log?: (message: string) => void;
+  /** The metrics in Prometheus' text format, served at `/metrics` behind the same checks. @default not served */
+  readonly metrics?: (() => Promise<string>) | null;
 }
 
 export interface RunningHttpServer {
@@ -86,7 +88,17 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   // Logs quote what clients sent (headers, request ids): keep the terminal safe.
   const log = (message: string) => sink(terminalLine(message));
   const sessions = new SessionTable(options.maxSessions ?? DEFAULT_MAX_SESSIONS, log);
-  const ctx: RequestContext = { options, auth, sessions, log, port: requestedPort, hostNames: new Set(), closing: false };
+  const metrics = options.metrics ?? null;
+  const ctx: RequestContext = {
+    options,
+    auth,
+    sessions,
+    log,
+    port: requestedPort,
+    hostNames: new Set(),
+    closing: false,
+    metrics: metrics !== null,
+  };
   const httpServer = createHttpServer((req, res) => {
     handle(ctx, req, res).catch((error: unknown) => {
       log(`error handling ${req.method} ${req.url}: ${error instanceof Error ? error.message : String(error)}`);
@@ -181,6 +193,7 @@ async function handle(ctx: RequestContext, req: IncomingMessage, res: ServerResp
     if (refused.log !== undefined) ctx.log(refused.log);
     return sendError(res, refused.status, -32000, refused.message, refused.headers);
   }
+  if (ctx.options.metrics && (req.url ?? '/').split('?')[0] === METRICS_PATH) return sendMetrics(res, ctx.options.metrics);
   let body: unknown;
   if (req.method === 'POST') {
     const message = await readMessage(req, res, ctx.options.maxBodyBytes ?? MAX_MESSAGE_BYTES);
@@ -201,6 +214,20 @@ async function handle(ctx: RequestContext, req: IncomingMessage, res: ServerResp
     return sendError(res, 503, -32000, message, { 'Retry-After': '30' });
   }
   await openSession(ctx, req, res, body, release);
+}
+
+/** `/metrics`: the Prometheus text (a failure to collect is a 500, said in the body). */
+async function sendMetrics(res: ServerResponse, metrics: () => Promise<string>): Promise<void> {
+  let text: string;
+  try {
+    text = await metrics();
+  } catch (error) {
+    res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+    res.end(`cannot collect the metrics: ${error instanceof Error ? error.message : String(error)}\n`);
+    return;
+  }
+  res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' });
+  res.end(text);
 }
 
 /** A POST body as JSON, or null once it was answered (too large, not JSON, not a JSON-RPC message, an empty batch). */

@@ -43,6 +43,15 @@ describe('refusal (the checks before a body is read)', () => {
     expect(refusal(request(), listener({ closing: true }))?.status).toBe(503);
   });
 
+  it('/metrics, when served: GET only, behind the Host and token checks; else not found', () => {
+    const metrics = listener({ metrics: true });
+    expect(refusal(request({}, '/metrics', 'GET'), metrics)).toBeNull();
+    expect(refusal(request({}, '/metrics', 'POST'), metrics)).toMatchObject({ status: 405, headers: { Allow: 'GET' } });
+    expect(refusal(request({ authorization: 'Bearer wrong-token' }, '/metrics', 'GET'), metrics)?.status).toBe(401);
+    expect(refusal(request({ host: 'evil.example:3333' }, '/metrics', 'GET'), metrics)?.status).toBe(403);
+    expect(refusal(request({}, '/metrics', 'GET'), listener())?.status).toBe(404);
+  });
+
   it('says where the token is when none was sent, and logs it', () => {
     const refused = refusal({ headers: { host: 'localhost:3333' }, url: '/mcp', method: 'GET' }, listener());
     expect(refused).toMatchObject({ status: 401, headers: { 'WWW-Authenticate': 'Bearer realm="mcp"' } });
