@@ -2,7 +2,10 @@
 // alternating between the two servers so slow drifts of the machine hit both alike: the way to show
 // that a change costs a short call nothing (or what it costs).
 //
-//   npm run build && node bench/ab-builds.mjs <other checkout, built> [rounds]
+//   npm run build && node bench/ab-builds.mjs <other checkout, built> [rounds] [NAME=value ...]
+//
+// NAME=value pairs go into this build's server environment only: the other checkout may be this one
+// (`.`), to compare one build with and without a setting (e.g. OLLAMA_MCP_SHARED_QUEUE=0).
 //
 // Each round makes, in a shuffled order, one `ollama_run` without a task_id and one with a task_id
 // (rotating among 50 ids) on each server. Reported: each build's p50 per variant and the paired
@@ -11,9 +14,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MODEL, SERVER_ENTRY, fakeBinary, makeTempDir, removeTempDir, shuffle, startServer, summarize, ms } from './lib.mjs';
 
-const [otherRoot, roundsArg] = process.argv.slice(2);
-if (!otherRoot) {
-  console.error('usage: node bench/ab-builds.mjs <other checkout, built> [rounds]');
+const [otherRoot, roundsArg, ...settings] = process.argv.slice(2);
+if (!otherRoot || settings.some((s) => !/^[A-Z_][A-Z0-9_]*=/.test(s))) {
+  console.error('usage: node bench/ab-builds.mjs <other checkout, built> [rounds] [NAME=value ...]');
   process.exit(2);
 }
 const rounds = Number(roundsArg ?? 400);
@@ -22,12 +25,13 @@ const PROMPT = 'Summarise in one sentence why bounded concurrency matters for lo
 
 const fake = fakeBinary(0);
 const dir = makeTempDir('ab-builds');
+const thisEnv = Object.fromEntries(settings.map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]));
 const builds = {
-  this: { entry: SERVER_ENTRY },
-  other: { entry: path.resolve(otherRoot, 'dist/cli.js') },
+  this: { entry: SERVER_ENTRY, env: thisEnv },
+  other: { entry: path.resolve(otherRoot, 'dist/cli.js'), env: {} },
 };
 for (const [name, build] of Object.entries(builds))
-  build.server = await startServer({ bin: fake.bin, telemetryDir: path.join(dir, name), entry: build.entry });
+  build.server = await startServer({ bin: fake.bin, telemetryDir: path.join(dir, name), entry: build.entry, env: build.env });
 
 const samples = {};
 const record = (key, value) => (samples[key] ??= []).push(value);

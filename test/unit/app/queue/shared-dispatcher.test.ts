@@ -122,6 +122,21 @@ describe('the shared queue between servers of one data dir', () => {
     grant.release();
   });
 
+  it('a queue file left torn by a crash mid-write reads as empty, and the live servers put their calls back', async () => {
+    const dir = dataDir();
+    const a = server(dir, 1061);
+    const held = await ask(a, 'sim-a').granted;
+    const file = path.join(dir, 'queue', `${ollamaKeyOf(undefined)}.json`);
+    writeFileSync(file, '{"v":1,"boot":"boot-1","queue":{"waiting":[{"id"'); // torn
+    const store = new FileQueueStore({ telemetryDir: dir, ollamaKey: ollamaKeyOf(undefined), identity: identity(1069), proc });
+    expect((await store.read()).queue.running).toEqual([]);
+    // Within a tick (1 s), A writes its running call back.
+    await vi.waitFor(async () => expect((await store.read()).queue.running.map((e) => e.model)).toEqual(['sim-a']), {
+      timeout: 3_000,
+    });
+    held.release();
+  });
+
   it('an aborted call leaves the queue, and the next one goes', async () => {
     const dir = dataDir();
     const a = server(dir, 1031);
