@@ -347,9 +347,24 @@ export function publicConfig(config: Config): Record<string, string | number | b
     else if (value === undefined || value === null) out[name] = null;
     else if (name === 'state_url' && typeof value === 'string') out[name] = redactRedisUrl(value);
     else if (typeof value === 'string') out[name] = name === 'ollama_host' ? redactUserInfo(value) : value;
-    else out[name] = value;
+    else if (Array.isArray(value)) out[name] = hostsSetting(value as Config['hosts']);
+    else out[name] = value as number | boolean;
   }
   return out;
+}
+
+/** OLLAMA_MCP_HOSTS as it would be written, user info hidden. */
+function hostsSetting(hosts: Config['hosts']): string {
+  return hosts
+    .map((h) => {
+      const settings = [
+        h.weight !== 1 ? `weight=${h.weight}` : null,
+        h.maxLoaded !== null ? `max_loaded=${h.maxLoaded}` : null,
+        h.parallel !== null ? `parallel=${h.parallel}` : null,
+      ].filter((x) => x !== null);
+      return [redactUserInfo(h.host === '' ? '(default)' : h.host), ...settings].join(';');
+    })
+    .join(',');
 }
 
 /** `https://user:pass@host` -> `https://***@host`. */
