@@ -238,8 +238,8 @@ export function createMcpServer(app: App, owner = 'local'): Server {
       ollamaRunManyTool(runs, app.config, scope),
       ollamaWaitTool({ service: runs, store, config: app.config, scope }),
       ollamaHealthTool(async () => {
-        const { store, runs, installedModels, hygiene } = await app.services();
-        return { config: app.config, store, runs, installedModels, processes: () => hygiene.status() };
+        const { store, runs, installedModels, hostModels, hygiene } = await app.services();
+        return { config: app.config, store, runs, installedModels, hostModels, processes: () => hygiene.status() };
       }),
       ollamaTaskStatusTool({
         store,

@@ -151,9 +151,13 @@ describe('several Ollama hosts: a host that cannot be reached', () => {
       expect(line).toMatchObject({ status: 'ollama_unreachable', will_retry: true });
       expect(line.warnings).toEqual([expect.objectContaining({ kind: 'not_counted' })]);
     }
-    // The next call of each task is its first retry's count as if nothing failed.
-    const again = await servers[0]!.run({ model: 'sim-a', prompt: 'again', task_id: 'down-0' });
-    expect(again.metadata.retry_count).toBe(0);
+    // ollama_health lists both hosts, the one that is down as such.
+    const health = await servers[0]!.client.callTool({ name: 'ollama_health', arguments: { response_format: 'detailed' } });
+    const hosts = (health.structuredContent as { hosts: { name: string; reachable: boolean | null; running: number }[] }).hosts;
+    expect(hosts.map((h) => [h.name, h.reachable])).toEqual([
+      [down.host, false],
+      [up.host, true],
+    ]);
   });
 
   it('a host going down mid-run: its next call goes on at once on the other host, not counted', async () => {
