@@ -179,6 +179,26 @@ describe('several Ollama hosts: a host that cannot be reached', () => {
     expect(result.metadata.circuit).toMatchObject({ state: 'closed', consecutive_failures: 0 });
   });
 
+  it('three hosts, the first down: each model goes to the one host that has it, none counted', async () => {
+    const { serves, servers, sandbox } = await hostWorld([
+      { models: 'sim-a:latest,sim-b:latest' },
+      { models: 'sim-a:latest' },
+      { models: 'sim-b:latest' },
+    ]);
+    const [down, onlyA, onlyB] = serves as [FakeServe, FakeServe, FakeServe];
+    await down.stop();
+    const results = await Promise.all(
+      [0, 1, 2, 3].map((i) =>
+        servers[0]!.run({ model: i % 2 === 0 ? 'sim-a' : 'sim-b', prompt: `t${i}`, task_id: `three-${i}` }),
+      ),
+    );
+    for (const result of results) expect(result.metadata).toMatchObject({ status: 'ok', retry_count: 0, escalate: false });
+    expect(requests(onlyA, 'sim-a:latest')).toHaveLength(2);
+    expect(requests(onlyB, 'sim-b:latest')).toHaveLength(2);
+    const ok = readRuns(sandbox).filter((line) => line.status === 'ok');
+    expect(ok.map((line) => line.host).sort()).toEqual([onlyA.host, onlyA.host, onlyB.host, onlyB.host].sort());
+  });
+
   it('every host down: the call ends ollama_unreachable and counts, as with one host', async () => {
     const { serves, servers } = await hostWorld([{ models: 'sim-a:latest' }, { models: 'sim-a:latest' }]);
     for (const serve of serves) await serve.stop();
