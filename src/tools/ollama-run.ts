@@ -68,12 +68,7 @@ const ollamaRunFields = z.strictObject({
   include_thinking: z.boolean().optional(),
   allow_pull: z.boolean().optional().describe('Pull the model if it is missing (slow).'),
   deadline_ms: timeoutField().describe('Limit of the whole call, fallback models included.'),
-  host: z
-    .string()
-    .min(1, 'must not be empty')
-    .max(300, 'must be at most 300 characters')
-    .optional()
-    .describe('Run only on this Ollama host (one of OLLAMA_MCP_HOSTS).'),
+  host: z.string().max(300, 'must be at most 300 characters').optional().describe('Pin an OLLAMA_MCP_HOSTS host.'),
 });
 
 function refineFallback(input: { model: string; fallback_models?: string[] | undefined }, ctx: z.RefinementCtx): void {
