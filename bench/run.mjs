@@ -36,6 +36,7 @@ import { measureReportCli, reportLines, reportTargetRows } from './report-cli.mj
 import { measureSummaryWithSince } from './report-since.mjs';
 import { measureScheduling, schedulingRows } from './scheduling.mjs';
 import { measureSharedOllama, sharedOllamaRows } from './shared-ollama.mjs';
+import { hostsRows, measureHosts } from './hosts.mjs';
 import { measureStartup } from './startup.mjs';
 import { measureState, stateLines } from './state.mjs';
 import { measureThroughput } from './throughput.mjs';
@@ -231,6 +232,12 @@ async function runBenchmarks() {
   for (const r of sharedTargets) say(`  ${r.measure}: ${r.value} (${r.baseline})\n    ${r.note}`);
   say(`  other processes used ${noise(sharedOllama)} of the CPUs meanwhile`);
   schedulingTargets.push(...sharedTargets);
+  say('  two Ollama hosts, each holding one of two models: routing by residency, against one host and round-robin ...');
+  const hosts = await withNoise(() => measureHosts());
+  const hostsTargets = hostsRows(hosts);
+  for (const r of hostsTargets) say(`  ${r.measure}: ${r.value} (${r.baseline})\n    ${r.note}`);
+  say(`  other processes used ${noise(hosts)} of the CPUs meanwhile`);
+  schedulingTargets.push(...hostsTargets);
   say();
 
   say(

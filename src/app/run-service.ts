@@ -21,6 +21,10 @@ import { FOREVER } from '../policy/shared-queue.js';
 import type { QueueStore } from '../store/queue/queue-store.js';
 import { ledgerReserve } from './reply/disk-room.js';
 import { Residency } from './queue/residency.js';
+import { HostPool, type HostListing, type HostStatus } from './queue/host-pool.js';
+import { hostNameOf, resolveHost, type HostSpec } from '../config/hosts.js';
+import { ollamaKeyOf } from '../policy/host-key.js';
+import { isUnreachableMessage } from '../ollama/cli-errors.js';
 import type { WriteUp } from './attempt/write-up.js';
 import { salvageRequest } from './attempt/request.js';
 import type { RunResult } from './reply/run-result.js';
@@ -74,15 +78,33 @@ interface RunServiceDeps {
   /** Per-model limits. @default the environment's, for every model */
   readonly settingsFor?: (model: string) => ModelSettings;
   /** Checks a model is installed before spawning (OLLAMA_MCP_PREFLIGHT). @default none */
-  readonly preflight?: (model: string) => Promise<PreflightResult>;
+  readonly preflight?: (model: string, host?: string) => Promise<PreflightResult>;
   /** The cap shared by every server process (OLLAMA_MCP_SHARED_CONCURRENCY). @default none */
   readonly sharedSlots?: SharedSlots | null;
   /** The queue shared by every server in front of the same Ollama (OLLAMA_MCP_SHARED_QUEUE). @default none: this server's own */
   readonly queueStore?: QueueStore | null;
+  /**
+   * The Ollama hosts (OLLAMA_MCP_HOSTS), each with its own `ollama ps`, `ollama list`, shared queue and
+   * CLI environment. @default one: `config.hosts[0]` with `env`, `readLoaded`, `fileBytesOf` and `queueStore` above
+   */
+  readonly hosts?: readonly HostDeps[];
   /** Told when the shared queue found servers gone (their model processes are orphans now). @default nothing */
   readonly onServerGone?: () => void;
   /** A listener for each call's events (traces and metrics), made when the call starts. @default none */
   readonly observe?: ((request: RunRequest, context: RunContext) => CallListener) | undefined;
+}
+
+/** One Ollama host, as the server's start-up found it. */
+export interface HostDeps {
+  readonly spec: HostSpec;
+  /** Its name in results, health and runs.jsonl. */
+  readonly name: string;
+  /** Its CLI children's environment (OLLAMA_HOST set to it). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly readLoaded: (() => Promise<LoadedModelsResult>) | null;
+  readonly fileBytesOf: (model: string) => number | undefined;
+  readonly queueStore: QueueStore | null;
+  readonly list?: () => Promise<HostListing>;
 }
 
 /**
@@ -96,7 +118,7 @@ export class RunService {
   readonly #clock: () => number;
   readonly #settingsFor: (model: string) => ModelSettings;
   readonly #ledger: AttemptLedger;
-  readonly #dispatcher: DispatchQueue;
+  readonly #dispatcher: HostPool;
   readonly #recorder: AttemptRecorder;
   readonly #answers: AnswerFiles;
   /** The attempts dead servers left under way: settled at start-up and every minute once started. */
@@ -123,7 +145,7 @@ export class RunService {
     const warn = deps.onWarning ?? ((message) => process.stderr.write(`ollama-runner-mcp: ${message}\n`));
     this.#answers = defaultAnswerFiles(config, this.#clock);
     this.#ledger = new AttemptLedger({ store: deps.store, clock: this.#clock, config, warn });
-    this.#dispatcher = dispatcherFor(config, deps, warn);
+    this.#dispatcher = hostPoolFor(config, deps, warn);
     this.#recorder = new AttemptRecorder({ log: deps.log, clock: this.#clock, answers: this.#answers });
     const env = cliEnvironment(config, deps.env);
     this.#journal = new AttemptJournal(config.telemetryDir);
@@ -181,7 +203,13 @@ export class RunService {
   }
   /** The queue shared with the other servers of this Ollama, read now; null when this server dispatches alone. */
   async sharedQueue(): Promise<SharedQueueStatus | null> {
-    return this.#dispatcher instanceof SharedDispatcher ? this.#dispatcher.shared() : null;
+    const first = this.#dispatcher.first;
+    return first instanceof SharedDispatcher ? first.shared() : null;
+  }
+
+  /** Every Ollama host: whether it is down, its queue, what it has loaded. */
+  get hosts(): HostStatus[] {
+    return this.#dispatcher.status();
   }
 
   /** Calls started and not yet logged. */
@@ -211,6 +239,11 @@ export class RunService {
 
   /** One call, tracked from now until its result is logged. Unless it is a batch's job, its reply is built next. */
   start(request: RunRequest, context: RunContext = {}, callId?: string): CallHandle {
+    if (request.host !== undefined) {
+      const host = resolveHost(this.#config.hosts, request.host, (a, b) => ollamaKeyOf(a) === ollamaKeyOf(b));
+      if (host === null) return this.#unknownHost(request, context);
+      request = { ...request, host };
+    }
     const { listen, ...rest } = context;
     const observed = this.#observe?.(request, rest);
     const events = new CallEvents([this.#underWay, ...(listen ? [listen] : []), ...(observed ? [observed] : [])]);
@@ -266,6 +299,15 @@ export class RunService {
     return this.#refuse(request, context, 'not_started', NOT_STARTED_ERROR, maxRetries, request.retryCount ?? 0);
   }
 
+  /** A call pinned to a host the server does not send to: refused as invalid input, nothing spawned. */
+  #unknownHost(request: RunRequest, context: RunContext): CallHandle {
+    const names = this.#config.hosts.map((spec) => hostNameOf(spec)).join(', ');
+    const message = `host: unknown Ollama host \`${request.host}\`; this server sends to ${names} (OLLAMA_MCP_HOSTS)`;
+    const maxRetries = request.maxRetries ?? this.#settingsFor(request.model).maxRetries;
+    const record = { batchId: context.batchId, replyShare: context.replyShare };
+    return this.#refuseHandle(request, record, 'invalid_input', message, maxRetries, request.retryCount ?? 0);
+  }
+
   /** Does the model's circuit refuse runs now? (A chain does not move on to models that would all refuse.) */
   async #refuses(model: string): Promise<boolean> {
     const now = this.#clock();
@@ -282,6 +324,17 @@ export class RunService {
     maxRetries: number,
     retryCount: number,
   ): Promise<RunResult> {
+    return this.#refuseHandle(request, context, status, message, maxRetries, retryCount).result;
+  }
+
+  #refuseHandle(
+    request: RunRequest,
+    context: RecordContext,
+    status: 'invalid_input' | 'not_started',
+    message: string,
+    maxRetries: number,
+    retryCount: number,
+  ): CallHandle {
     const settled = this.#ledger.unsettled(retryCount, { escalate: false, reason: null });
     const writeUp: WriteUp = {
       runId: randomUUID(),
@@ -294,7 +347,7 @@ export class RunService {
       settled,
       willRetry: false,
     };
-    return this.#calls.start(request.taskId, new CallEvents(), () => this.#recorder.record(writeUp, [], context)).result;
+    return this.#calls.start(request.taskId, new CallEvents(), () => this.#recorder.record(writeUp, [], context));
   }
 }
 
@@ -309,10 +362,59 @@ function defaultAnswerFiles(config: Config, clock: () => number): AnswerFiles {
 }
 
 /**
- * The queue attempts wait in: the one shared by every server in front of this Ollama (when
- * `deps.queueStore` is given), or this server's own; and the view of what Ollama has loaded.
+ * The queues attempts wait in, one per Ollama host, behind the host pool that routes between them.
+ * Each host's queue is the one shared by every server in front of that host (when it has a queue
+ * store), or this server's own; each has its view of what that host has loaded.
  */
-function dispatcherFor(config: Config, deps: RunServiceDeps, warn: (message: string) => void): DispatchQueue {
+function hostPoolFor(config: Config, deps: RunServiceDeps, warn: (message: string) => void): HostPool {
+  const hosts = deps.hosts ?? [defaultHost(config, deps)];
+  let pool: HostPool | null = null;
+  const observed = (name: string, read: HostDeps['readLoaded']): HostDeps['readLoaded'] =>
+    read === null
+      ? null
+      : async () => {
+          const result = await read();
+          if (result.ok) pool?.reached(name);
+          else if (isUnreachableMessage(result.reason) || /did not answer within/.test(result.reason))
+            pool?.unreachable(name, result.reason);
+          return result;
+        };
+  pool = new HostPool({
+    hosts: hosts.map((host) => ({
+      name: host.name,
+      spec: host.spec,
+      env: host.env,
+      queue: dispatcherFor(config, { ...deps, ...host, readLoaded: observed(host.name, host.readLoaded) }, warn),
+      ...(host.list ? { list: host.list } : {}),
+    })),
+    clock: deps.clock ?? Date.now,
+    warn,
+  });
+  return pool;
+}
+
+/** The one host of a server started without OLLAMA_MCP_HOSTS's list (and of tests). */
+function defaultHost(config: Config, deps: RunServiceDeps): HostDeps {
+  const spec = config.hosts[0] ?? { host: config.ollamaHost ?? '', weight: 1, maxLoaded: null, parallel: null };
+  return {
+    spec,
+    name: hostNameOf(spec),
+    env: cliEnvironment(config, deps.env),
+    readLoaded: deps.readLoaded ?? null,
+    fileBytesOf: deps.fileBytesOf ?? (() => undefined),
+    queueStore: deps.queueStore ?? null,
+  };
+}
+
+/**
+ * One host's queue: the one shared by every server in front of it (when `deps.queueStore` is given),
+ * or this server's own; and the view of what it has loaded.
+ */
+function dispatcherFor(
+  config: Config,
+  deps: Omit<RunServiceDeps, 'hosts'> & Pick<HostDeps, 'spec' | 'readLoaded' | 'fileBytesOf' | 'queueStore'>,
+  warn: (message: string) => void,
+): DispatchQueue {
   const monotonic = () => performance.now();
   let dispatcher: DispatchQueue | null = null;
   let shared: SharedDispatcher | null = null;
@@ -320,7 +422,7 @@ function dispatcherFor(config: Config, deps: RunServiceDeps, warn: (message: str
   const read = deps.readLoaded ?? null;
   const identity = selfIdentity();
   const residency = new Residency({
-    capacity: config.maxLoadedModels,
+    capacity: deps.spec.maxLoaded ?? config.maxLoadedModels,
     fileBytesOf: deps.fileBytesOf ?? (() => undefined),
     keepAliveMs: config.keepAliveMs,
     clock: monotonic,

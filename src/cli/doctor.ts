@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Config } from '../config/config.js';
+import { hostNameOf } from '../config/hosts.js';
 import { collectHealth, type HealthStateSource } from '../health/collect-health.js';
 import { renderHealth } from '../health/render-health.js';
 import { cliEnvironment } from '../ollama/child-env.js';
@@ -30,8 +31,19 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
     // The telemetry dir cannot be created or used: the report says so (the writability check fails too).
     (error: Error) => ({ snapshot: () => Promise.reject(error) }),
   );
-  const env = cliEnvironment(config);
-  const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
+  // Every Ollama host (OLLAMA_MCP_HOSTS), each asked with OLLAMA_HOST set to it.
+  const hostModels = config.hosts.map((spec) => {
+    const env = cliEnvironment({ ollamaHost: spec.host === '' ? config.ollamaHost : spec.host });
+    return {
+      name: hostNameOf(spec),
+      installed: new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs }),
+    };
+  });
+  const installedModels = hostModels[0]!.installed;
+  const hosts = config.hosts.map((spec) => ({
+    ...{ name: hostNameOf(spec), weight: spec.weight, downUntil: null, lastError: null },
+    ...{ running: 0, waiting: 0, loaded: [] },
+  }));
   let code: number;
   let text: string;
   try {
@@ -41,8 +53,10 @@ export async function runDoctor(config: Config, out: NodeJS.WritableStream = pro
       runs: {
         inFlight: 0,
         queue: { running: 0, waiting: 0, limit: config.concurrency, loaded: [], capacity: 1, memoryBudget: null },
+        hosts,
       },
       installedModels,
+      hostModels,
       processes: () => processesNow(config, store),
     });
     const withStore = storeWarnings.length > 0 ? { ...report, warnings: [...report.warnings, ...storeWarnings] } : report;

@@ -8,6 +8,8 @@ import {
 import { ollamaDurationMs, ollamaUint } from './ollama-settings.js';
 import { HTTP_CONNECTIONS, HTTP_TOKEN_MIN_CHARS, HTTP_TOKEN_TOO_SHORT, REPLY_WITHIN_RANGE, SETTING_RANGES } from './ranges.js';
 import { isRedisUrlError, parseRedisUrl } from './redis-url.js';
+import { isHostsError, parseHosts, type HostSpec } from './hosts.js';
+import { ollamaKeyOf } from '../policy/host-key.js';
 
 /** Everything the server can be told, validated once at start-up. Each field names its variable; docs/configuration.md gives the ranges. */
 export interface Config {
@@ -15,6 +17,8 @@ export interface Config {
   readonly ollamaBin: string;
   /** `OLLAMA_HOST`: passed through to the CLI when set. */
   readonly ollamaHost: string | undefined;
+  /** `OLLAMA_MCP_HOSTS`: the Ollama servers calls are routed to (hosts.ts); default: the one OLLAMA_HOST. */
+  readonly hosts: readonly HostSpec[];
   /** `OLLAMA_MCP_TELEMETRY_DIR`: holds runs.jsonl and the state files. @default see resolveTelemetryDir */
   readonly telemetryDir: string;
   /** Why telemetryDir is where it is (the variable, a source checkout, or the per-user state dir). */
@@ -138,6 +142,7 @@ export function loadConfig(env: Env, where: TelemetryDirContext = currentTelemet
   return {
     ollamaBin: read.text('OLLAMA_BIN', 'ollama'),
     ollamaHost: host,
+    hosts: hostsOf(env, host),
     telemetryDir: telemetry.dir,
     telemetryDirReason: telemetry.why,
     concurrency: int('OLLAMA_MCP_CONCURRENCY', 3, { min: 1, max: 32 }),
@@ -274,6 +279,13 @@ function ollamaHost(env: Env): string | undefined {
     throw new ConfigError('OLLAMA_HOST', `OLLAMA_HOST must be host, host:port or scheme://host:port, got \`${host}\``);
   }
   return host;
+}
+
+/** OLLAMA_MCP_HOSTS, else the one OLLAMA_HOST. */
+function hostsOf(env: Env, host: string | undefined): readonly HostSpec[] {
+  const hosts = parseHosts(env.OLLAMA_MCP_HOSTS, host, (a, b) => ollamaKeyOf(a) === ollamaKeyOf(b));
+  if (isHostsError(hosts)) throw new ConfigError('OLLAMA_MCP_HOSTS', hosts.message);
+  return hosts;
 }
 
 /** Ollama's own load timeout when this environment has it (within the setting's range), else its default of 5 minutes. */

@@ -9,6 +9,7 @@ import { viewCircuit, type BreakerSettings } from '../policy/breaker.js';
 import type { StateData, StoreWriteFailure, TaskScope } from '../store/state-backend.js';
 import type { ProcessesStatus } from '../app/hygiene/process-hygiene.js';
 import type { QueueView } from '../app/run-service.js';
+import type { HostStatus } from '../app/queue/host-pool.js';
 import type { SharedQueueStatus } from '../app/queue/shared-dispatcher.js';
 import { RUN_LOG_FILE_NAME } from '../telemetry/log-files.js';
 import { redactRedisUrl } from '../config/redis-url.js';
@@ -40,8 +41,12 @@ export interface HealthDeps {
     readonly queue: QueueView;
     /** The queue shared with the other servers of this Ollama, read now; null: this server dispatches alone. */
     sharedQueue?(): Promise<SharedQueueStatus | null>;
+    /** Every Ollama host: down or not, its queue, what it has loaded. @default none shown */
+    readonly hosts?: readonly HostStatus[];
   };
   readonly installedModels: InstalledModels;
+  /** Every host's installed models (OLLAMA_MCP_HOSTS), the first being `installedModels`. @default the first only */
+  readonly hostModels?: readonly { readonly name: string; readonly installed: InstalledModels }[];
   /** The orphan sweep and the shared slots, read when the check runs. @default none shown */
   readonly processes?: () => ProcessesStatus | Promise<ProcessesStatus>;
   /** Epoch ms. @default Date.now */
@@ -61,9 +66,15 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
   const { cli, circuits, telemetry, ledgerProblems, writeFailure } = checks;
   const processes = deps.processes ? viewProcesses(await deps.processes()) : null;
   const shared = (await runs.sharedQueue?.()) ?? null;
+  const hosts = await hostsReport(deps, cli, clock);
   const cliFound = cliFindings(cli, config);
   const problems = [...cliFound.problems, ...stateProblems(checks, config), ...telemetryProblems(telemetry, config)];
-  const warnings = [...cliFound.warnings, ...circuitWarnings(circuits.circuits), ...sharedSlotsWarnings(processes)];
+  const warnings = [
+    ...cliFound.warnings,
+    ...circuitWarnings(circuits.circuits),
+    ...sharedSlotsWarnings(processes),
+    ...hostWarnings(hosts),
+  ];
   return {
     ok: problems.length === 0,
     problems,
@@ -93,6 +104,7 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
         error: shared.error,
       },
     },
+    ...(hosts.length > 0 ? { hosts } : {}),
     processes,
     telemetry: {
       dir: config.telemetryDir,
@@ -108,6 +120,46 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
     config: publicConfig(config),
     checked_at: new Date(clock()).toISOString(),
   };
+}
+
+type HostReport = NonNullable<HealthReport['hosts']>[number];
+
+/** Every host: the first as the CLI check found it, each other probed the same way, side by side; and its queue here. */
+async function hostsReport(deps: HealthDeps, first: CliProbe, clock: () => number): Promise<HostReport[]> {
+  const statuses = deps.runs.hosts ?? [];
+  const timeoutMs = deps.cliTimeoutMs ?? HEALTH_CLI_TIMEOUT_MS;
+  const deadline = Math.max(HEALTH_DEADLINE_MS, timeoutMs + 2_000);
+  const probes = await Promise.all(
+    statuses.map((status, i) => {
+      const models = deps.hostModels?.find((host) => host.name === status.name)?.installed;
+      if (i === 0 || models === undefined) return first;
+      const probe = probeCli({ bin: models.bin, env: models.env, timeoutMs, installedModels: models });
+      return withDeadline(probe, deadline, () => hungCli(deps.config.ollamaBin, deadline));
+    }),
+  );
+  return statuses.map((status, i) => {
+    const probe = probes[i]!;
+    return {
+      name: redactUserInfo(status.name),
+      weight: status.weight,
+      reachable: probe.found ? probe.serverReachable : null,
+      version: probe.serverVersion,
+      installed_models: probe.installed?.length ?? null,
+      loaded_models: [...status.loaded],
+      queued: status.waiting,
+      running: status.running,
+      down_until: status.downUntil === null || status.downUntil <= clock() ? null : new Date(status.downUntil).toISOString(),
+      last_error: status.lastError,
+    };
+  });
+}
+
+/** With several hosts: one that cannot be reached is worth knowing (calls go to the others). */
+function hostWarnings(hosts: readonly HostReport[]): string[] {
+  if (hosts.length < 2) return [];
+  return hosts
+    .filter((host) => host.reachable === false || host.down_until !== null)
+    .map((host) => `Ollama host ${host.name} cannot be reached: calls go to the other hosts until it answers again`);
 }
 
 type Checks = Awaited<ReturnType<typeof runChecks>>;
@@ -347,9 +399,24 @@ export function publicConfig(config: Config): Record<string, string | number | b
     else if (value === undefined || value === null) out[name] = null;
     else if (name === 'state_url' && typeof value === 'string') out[name] = redactRedisUrl(value);
     else if (typeof value === 'string') out[name] = name === 'ollama_host' ? redactUserInfo(value) : value;
-    else out[name] = value;
+    else if (Array.isArray(value)) out[name] = hostsSetting(value as Config['hosts']);
+    else out[name] = value as number | boolean;
   }
   return out;
+}
+
+/** OLLAMA_MCP_HOSTS as it would be written, user info hidden. */
+function hostsSetting(hosts: Config['hosts']): string {
+  return hosts
+    .map((h) => {
+      const settings = [
+        h.weight !== 1 ? `weight=${h.weight}` : null,
+        h.maxLoaded !== null ? `max_loaded=${h.maxLoaded}` : null,
+        h.parallel !== null ? `parallel=${h.parallel}` : null,
+      ].filter((x) => x !== null);
+      return [redactUserInfo(h.host === '' ? '(default)' : h.host), ...settings].join(';');
+    })
+    .join(',');
 }
 
 /** `https://user:pass@host` -> `https://***@host`. */

@@ -64,6 +64,26 @@ export const healthReportSchema = z.object({
       .optional()
       .describe('the one queue every server in front of this Ollama dispatches from (null: OLLAMA_MCP_SHARED_QUEUE=0)'),
   }),
+  hosts: z
+    .array(
+      z.object({
+        name: z.string().describe('as OLLAMA_MCP_HOSTS writes it (OLLAMA_HOST, or the CLI default, with one host)'),
+        weight: int(),
+        reachable: z.boolean().nullable().describe('its `ollama list` worked (null: could not tell)'),
+        version: z.string().nullable().describe("the host's Ollama version; null when it did not answer"),
+        installed_models: int().nullable().describe('models its `ollama list` shows (null: the list failed)'),
+        loaded_models: z.array(z.string()).describe('models this server believes the host has loaded'),
+        queued: int().describe("this server's calls waiting for the host"),
+        running: int().describe("this server's calls running there"),
+        down_until: z
+          .string()
+          .nullable()
+          .describe('calls skip the host until then (it could not be reached; ISO time); null: it takes calls'),
+        last_error: z.string().nullable().describe('what its last failure to reach it said'),
+      }),
+    )
+    .optional()
+    .describe('every Ollama host calls are routed to (OLLAMA_MCP_HOSTS; one without it)'),
   processes: z
     .object({
       orphan_sweep: z.object({

@@ -24,6 +24,7 @@ export function renderHealth(report: HealthReport): string {
     renderCircuits(report),
     renderRuns(report.runs),
     ...renderSharedQueue(report.runs),
+    ...renderHosts(report.hosts),
     ...renderProcesses(report.processes),
     ...renderState(report),
     `  config: ${Object.entries(report.config)
@@ -81,6 +82,23 @@ function renderRuns(runs: HealthReport['runs']): string {
       ? `${runs.max_loaded_models} fit together`
       : `models fit together in ${formatBytes(runs.memory_budget_bytes)}, as learned from ollama ps`;
   return `${PASS} runs: ${runs.in_flight} in flight, ${runs.running} running, ${runs.queued} queued, concurrency ${runs.concurrency}, ${runs.parallel} per model; loaded: ${loaded} (${fit})`;
+}
+
+/** Every Ollama host, one line each, when there are several. */
+function renderHosts(hosts: HealthReport['hosts']): string[] {
+  if (hosts === undefined || hosts.length < 2) return [];
+  return hosts.map((host) => {
+    const mark = host.reachable === false || host.down_until !== null ? NOTE : PASS;
+    const state =
+      host.down_until !== null
+        ? `down until ${host.down_until}`
+        : host.reachable === false
+          ? 'not reachable'
+          : `reachable${host.version ? `, Ollama ${host.version}` : ''}`;
+    const installed = host.installed_models === null ? '' : `, ${host.installed_models} models installed`;
+    const loaded = host.loaded_models.join(', ') || 'none known';
+    return `${mark} host ${host.name} (weight ${host.weight}): ${state}${installed}; loaded: ${loaded}; ${host.running} running, ${host.queued} queued here`;
+  });
 }
 
 /** The queue shared with the other servers of the same Ollama, when there is one. */

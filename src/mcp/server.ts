@@ -11,7 +11,10 @@ import type { RunService } from '../app/run-service.js';
 import type { ProcessHygiene } from '../app/hygiene/process-hygiene.js';
 import type { StateBackend } from '../store/state-backend.js';
 import type { RunLog } from '../telemetry/run-log.js';
-import type { InstalledModels } from '../ollama/installed-models.js';
+import type { InstalledModels, ModelListResult } from '../ollama/installed-models.js';
+import type { HostListing } from '../app/queue/host-pool.js';
+import type { PreflightResult } from '../app/attempt/types.js';
+import { hostNameOf } from '../config/hosts.js';
 import type { ControlLogger } from '../tools/tool-definition.js';
 import { ollamaHealthTool, preloadHealthCheck } from '../tools/ollama-health.js';
 import { ollamaResetTool } from '../tools/ollama-reset.js';
@@ -46,7 +49,10 @@ export interface AppServices {
   readonly store: StateBackend;
   readonly log: RunLog;
   readonly runs: RunService;
+  /** The first host's installed models (the only host's, with one). */
   readonly installedModels: InstalledModels;
+  /** Every host's installed models (OLLAMA_MCP_HOSTS). */
+  readonly hostModels: readonly { readonly name: string; readonly installed: InstalledModels }[];
   /** Child records, the orphan sweep and the shared cap: `start()` after start-up, `stop()` at shutdown. */
   readonly hygiene: ProcessHygiene;
 }
@@ -115,34 +121,69 @@ async function buildServices(
   });
   // The CLI's children get the server's whole environment, plus OLLAMA_HOST when configured.
   const env = cliEnvironment(config);
-  // One list of installed models per process, shared by the preflight check and ollama_health.
-  const installedModels = new InstalledModels({ bin: config.ollamaBin, env, ttlMs: config.modelListTtlMs });
   const team = teamConnectionOf(store);
   const hygiene = new ProcessHygiene(config, warn, { team });
-  const queueStore = openQueueStore(config, { identity: selfIdentity(), proc: liveProcView, team });
+  const place = { identity: selfIdentity(), proc: liveProcView, team };
+  // Each Ollama host has its own `ollama list` (shared by the preflight check and ollama_health), `ollama ps` and queue.
+  const hosts = config.hosts.map((spec) => {
+    const hostEnv = cliEnvironment({ ollamaHost: spec.host === '' ? config.ollamaHost : spec.host });
+    const installed = new InstalledModels({ bin: config.ollamaBin, env: hostEnv, ttlMs: config.modelListTtlMs });
+    return {
+      spec,
+      name: hostNameOf(spec),
+      env: hostEnv,
+      installed,
+      readLoaded: () => readLoadedModels({ bin: config.ollamaBin, env: hostEnv }),
+      fileBytesOf: (model: string) => installed.fileBytesOf(model),
+      queueStore: openQueueStore(config, place, spec.host === '' ? config.ollamaHost : spec.host),
+      list: () => installed.list().then(hostListing),
+    };
+  });
+  const installedModels = hosts[0]!.installed;
   const runs = new RunService({
     config,
     store,
     log,
     env,
+    hosts,
     // In team mode one Redis outage fails every run's ledger update: one stderr line a minute, not one per run.
     onWarning: config.stateUrl
       ? (await import('../store/state/redis-warning-limiter.js')).limitWarnings(warn, { windowMs: 60_000 })
       : warn,
     spawn: hygiene.trackSpawns(runModelProcess),
     sharedSlots: hygiene.sharedSlots,
-    queueStore,
     // A server the queue found dead may have left model processes holding Ollama: end them now.
     onServerGone: () => void hygiene.sweeper.sweepNow(),
-    readLoaded: () => readLoadedModels({ bin: config.ollamaBin, env }),
-    fileBytesOf: (model) => installedModels.fileBytesOf(model),
     settingsFor: (model) => tiers.settingsFor(model),
-    ...(config.preflight ? { preflight: (model: string) => installedModels.check(model) } : {}),
+    ...(config.preflight ? { preflight: (model: string, host?: string) => checkOnHosts(hosts, model, host) } : {}),
     observe: observer?.callListener,
   });
   hygiene.attempts = runs.interrupted;
   observer?.watchQueue(() => runs.queue);
-  return { store, log, runs, installedModels, hygiene };
+  return { store, log, runs, installedModels, hostModels: hosts.map(({ name, installed }) => ({ name, installed })), hygiene };
+}
+
+/** A host's `ollama list` as the host pool needs it: a host that did not answer is down. */
+function hostListing(result: ModelListResult): HostListing {
+  if (result.ok) return { ok: true, models: result.models };
+  return { ok: false, unreachable: result.cause === 'unreachable' || result.cause === 'timeout', reason: result.reason };
+}
+
+/**
+ * Is the model installed where the call may run: on its pinned host, else on any host. Missing only
+ * when every host's list says so (a list that could not be read counts as maybe).
+ */
+async function checkOnHosts(
+  hosts: readonly { readonly name: string; readonly installed: InstalledModels }[],
+  model: string,
+  pinned: string | undefined,
+): Promise<PreflightResult> {
+  const where = pinned === undefined ? hosts : hosts.filter((host) => host.name === pinned);
+  const checks = await Promise.all(where.map((host) => host.installed.check(model)));
+  const found = checks.find((check) => check.kind !== 'missing');
+  if (found !== undefined) return found;
+  const installed = [...new Set(checks.flatMap((check) => (check.kind === 'missing' ? check.installed : [])))];
+  return { kind: 'missing', installed };
 }
 
 /** The Floor Manager protocol, in five lines: clients show it to the model once per session (cut at 2 KB). */
@@ -197,8 +238,8 @@ export function createMcpServer(app: App, owner = 'local'): Server {
       ollamaRunManyTool(runs, app.config, scope),
       ollamaWaitTool({ service: runs, store, config: app.config, scope }),
       ollamaHealthTool(async () => {
-        const { store, runs, installedModels, hygiene } = await app.services();
-        return { config: app.config, store, runs, installedModels, processes: () => hygiene.status() };
+        const { store, runs, installedModels, hostModels, hygiene } = await app.services();
+        return { config: app.config, store, runs, installedModels, hostModels, processes: () => hygiene.status() };
       }),
       ollamaTaskStatusTool({
         store,

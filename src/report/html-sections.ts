@@ -140,6 +140,25 @@ ${s.timeline.loads_truncated ? html`<p class="note">Only the most recent days ar
 </section>`;
 }
 
+/** Runs, loads and failures per Ollama host (OLLAMA_MCP_HOSTS). */
+export function hostsSection(s: RunsSummary): Html {
+  const hosts = s.hosts ?? [];
+  const head = [...th('host'), ...thFigures('runs', 'ok', 'failures', 'unreachable', 'loads')];
+  const rows = hosts.map((row) => [
+    html`<td>${row.host}</td>`,
+    figureCell(row.runs),
+    figureCell(row.ok),
+    countCell(row.failures, 'warn'),
+    countCell(row.unreachable, 'warn'),
+    figureCell(row.loads),
+  ]);
+  return html`<section class="card" id="hosts">
+<h2>Ollama hosts</h2>
+<p class="note">Per host the attempts were sent to: the callers' runs, those that failed, those that could not reach it (the call went on to another host when one could serve), and the loads of a model there.</p>
+${table('hosts-table', head, rows)}
+</section>`;
+}
+
 /** "qwen2.5-coder:7b loaded 18 times for 18 runs on 2026-11-22", for the first three. */
 function thrashWords(thrash: readonly ModelLoadRow[]): Html | '' {
   if (thrash.length === 0) return '';

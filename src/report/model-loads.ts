@@ -95,7 +95,8 @@ export class ModelLoads {
  * The load time of a line that loaded its model (0 when unknown), or null when it did not or does not
  * say: its `cold_load` when it has one, else its `usage.load_ms` against `LOAD_MS`.
  */
-function loadOf(line: RunLine): number | null {
+/** The load time of a line that loaded its model, else null. */
+export function loadOf(line: RunLine): number | null {
   const ms = line.usage?.load_ms;
   const loadMs = typeof ms === 'number' && ms >= 0 ? ms : null;
   const loaded = line.coldLoad ?? (loadMs !== null && loadMs >= LOAD_MS);

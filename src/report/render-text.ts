@@ -58,6 +58,7 @@ export function renderReportText(summary: SummaryView, options: RenderTextOption
   latencySection(context, summary);
   tokensSection(context, summary);
   loadsSection(context, summary);
+  hostsSection(context, summary);
   chainsSection(context, summary);
   escalatedTasksNote(context, summary);
   return page.text();
@@ -241,6 +242,24 @@ function tokensSection({ page }: Context, s: SummaryView): void {
   page.say(
     'out tok/s: median output tokens per second; prompt p95: prompt tokens; cold load: load_ms over 1 s (the model was loaded first); truncated?: runs warned prompt_may_be_truncated (raise num_ctx).',
     'dim',
+  );
+}
+
+/** Runs, loads and failures per Ollama host, when the lines name more than one. */
+function hostsSection({ page }: Context, s: SummaryView): void {
+  const hosts = s.hosts ?? [];
+  if (hosts.length < 2) return;
+  page.heading(`Ollama hosts: ${count(hosts.length)}`);
+  page.table(
+    [{ header: 'host' }, ...right('runs', 'ok', 'failures', 'unreachable', 'loads')],
+    hosts.map((row) => [
+      { text: row.host },
+      { text: count(row.runs) },
+      { text: count(row.ok) },
+      { text: count(row.failures), style: row.failures > 0 ? 'yellow' : undefined },
+      { text: count(row.unreachable), style: row.unreachable > 0 ? 'yellow' : undefined },
+      { text: count(row.loads) },
+    ]),
   );
 }
 

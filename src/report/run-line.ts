@@ -42,6 +42,8 @@ export function readRunLine(record: JsonObject) {
     mayBeTruncated: Array.isArray(record.warnings) && record.warnings.some(isTruncationWarning),
     /** `retry_count`, 0 when absent or negative. */
     retryCount: typeof retryCount === 'number' && retryCount >= 0 ? retryCount : 0,
+    /** `host`: the Ollama host the attempt was sent to; null when absent (one host, older lines). */
+    host: nonEmptyString(record.host),
     chainId: record.chain_id,
     busyTry: record.busy_try,
   };

@@ -218,14 +218,29 @@ const summaryCore = {
   chains: chainsSchema,
 };
 
+export const hostRowSchema = z.object({
+  host: z.string().describe('the Ollama host, as runs.jsonl names it'),
+  attempts: int.describe('lines sent to it, failovers and busy retries included'),
+  runs: int.describe("the callers' runs it served (will_retry false)"),
+  ok: int,
+  failures: int.describe('lines that did not end ok'),
+  unreachable: int.describe('lines that ended ollama_unreachable there (the calls went on to another host when one could serve)'),
+  loads: int.describe('lines that loaded their model there'),
+});
+
 export const runsSummarySchema = z.object({
   ...summaryCore,
   duration_buckets_ms: durationBucketsMs,
   models: z.array(modelSummarySchema).describe('most runs first'),
   escalated_tasks: z.array(escalatedTaskSchema).describe('most recent last_ts first'),
   timeline: timelineSchema,
+  hosts: z
+    .array(hostRowSchema)
+    .optional()
+    .describe('runs, loads and failures per Ollama host (lines with a host); most attempts first'),
 });
 
+export type HostRow = z.infer<typeof hostRowSchema>;
 export type ModelSummary = z.infer<typeof modelSummarySchema>;
 export type EscalatedTask = z.infer<typeof escalatedTaskSchema>;
 export type TimelineEvent = z.infer<typeof timelineEventSchema>;

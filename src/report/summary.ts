@@ -11,6 +11,7 @@ import type { RunFilters } from './filters.js';
 import { isoOrNull } from './format.js';
 import { DURATION_BUCKETS_MS } from './histogram.js';
 import { ModelLoads } from './model-loads.js';
+import { HostRows } from './host-rows.js';
 import { ModelRows } from './model-stats.js';
 import { readControlLine, readRunLine, type RunLine } from './run-line.js';
 import type { RunsSummary } from './summary-schema.js';
@@ -96,6 +97,7 @@ class SummaryBuilder {
   readonly #chains = new ChainAccumulator();
   readonly #timeline: TimelineAccumulator;
   readonly #loads = new ModelLoads();
+  readonly #hosts = new HostRows();
   #firstMs = Infinity;
   #lastMs = -Infinity;
   readonly #totals = { runs: 0, ok: 0, escalations: 0 };
@@ -154,6 +156,7 @@ class SummaryBuilder {
     const line = row === selected.model ? selected : { ...selected, model: row };
     this.#chains.add(line);
     this.#loads.add(line);
+    this.#hosts.add(line);
     if (line.willRetry) return; // the caller never saw it: not a run of theirs
     this.#totals.runs += 1;
     if (line.status === 'ok') this.#totals.ok += 1;
@@ -215,6 +218,7 @@ class SummaryBuilder {
       models: models.rows,
       escalated_tasks: tasks.rows,
       timeline: this.#timelineResult(),
+      hosts: this.#hosts.result(),
     };
   }
 }

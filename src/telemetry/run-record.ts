@@ -65,6 +65,8 @@ export interface RunRecord {
   readonly error: string | null;
   /** PID of the server process that ran the attempt (several may share one log). */
   readonly server_pid: number;
+  /** The Ollama host the attempt was sent to (OLLAMA_MCP_HOSTS's name; `127.0.0.1:11434` when OLLAMA_HOST is unset). Absent when it never reached one, and from older lines. */
+  readonly host?: string;
   /** What the safety net could not do, or `prompt_may_be_truncated`, as in the result's `metadata.warnings`; `[]` normally. */
   readonly warnings: readonly { readonly kind: string; readonly message: string }[];
   /** Characters of the answer the reply carried, when it could not carry all `output_chars` (the rest is in `output_file`). */

@@ -29,6 +29,7 @@ function toHealthReply(report: HealthReport, format: ResponseFormat): HealthRepl
     ...(report.problems.length > 0 ? { problems: report.problems } : {}),
     ...(report.warnings.length > 0 ? { warnings: report.warnings } : {}),
     models: { installed: report.models.installed, ...(loaded.length > 0 ? { loaded } : {}) },
+    ...(report.hosts !== undefined && report.hosts.length > 1 ? { hosts: report.hosts } : {}),
   };
 }
 

@@ -68,6 +68,7 @@ const ollamaRunFields = z.strictObject({
   include_thinking: z.boolean().optional(),
   allow_pull: z.boolean().optional().describe('Pull the model if it is missing (slow).'),
   deadline_ms: timeoutField().describe('Limit of the whole call, fallback models included.'),
+  host: z.string().max(300, 'must be at most 300 characters').optional().describe('Pin an OLLAMA_MCP_HOSTS host.'),
 });
 
 function refineFallback(input: { model: string; fallback_models?: string[] | undefined }, ctx: z.RefinementCtx): void {
@@ -109,6 +110,7 @@ export function toRunRequest(input: z.output<typeof ollamaRunJobSchema>): RunReq
     allowPull: input.allow_pull,
     fallbackModels: input.fallback_models,
     deadlineMs: input.deadline_ms,
+    host: input.host,
   };
 }
 
@@ -173,16 +175,19 @@ export function describeLiveRun(model: string, live: LiveCall, elapsedMs: number
     case 'starting': {
       const waiting = live.startingSince === null ? elapsed : formatElapsed(performance.now() - live.startingSince);
       const what = live.cold ? `waiting for ${model} to load` : 'waiting for Ollama to begin the answer (reading the prompt)';
-      return `${model}: ${what} for ${waiting} (not counted in timeout_ms), ${elapsed} elapsed`;
+      return `${model}${onHost(live)}: ${what} for ${waiting} (not counted in timeout_ms), ${elapsed} elapsed`;
     }
     case 'running': {
       const running = live.runningSince === null ? elapsed : formatElapsed(performance.now() - live.runningSince);
-      return `${model}: running for ${running}, ${live.outputBytes} bytes of output so far`;
+      return `${model}${onHost(live)}: running for ${running}, ${live.outputBytes} bytes of output so far`;
     }
     default:
       return `${model}: ${live.phase}, ${elapsed} elapsed`;
   }
 }
+
+/** ` on gpu-box:11434` when the server sends to several Ollama hosts, else nothing. */
+const onHost = (live: LiveCall): string => (live.host === null ? '' : ` on ${live.host}`);
 
 const calls = (n: number) => `${n} call${n === 1 ? '' : 's'}`;
 

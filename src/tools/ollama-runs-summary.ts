@@ -69,7 +69,16 @@ const listedInputSchema = ollamaRunsSummaryInputSchema.extend({
 
 /** The tool's view of a full summary: no timeline, the top N models and escalated tasks, short error texts. */
 function compactSummary(summary: RunsSummary, top: number): CompactRunsSummary {
-  const { timeline: _timeline, models, escalated_tasks: tasks, attention, escalation_causes: causes, chains, ...rest } = summary;
+  const {
+    timeline: _timeline,
+    hosts: _hosts,
+    models,
+    escalated_tasks: tasks,
+    attention,
+    escalation_causes: causes,
+    chains,
+    ...rest
+  } = summary;
   return {
     ...rest,
     models: models.slice(0, top),

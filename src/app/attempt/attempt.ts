@@ -38,7 +38,7 @@ interface AttemptsDeps {
   /** The CLI's environment. */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Checks a model is installed before spawning (OLLAMA_MCP_PREFLIGHT); none: no check. */
-  readonly preflight: ((model: string) => Promise<PreflightResult>) | undefined;
+  readonly preflight: ((model: string, host?: string) => Promise<PreflightResult>) | undefined;
   readonly ledger: AttemptLedger;
   readonly turns: TurnScheduler;
   readonly contextCheck: ContextCheck;
@@ -87,6 +87,8 @@ class Attempt implements AttemptDriver {
   readonly #waiting: WaitingAttempt;
   readonly #warnings: RunWarning[] = [];
   #ending: Ending | null = null;
+  /** The Ollama host the attempt was sent to, once granted. */
+  #host: string | null = null;
 
   constructor(deps: AttemptsDeps, step: Step, context: CallContext) {
     this.#deps = deps;
@@ -118,7 +120,7 @@ class Attempt implements AttemptDriver {
       startTimeoutMs: limits.startTimeoutMs,
       breaker: limits.breaker,
       before: step.tried.map(({ model, run_id, status, own }) => ({ model, runId: run_id, status, own })),
-      dispatch: { modelKey, parallel: limits.parallel, batch, keepAliveMs: limits.keepAliveMs },
+      dispatch: { modelKey, parallel: limits.parallel, batch, keepAliveMs: limits.keepAliveMs, host: request.host },
       // The circuit is checked twice (admission, leaving the queue): say each thing once.
       note: (warning) => void (this.#warnings.some((w) => w.kind === warning.kind) || this.#warnings.push(warning)),
     };
@@ -129,7 +131,7 @@ class Attempt implements AttemptDriver {
     // 1. Is the model installed? A missing one fails fast instead of starting a multi-GB pull
     //    (without a check nothing is awaited: the attempt reaches the queue in the same tick).
     const preflight = request.allowPull || isCloudModel(request.model) ? undefined : this.#deps.preflight;
-    const check = preflight ? await preflight(request.model) : null;
+    const check = preflight ? await preflight(request.model, request.host) : null;
     if (check?.kind === 'missing') return this.#ends(await this.#missing(check.installed));
     // 2. Its circuit admits it, and the dispatcher grants it a turn (the circuit is checked again then).
     const turn = await this.#deps.turns.takeTurn(this.#waiting, {
@@ -141,14 +143,24 @@ class Attempt implements AttemptDriver {
     if (turn.kind !== 'go') return this.#ends(turn);
     // 3. The CLI, with its two clocks; 4. its status. The turn is held until the attempt ends, so the
     //    next in line sees a circuit this run opened.
-    await this.#emit({ type: 'started', cold: turn.grant.cold });
+    await this.#emit({
+      type: 'started',
+      cold: turn.grant.cold,
+      host: turn.grant.host?.named === true ? turn.grant.host.name : null,
+    });
     const outcome = await this.#runModel(turn.grant);
     const classification = classifyOutcome(outcome);
     // A start that timed out beside models this server only guessed would fit is not the task's failure.
-    const excuse = classification.status === 'start_timeout' ? turn.grant.startTimedOut() : null;
+    // So is a host that could not be reached while another host can serve the model: the call goes on there.
+    const excuse = excuseOf(turn.grant, classification);
     if (excuse !== null) this.#warnings.push(notCounted(excuse));
     const { grant, transition, queueMs } = turn;
-    return this.#ends({ kind: 'ran', grant, transition, queueMs, outcome, classification, excused: excuse !== null });
+    this.#host = grant.host?.name ?? null;
+    const failover = excuse !== null && classification.status === 'ollama_unreachable';
+    return {
+      ...this.#ends({ kind: 'ran', grant, transition, queueMs, outcome, classification, excused: excuse !== null }),
+      failover,
+    };
   }
 
   /** The call stopped before this attempt could run (cancelled while it waited to retry a "not now"). */
@@ -179,6 +191,7 @@ class Attempt implements AttemptDriver {
         usage,
         step: this.#step,
         willRetry,
+        host: this.#host,
       },
       this.#warnings,
       this.#context,
@@ -238,7 +251,7 @@ class Attempt implements AttemptDriver {
         bin: config.ollamaBin,
         args: buildRunArgs(request.model, grant.sendKeepAlive ? request : withoutKeepAlive(request)),
         prompt: request.prompt,
-        env,
+        env: grant.host?.env ?? env,
         timeoutMs: this.info.timeoutMs,
         startTimeoutMs: this.info.startTimeoutMs,
         deadlineMs: deadlineAt === undefined ? undefined : Math.max(1, deadlineAt - clock()),
@@ -288,6 +301,16 @@ function errorOf(ending: Exclude<Ending, { kind: 'ran' }>, model: string): strin
     default:
       return ending.error;
   }
+}
+
+/**
+ * Why an attempt that ran is not its task's failure, or null: a start that timed out beside models
+ * this server only guessed would fit; a host that could not be reached while another can serve.
+ */
+function excuseOf(grant: Grant, classification: Classification): string | null {
+  if (classification.status === 'start_timeout') return grant.startTimedOut();
+  if (classification.status === 'ollama_unreachable') return grant.unreachable?.(classification.error ?? 'unreachable') ?? null;
+  return null;
 }
 
 /** A call's request without its keep-alive (Ollama then keeps whatever the loaded model has). */

@@ -49,6 +49,7 @@ export class AttemptRecorder {
         prompt: attempt.request.prompt,
         output: attempt.classification.answer,
         serverPid: process.pid,
+        host: attempt.host ?? null,
         step: step ? { chainStep: step.chainStep, busyTry: step.busyTry, willRetry } : undefined,
         returned: { outputChars: reply.output.length, thinkingChars: includeThinking ? (reply.thinking ?? '').length : null },
       }),

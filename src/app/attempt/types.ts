@@ -27,6 +27,8 @@ export interface RunRequest extends CliRunOptions {
   readonly fallbackModels?: readonly string[];
   /** The whole call (every model of the chain, busy waits included) ends within this many ms. */
   readonly deadlineMs?: number;
+  /** The Ollama host the call must run on (its `host` argument, as OLLAMA_MCP_HOSTS names it); undefined: routed. */
+  readonly host?: string;
 }
 
 /** What the caller of a call gives besides its arguments. */
@@ -110,6 +112,8 @@ export interface Step {
 /** The status an attempt ended with, for its call to decide what next. */
 export interface AttemptOutcome {
   readonly status: RunStatus;
+  /** Its host could not be reached and another host can serve: the call goes on there at once, not counted. */
+  readonly failover?: boolean;
 }
 
 /** What an attempt's call learns when it ends: its result, and its own escalation for the call's verdict. */
@@ -161,7 +165,8 @@ export interface AttemptInfo
 export type CallEvent = { readonly attempt: AttemptInfo } & (
   | { readonly type: 'queued'; readonly reason: () => QueueReason | null }
   | { readonly type: 'waiting_for_probe' }
-  | { readonly type: 'started'; readonly cold: boolean }
+  /** `host`: the Ollama host it was sent to (null: none known). */
+  | { readonly type: 'started'; readonly cold: boolean; readonly host?: string | null }
   | { readonly type: 'first_byte' }
   | { readonly type: 'output'; readonly bytes: number }
   | {

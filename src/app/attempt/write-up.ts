@@ -34,6 +34,8 @@ export interface WriteUp {
   readonly willRetry: boolean;
   /** The prompt's length when its text is not at hand (an attempt settled by another server). */
   readonly promptChars?: number | undefined;
+  /** The Ollama host it was sent to; null or absent: it reached none. */
+  readonly host?: string | null;
 }
 
 /** Texts of an attempt kept in files because the reply carries only their start. */
@@ -122,6 +124,8 @@ interface RecordContext {
   readonly prompt: string;
   readonly output: string;
   readonly serverPid: number;
+  /** The Ollama host it was sent to; null or absent: none. */
+  readonly host?: string | null;
   /** The attempt's place in its call. */
   readonly step?: { readonly chainStep: number | null; readonly busyTry: number; readonly willRetry: boolean };
   /** Characters of the output (and thinking, when asked for) the reply carries. @default all of them */
@@ -150,6 +154,7 @@ export function toRunRecord(metadata: RunMetadata, context: RecordContext): RunR
     circuit: { ...metadata.circuit, transition: context.transition },
     error: metadata.error?.message ?? null,
     server_pid: context.serverPid,
+    ...(context.host ? { host: context.host } : {}),
     warnings: metadata.warnings,
     ...receivedFields(metadata, context.returned),
     prompt: context.prompt,

@@ -27,6 +27,8 @@ export class LiveCall {
   /** The model of a fallback chain being tried now; null while it is the call's own. */
   model: string | null = null;
   /** While waiting to retry a "not now": which retry, of how many, until when (performance.now()), after what. */
+  /** The Ollama host its attempt was sent to, when the server has several (progress names it). */
+  host: string | null = null;
   busy: { readonly retry: number; readonly of: number; readonly until: number; readonly status: RunStatus } | null = null;
 
   readonly listen = (event: CallEvent): void => {
@@ -43,6 +45,7 @@ export class LiveCall {
       case 'started':
         this.phase = 'starting';
         this.cold = event.cold;
+        this.host = event.host ?? null;
         this.startingSince = performance.now();
         break;
       case 'first_byte':

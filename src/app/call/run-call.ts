@@ -5,6 +5,9 @@ import { decide, STOP, type Next } from './decide.js';
 import { planCall, stepFor, type CallPlan, type CallSoFar } from './plan.js';
 import type { AttemptSource, CallContext, RunRequest } from '../attempt/types.js';
 
+/** A call goes on to another host at most this often per model (each failover marks a host down for 5 s at least). */
+const MAX_FAILOVERS = 8;
+
 const BUSY_WAIT_CANCELLED =
   'cancelled while waiting to retry after Ollama answered "server busy" or "usage limit", or the CLI could not be started';
 
@@ -43,14 +46,21 @@ export async function runCall(deps: CallDeps, request: RunRequest, context: Call
   }
 }
 
-/** The attempts of one model of the chain, its busy retries included: the call's result, or null when the call moves on. */
+/** The attempts of one model of the chain, its busy retries and host failovers included: the call's result, or null when the call moves on. */
 async function tryModel(deps: CallDeps, plan: CallPlan, index: number, soFar: CallSoFar): Promise<RunResult | null> {
   const limits = plan.limits[index]!;
   const { events, signal } = plan.context;
   const budgetEndsAt = Math.min(deps.clock() + limits.startTimeoutMs, plan.deadlineAt ?? Infinity);
-  for (let busyTry = 0; ; busyTry += 1) {
+  let failovers = 0;
+  for (let busyTry = 0; ;) {
     const attempt = deps.attempts.begin(stepFor(plan, index, busyTry, soFar, budgetEndsAt - deps.clock()), plan.context);
-    const { status } = await attempt.run();
+    const { status, failover } = await attempt.run();
+    // Its host could not be reached and another can serve: at once there, neither a busy retry nor counted.
+    if (failover === true && failovers < MAX_FAILOVERS) {
+      failovers += 1;
+      await attempt.end(true);
+      continue;
+    }
     const next = await nextAfter(deps, plan, index, busyTry, budgetEndsAt, status);
     const { result, own } = await attempt.end(next.kind !== 'stop');
     if (next.kind === 'stop') return result;
@@ -70,6 +80,7 @@ async function tryModel(deps: CallDeps, plan: CallPlan, index: number, soFar: Ca
       attempt: attempt.info,
     });
     if (!(await deps.sleep(next.waitMs, signal))) return cancelledWaiting(deps, plan, index, busyTry + 1, soFar);
+    busyTry += 1;
   }
 }
 

@@ -31,6 +31,10 @@ export interface DispatchQueue {
   residency(): { loaded: string[]; capacity: number; memoryBudget: number | null };
   /** Look at the queue again: what Ollama has loaded may have changed. */
   look(): void;
+  /** The queue as the dispatch policy sees it now (where the host pool routes from). */
+  view(): DispatchView;
+  /** Learn what the view needs, when it is stale: `ollama ps`, the shared queue. Never rejects. */
+  freshen(): Promise<void>;
   request(request: DispatchRequest, signal: AbortSignal | undefined): Ticket;
   /** At shutdown, once the calls ended: write what is left to write, and stop. */
   close?(): Promise<void>;
@@ -58,6 +62,18 @@ export interface Grant {
    * a waiting attempt needs to replace, and that attempt would wait the whole keep-alive inside Ollama.
    */
   readonly sendKeepAlive: boolean;
+  /** The Ollama host it is sent to (app/queue/host-pool.ts): its name and its CLI's environment; absent: the server's one. */
+  readonly host?: {
+    readonly name: string;
+    readonly env: Readonly<Record<string, string | undefined>>;
+    /** The server has several hosts: progress names this one. */
+    readonly named: boolean;
+  };
+  /**
+   * Tell the pool the attempt's host could not be reached: it is skipped for a while. Returns why the
+   * attempt is not its task's failure when another host can serve its model (the call goes on there), else null.
+   */
+  readonly unreachable?: (error: string) => string | null;
 }
 
 export interface DispatchRequest {
@@ -68,6 +84,8 @@ export interface DispatchRequest {
   readonly batch?: { readonly id: string; readonly limit: number };
   /** The keep-alive the attempt asks Ollama for, in ms (undefined: Ollama's default). */
   readonly keepAliveMs?: number;
+  /** The host the call pinned (its `host` argument, as OLLAMA_MCP_HOSTS names it); undefined: the pool chooses. */
+  readonly host?: string | undefined;
 }
 
 /** Thrown (as `granted`'s rejection) when a waiting attempt is aborted before it was sent on. */
@@ -136,6 +154,15 @@ export class Dispatcher implements DispatchQueue {
   /** Look at the queue again: what Ollama has loaded may have changed. */
   look(): void {
     this.#dispatch();
+  }
+
+  view(): DispatchView {
+    return this.#view();
+  }
+
+  async freshen(): Promise<void> {
+    this.#options.residency.refreshIfStale();
+    await this.#options.residency.settled();
   }
 
   request(request: DispatchRequest, signal: AbortSignal | undefined): Ticket {

@@ -7,15 +7,16 @@ import { RedisQueueStore } from '../../store/queue/redis-queue-store.js';
 import type { SlotRedisConnection } from '../../store/slots/redis-slot-table.js';
 
 /**
- * Where the queue shared by every server in front of this server's Ollama lives: team mode's Redis
+ * Where the queue shared by every server in front of one Ollama (`ollamaHost`) lives: team mode's Redis
  * when there is one, else the data dir; null when OLLAMA_MCP_SHARED_QUEUE is off.
  */
 export function openQueueStore(
   config: Config,
   place: { readonly identity: SelfIdentity; readonly proc: ProcView; readonly team: SlotRedisConnection | null },
+  ollamaHost: string | undefined = config.ollamaHost,
 ): QueueStore | null {
   if (!config.sharedQueue) return null;
-  const ollamaKey = ollamaKeyOf(config.ollamaHost);
+  const ollamaKey = ollamaKeyOf(ollamaHost);
   const { identity, proc, team } = place;
   if (team !== null) return new RedisQueueStore({ connection: team, ollamaKey, identity, proc });
   return new FileQueueStore({ telemetryDir: config.telemetryDir, ollamaKey, identity, proc });

@@ -11,6 +11,7 @@ import {
   nextDecisionInMs,
   removeEntry,
   touchServer,
+  unionView,
   whyEntryWaits,
   type DecideContext,
   type GrantedEntry,
@@ -18,6 +19,7 @@ import {
   type QueueServer,
   type SharedQueue,
 } from '../../policy/shared-queue.js';
+import type { DispatchView } from '../../policy/dispatch.js';
 import type { SelfIdentity } from '../../store/processes/proc-reader.js';
 import type { QueueStore } from '../../store/queue/queue-store.js';
 import {
@@ -38,6 +40,8 @@ export const QUEUE_LEASE_MS = 10_000;
 const LOOK_EVERY_MS = 100;
 /** While it has attempts in the queue, a server writes this often: its lease, and gone servers dropped. */
 const TICK_EVERY_MS = 1_000;
+/** The host pool routes from a queue read at most this long ago. */
+const FRESH_QUEUE_MS = 1_000;
 /** After the queue failed, this server dispatches on its own this long before it tries the queue again. */
 const RETRY_QUEUE_AFTER_MS = 30_000;
 
@@ -118,6 +122,8 @@ export class SharedDispatcher implements DispatchQueue {
   /** The write under way, if any. */
   #writing: Promise<void> | null = null;
   #failedAt = -Infinity;
+  /** When this server last read or wrote the queue (ms, performance.now). */
+  #seenAt = -Infinity;
   #watcher: { close(): void } | null = null;
   #lookTimer: NodeJS.Timeout | undefined;
   #tickTimer: NodeJS.Timeout | undefined;
@@ -178,6 +184,32 @@ export class SharedDispatcher implements DispatchQueue {
 
   look(): void {
     this.#change((queue) => queue);
+  }
+
+  view(): DispatchView {
+    if (performance.now() - this.#failedAt < RETRY_QUEUE_AFTER_MS) return this.#options.local.view();
+    // This server's own attempts count at once, before its writes show them in the queue.
+    const queue = this.#queue;
+    const present = new Set([...queue.waiting, ...queue.running].map((entry) => entry.id));
+    const waiting = [...this.#waiting.values()].filter((own) => own.local === null && !present.has(own.entry.id));
+    const running = [...this.#granted.values()].flatMap((own) =>
+      own.running !== null && !present.has(own.entry.id) ? [own.running] : [],
+    );
+    const seen = {
+      ...queue,
+      waiting: [...queue.waiting, ...waiting.map((own) => ({ ...own.entry, since: this.#now }))],
+      running: [...queue.running, ...running],
+    };
+    return unionView(seen, this.#context(this.#now)).view;
+  }
+
+  /** `ollama ps` when stale, and the queue when this server has not read it for a second. */
+  async freshen(): Promise<void> {
+    const { residency } = this.#options;
+    residency.refreshIfStale();
+    await residency.settled();
+    if (performance.now() - this.#seenAt < FRESH_QUEUE_MS || performance.now() - this.#failedAt < RETRY_QUEUE_AFTER_MS) return;
+    await this.#change((queue) => queue).catch(() => {});
   }
 
   request(request: DispatchRequest, signal: AbortSignal | undefined): Ticket {
@@ -325,6 +357,7 @@ export class SharedDispatcher implements DispatchQueue {
     if (now >= this.#now) {
       this.#queue = queue;
       this.#now = now;
+      this.#seenAt = performance.now();
     }
     const running = new Map(queue.running.map((entry) => [entry.id, entry]));
     const waiting = new Set(queue.waiting.map((entry) => entry.id));
