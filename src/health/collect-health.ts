@@ -67,7 +67,9 @@ export async function collectHealth(deps: HealthDeps): Promise<HealthReport> {
   const processes = deps.processes ? viewProcesses(await deps.processes()) : null;
   const shared = (await runs.sharedQueue?.()) ?? null;
   const hosts = await hostsReport(deps, cli, clock);
-  const cliFound = cliFindings(cli, config);
+  // With several hosts, the first one down is a warning (hostWarnings) while another answers: calls go there.
+  const anotherHostUp = hosts.length > 1 && hosts.some((host) => host.reachable === true);
+  const cliFound = cliFindings(cli, config, anotherHostUp);
   const problems = [...cliFound.problems, ...stateProblems(checks, config), ...telemetryProblems(telemetry, config)];
   const warnings = [
     ...cliFound.warnings,
@@ -213,7 +215,7 @@ function hungCli(bin: string, deadline: number): CliProbe {
 }
 
 /** Whether the CLI runs, the server answers and a model is installed, each problem with its fix. */
-function cliFindings(cli: CliProbe, config: Config): { problems: string[]; warnings: string[] } {
+function cliFindings(cli: CliProbe, config: Config, anotherHostUp = false): { problems: string[]; warnings: string[] } {
   const bin = config.ollamaBin;
   const problems: string[] = [];
   const warnings: string[] = [];
@@ -225,9 +227,10 @@ function cliFindings(cli: CliProbe, config: Config): { problems: string[]; warni
       `the ollama CLI cannot be run (OLLAMA_BIN=${bin}): ${cli.error ?? 'not found'}. Install Ollama, or set OLLAMA_BIN to the CLI's full path in the MCP client's env (clients pass a minimal PATH).`,
     );
   } else if (cli.serverReachable === false) {
-    problems.push(
-      `the Ollama server is not reachable at ${hostSetting}: start it with \`ollama serve\`, or set OLLAMA_HOST in the MCP client's env if it runs elsewhere. The CLI said: ${cli.error ?? 'could not connect'}`,
-    );
+    if (!anotherHostUp)
+      problems.push(
+        `the Ollama server is not reachable at ${hostSetting}: start it with \`ollama serve\`, or set OLLAMA_HOST in the MCP client's env if it runs elsewhere. The CLI said: ${cli.error ?? 'could not connect'}`,
+      );
   } else if (cli.serverReachable === null && cli.errorCause === 'spawn_failed') {
     problems.push(
       `${cli.error ?? 'the CLI could not be started'}. Runs fail with spawn_failed (retried, never escalated at once) until it passes; if it lasts, raise this server's open-file or process limit (ulimit -n / -u, a container's pids limit), or end what holds them.`,

@@ -5,6 +5,7 @@ import {
   attemptAttributes,
   attemptSpanName,
   endedAttributes,
+  ollamaServer,
   OPERATION,
   PROVIDER,
   safeText,
@@ -35,10 +36,18 @@ export function callSpans(deps: CallSpansDeps, request: RunRequest, context: Run
   const under = job === null ? parent : trace.setSpan(parent, job);
   const open = new Map<string, Span>();
   const reached = new Set<string>();
+  /** The host each attempt was sent to, with several hosts. */
+  const sentTo = new Map<string, string>();
   return (event) => {
     const { runId } = event.attempt;
     if (event.type === 'queued' || event.type === 'started') reached.add(runId);
-    if (event.type === 'ended') recordMetrics(deps, event.result, event.willRetry, reached.delete(runId));
+    if (event.type === 'started' && event.host) sentTo.set(runId, event.host);
+    if (event.type === 'ended') {
+      const host = sentTo.get(runId);
+      sentTo.delete(runId);
+      const server = host === undefined ? deps.server : ollamaServer(host);
+      recordMetrics({ ...deps, server }, event.result, event.willRetry, reached.delete(runId));
+    }
     if (tracer === null || event.type === 'output') return;
     let span = open.get(runId);
     if (span === undefined) {
@@ -71,6 +80,11 @@ function tellSpan(span: Span, event: CallEvent, content: { prompt: string } | nu
       span.addEvent(event.type);
       return false;
     case 'started':
+      // With several Ollama hosts (OLLAMA_MCP_HOSTS), the one this attempt was sent to.
+      if (event.host) {
+        const server = ollamaServer(event.host);
+        span.setAttributes({ 'server.address': server.address, 'server.port': server.port });
+      }
       span.addEvent('started', { 'ollama_runner.cold': event.cold });
       if (event.cold) span.addEvent('cold_load');
       return false;

@@ -5,14 +5,16 @@
 export function ollamaKeyOf(ollamaHost: string | undefined): string {
   let text = (ollamaHost ?? '').trim().toLowerCase();
   let scheme = 'http';
+  // As the CLI reads it: without a scheme the port is 11434; `http://` alone means 80, `https://` 443.
+  let port = '11434';
   const match = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/.exec(text);
   if (match) {
     scheme = match[1] ?? scheme;
     text = match[2] ?? '';
+    port = scheme === 'https' ? '443' : '80';
   }
-  text = text.replace(/\/+$/, '');
+  text = text.replace(/\/.*$/, '');
   let host = text;
-  let port = scheme === 'https' ? '443' : '11434';
   const withPort = /^(.*):(\d+)$/.exec(text);
   if (withPort) {
     host = withPort[1] ?? '';

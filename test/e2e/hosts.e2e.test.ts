@@ -158,6 +158,11 @@ describe('several Ollama hosts: a host that cannot be reached', () => {
       [down.host, false],
       [up.host, true],
     ]);
+    // Runs work on the other host: health is ok, and the host that is down is a warning, not a problem.
+    const report = health.structuredContent as { ok: boolean; problems: string[]; warnings: string[] };
+    expect(report.problems).toEqual([]);
+    expect(report.ok).toBe(true);
+    expect(report.warnings.join('\n')).toContain(`Ollama host ${down.host} cannot be reached`);
   });
 
   it('a host going down mid-run: its next call goes on at once on the other host, not counted', async () => {

@@ -131,4 +131,15 @@ describe("a call's events as spans", () => {
     expect(job!.parentSpanContext?.spanId).toBe(parentSpan.spanContext().spanId);
     expect(chat!.parentSpanContext?.spanId).toBe(job!.spanContext().spanId);
   });
+
+  it('with several Ollama hosts, an attempt span names the host it was sent to', async () => {
+    const { exporter, deps, provider } = setUp();
+    const listen = callSpans(deps, { model: 'llama3.2', prompt: 'hello' }, {});
+    const attempt = info('run-1', 0);
+    await listen({ type: 'started', cold: false, host: 'gpu-box:11500', attempt });
+    await listen({ type: 'ended', status: 'ok', willRetry: false, result: result('run-1', 'ok'), attempt });
+    await provider.forceFlush();
+    const [chat] = exporter.getFinishedSpans();
+    expect(chat!.attributes).toMatchObject({ 'server.address': 'gpu-box', 'server.port': 11500 });
+  });
 });

@@ -206,6 +206,9 @@ describe('ollamaKeyOf', () => {
     expect(ollamaKeyOf('gpu-box:11434')).not.toBe(local);
     expect(ollamaKeyOf('127.0.0.1:11500')).not.toBe(local);
     expect(ollamaKeyOf('https://gpu-box')).toBe('https-gpu-box-443');
+    // As the CLI reads OLLAMA_HOST: a scheme without a port means that scheme's port, not 11434.
+    expect(ollamaKeyOf('http://gpu-box')).toBe('http-gpu-box-80');
+    expect(ollamaKeyOf('gpu-box')).toBe('http-gpu-box-11434');
     expect(ollamaKeyOf('[::1]:11434')).toBe(local);
   });
 });
