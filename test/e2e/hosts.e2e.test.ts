@@ -70,6 +70,48 @@ function overlapped(a: readonly ServeEvent[], b: readonly ServeEvent[]): boolean
   return spans(a).some(([s1, e1]) => spans(b).some(([s2, e2]) => s1 < e2 && s2 < e1));
 }
 
+/** The most requests sent to Ollama at once (received, not yet answered), over every host's trace. */
+function mostAtOnce(serves: readonly FakeServe[]): number {
+  const edges = serves
+    .flatMap((serve) => serve.events())
+    .filter((e) => e.event === 'received' || e.event === 'request_done')
+    .map((e) => [e.t, e.event === 'received' ? 1 : -1] as const)
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let now = 0;
+  let most = 0;
+  for (const [, step] of edges) most = Math.max(most, (now += step));
+  return most;
+}
+
+describe('several Ollama hosts: the limits hold over all hosts together', () => {
+  it("a batch's concurrency and OLLAMA_MCP_CONCURRENCY bound the calls over both hosts, not per host", async () => {
+    const both = 'sim-a:latest,sim-b:latest';
+    // Each host said to run 4 requests of a model and hold both models: per host, 2 jobs and 3 calls would fit.
+    const roomy = { models: both, settings: ';parallel=4;max_loaded=2' };
+    const { serves, servers } = await hostWorld([roomy, roomy], { OLLAMA_MCP_CONCURRENCY: '3' });
+    const batch = await servers[0]!.client.callTool(
+      {
+        name: 'ollama_run_many',
+        arguments: {
+          concurrency: 2,
+          jobs: Array.from({ length: 6 }, (_, i) => ({ model: i % 2 ? 'sim-b' : 'sim-a', prompt: `j${i} @fake:sleep_ms=400` })),
+        },
+      },
+      undefined,
+      { timeout: 120_000 },
+    );
+    expect((batch.structuredContent as { summary: { ok: number } }).summary.ok).toBe(6);
+    expect(mostAtOnce(serves)).toBe(2);
+    const calls = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        servers[0]!.run({ model: i % 2 ? 'sim-b' : 'sim-a', prompt: `c${i} @fake:sleep_ms=400` }),
+      ),
+    );
+    expect(calls.every((c) => c.metadata.status === 'ok')).toBe(true);
+    expect(mostAtOnce(serves)).toBeLessThanOrEqual(3);
+  });
+});
+
 describe('several Ollama hosts: routing by what each has loaded', () => {
   it('two hosts each holding one of two models: 12 alternating calls load nothing more and run side by side', async () => {
     const both = 'sim-a:latest,sim-b:latest';

@@ -2,6 +2,7 @@ import type { HostSpec } from '../../config/hosts.js';
 import type { DispatchView } from '../../policy/dispatch.js';
 import { HEALTHY, isDown, markDown, markUp, type HostHealth } from '../../policy/host-health.js';
 import { chooseHost, otherHostCanServe, type HostOption } from '../../policy/host-routing.js';
+import { RouteGate } from './route-gate.js';
 import { DispatchAbortedError, type DispatchQueue, type DispatchRequest, type Grant, type Ticket } from './dispatcher.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -57,11 +58,13 @@ export class HostPool implements DispatchQueue {
   readonly #hosts: readonly PoolHost[];
   readonly #health = new Map<string, HostHealth>();
   readonly #installed = new Map<string, HostListing>();
+  readonly #gate: RouteGate;
 
   constructor(options: HostPoolOptions) {
     if (options.hosts.length === 0) throw new Error('a host pool needs a host');
     this.#options = options;
     this.#hosts = options.hosts;
+    this.#gate = new RouteGate(options.hosts[0]!.queue.limit);
   }
 
   get running(): number {
@@ -147,15 +150,30 @@ export class HostPool implements DispatchQueue {
   request(request: DispatchRequest, signal: AbortSignal | undefined): Ticket {
     if (!this.several) return this.#send(this.#hosts[0]!, request, signal);
     let inner: Ticket | null = null;
+    // The server's and the batch's limits hold over all hosts together: wait for room before routing.
+    const gate = this.#gate.enter(request.batch, signal);
     const granted = (async () => {
-      await this.#freshenFor();
-      if (signal?.aborted) throw new DispatchAbortedError();
-      const choice = chooseHost(this.#routeOptions(request), request.modelKey, request.host ?? null);
-      const host = this.#hosts.find((h) => h.name === choice?.name) ?? this.#hosts[0]!;
-      inner = this.#send(host, request, signal);
-      return inner.granted;
+      const leave = await gate.entered;
+      try {
+        await this.#freshenFor();
+        if (signal?.aborted) throw new DispatchAbortedError();
+        const choice = chooseHost(this.#routeOptions(request), request.modelKey, request.host ?? null);
+        const host = this.#hosts.find((h) => h.name === choice?.name) ?? this.#hosts[0]!;
+        inner = this.#send(host, request, signal);
+        const grant = await inner.granted;
+        return {
+          ...grant,
+          release: () => {
+            grant.release();
+            leave();
+          },
+        };
+      } catch (error) {
+        leave();
+        throw error;
+      }
     })();
-    return { granted, reason: () => inner?.reason() ?? null };
+    return { granted, reason: () => inner?.reason() ?? gate.reason() };
   }
 
   async close(): Promise<void> {
