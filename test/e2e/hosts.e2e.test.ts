@@ -162,7 +162,9 @@ describe('several Ollama hosts: routing by what each has loaded', () => {
   });
 
   it('weights: the heavier host takes most of a burst when both could serve it', async () => {
-    const { serves, servers } = await hostWorld([{ models: 'sim-a:latest', settings: ';weight=3' }, { models: 'sim-a:latest' }]);
+    // All 8 routed at once (OLLAMA_MCP_CONCURRENCY 8): the weights divide the calls queued on the hosts.
+    const hosts = [{ models: 'sim-a:latest', settings: ';weight=3' }, { models: 'sim-a:latest' }];
+    const { serves, servers } = await hostWorld(hosts, { OLLAMA_MCP_CONCURRENCY: '8' });
     const [heavy, light] = serves as [FakeServe, FakeServe];
     const results = await Promise.all(
       Array.from({ length: 8 }, (_, i) => servers[0]!.run({ model: 'sim-a', prompt: `w${i} @fake:sleep_ms=200` })),
