@@ -148,7 +148,7 @@ export class SharedDispatcher implements DispatchQueue {
     return this.#options.concurrency;
   }
 
-  /** The key of this server in the queue, and where the queue is. */
+  /** Where the queue is: its file, or the Redis URL and key. */
   get location(): string {
     return this.#options.store.location;
   }
