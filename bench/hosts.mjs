@@ -17,16 +17,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import {
-  NODE_FAKE,
-  closeAllServers,
-  makeTempDir,
-  removeAllTempDirs,
-  removeTempDir,
-  startFakeServe,
-  startServer,
-  summarize,
-} from './lib.mjs';
+import { NODE_FAKE, makeTempDir, removeTempDir, runStandalone, startFakeServe, startServer, summarize } from './lib.mjs';
 
 const MODELS = 'sim-a:latest,sim-b:latest';
 const CALLS = 12;
@@ -137,17 +128,4 @@ export function hostsRows(f) {
   ];
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  try {
-    const runs = Number(process.argv[2] ?? 3);
-    const f = await measureHosts({ runs, log: (line) => process.stdout.write(`  ${line}\n`) });
-    for (const r of hostsRows(f)) {
-      process.stdout.write(
-        `${r.pass ? 'PASS' : 'FAIL'}  ${r.measure}: ${r.value}  [baseline ${r.baseline}; target ${r.target}]\n      ${r.note}\n`,
-      );
-    }
-  } finally {
-    await closeAllServers();
-    removeAllTempDirs();
-  }
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await runStandalone(measureHosts, hostsRows);

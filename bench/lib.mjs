@@ -473,3 +473,32 @@ export async function startFakeServe(dir, models, env = {}) {
       }),
   };
 }
+
+/**
+ * Run a scheduling benchmark on its own (`node bench/<name>.mjs [runs]`): measure with `runs` (argv[2],
+ * default 3), say how much CPU the rest of the machine used meanwhile, print the target rows, clean up.
+ */
+export async function runStandalone(measure, rowsOf) {
+  try {
+    const runs = Number(process.argv[2] ?? 3);
+    const [t0, before] = [performance.now(), cpuTicks()];
+    const figures = await measure({ runs, log: (line) => process.stdout.write(`  ${line}\n`) });
+    const after = cpuTicks();
+    const seconds = (performance.now() - t0) / 1000;
+    if (before && after) {
+      const other = after.machineBusy - before.machineBusy - (after.ours - before.ours);
+      const pct = Math.max(0, other / (seconds * os.availableParallelism()));
+      process.stdout.write(
+        `other processes used ${pct.toFixed(0)}% of the ${os.availableParallelism()} CPUs over ${seconds.toFixed(0)} s\n`,
+      );
+    }
+    for (const r of rowsOf(figures)) {
+      process.stdout.write(
+        `${r.pass ? 'PASS' : 'FAIL'}  ${r.measure}: ${r.value}  [baseline ${r.baseline}; target ${r.target}]\n      ${r.note}\n`,
+      );
+    }
+  } finally {
+    await closeAllServers();
+    removeAllTempDirs();
+  }
+}

@@ -13,21 +13,10 @@
 //
 // `node bench/shared-ollama.mjs [runs]` runs it alone (after `npm run build`); `measureSharedOllama()`
 // returns the figures and `sharedOllamaRows()` the rows in the shape `npm run bench` prints.
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import {
-  NODE_FAKE,
-  closeAllServers,
-  cpuTicks,
-  makeTempDir,
-  removeAllTempDirs,
-  removeTempDir,
-  startFakeServe,
-  startServer,
-  summarize,
-} from './lib.mjs';
+import { NODE_FAKE, makeTempDir, removeTempDir, runStandalone, startFakeServe, startServer, summarize } from './lib.mjs';
 
 const MODELS = 'sim-a:latest,sim-b:latest,sim-c:latest';
 const SESSION_MODELS = ['sim-a', 'sim-b', 'sim-c'];
@@ -172,28 +161,4 @@ export function sharedOllamaRows(f) {
   });
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  try {
-    const runs = Number(process.argv[2] ?? 3);
-    const [t0, before] = [performance.now(), cpuTicks()];
-    const f = await measureSharedOllama({ runs, log: (line) => process.stdout.write(`  ${line}\n`) });
-    // How disturbed the run was: CPU the rest of the machine used meanwhile (as run.mjs's withNoise says it).
-    const after = cpuTicks();
-    const seconds = (performance.now() - t0) / 1000;
-    if (before && after) {
-      const other = after.machineBusy - before.machineBusy - (after.ours - before.ours);
-      const pct = Math.max(0, other / (seconds * os.availableParallelism()));
-      process.stdout.write(
-        `other processes used ${pct.toFixed(0)}% of the ${os.availableParallelism()} CPUs over ${seconds.toFixed(0)} s\n`,
-      );
-    }
-    for (const r of sharedOllamaRows(f)) {
-      process.stdout.write(
-        `${r.pass ? 'PASS' : 'FAIL'}  ${r.measure}: ${r.value}  [baseline ${r.baseline}; target ${r.target}]\n      ${r.note}\n`,
-      );
-    }
-  } finally {
-    await closeAllServers();
-    removeAllTempDirs();
-  }
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await runStandalone(measureSharedOllama, sharedOllamaRows);

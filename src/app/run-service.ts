@@ -17,14 +17,13 @@ import { cliContextCheck } from './attempt/context-check.js';
 import { Dispatcher, type DispatchQueue } from './queue/dispatcher.js';
 import { serverKeyOf, SharedDispatcher, type SharedQueueStatus } from './queue/shared-dispatcher.js';
 import { sharedPs } from './queue/shared-ps.js';
-import { FOREVER } from '../policy/shared-queue.js';
+import { queueKeepAlive } from '../policy/shared-queue.js';
 import type { QueueStore } from '../store/queue/queue-store.js';
 import { ledgerReserve } from './reply/disk-room.js';
 import { Residency } from './queue/residency.js';
 import { HostPool, type HostListing, type HostStatus } from './queue/host-pool.js';
 import { hostNameOf, resolveHost, type HostSpec } from '../config/hosts.js';
 import { ollamaKeyOf } from '../policy/host-key.js';
-import { isUnreachableMessage } from '../ollama/cli-errors.js';
 import type { WriteUp } from './attempt/write-up.js';
 import { salvageRequest } from './attempt/request.js';
 import type { RunResult } from './reply/run-result.js';
@@ -375,8 +374,7 @@ function hostPoolFor(config: Config, deps: RunServiceDeps, warn: (message: strin
       : async () => {
           const result = await read();
           if (result.ok) pool?.reached(name);
-          else if (isUnreachableMessage(result.reason) || /did not answer within/.test(result.reason))
-            pool?.unreachable(name, result.reason);
+          else if (result.cause === 'unreachable' || result.cause === 'timeout') pool?.unreachable(name, result.reason);
           return result;
         };
   pool = new HostPool({
@@ -434,7 +432,7 @@ function dispatcherFor(
             server: serverKeyOf(identity),
             read,
             settle: (queue, now) => shared?.settle(queue, now).queue ?? queue,
-            defaultKeepAliveMs: config.keepAliveMs === Infinity ? FOREVER : config.keepAliveMs,
+            defaultKeepAliveMs: queueKeepAlive(config.keepAliveMs),
           }),
     warn,
     onChange: () => dispatcher?.look(),

@@ -1,4 +1,4 @@
-import { describeCliFailure, runCliCommand } from './cli-command.js';
+import { describeCliFailure, runCliCommand, type CliFailureCause } from './cli-command.js';
 import { sizeCellOf } from './human-bytes.js';
 import { canonicalModelName, MODEL_NAME_PATTERN } from './model-name.js';
 
@@ -37,18 +37,24 @@ export function parseLoadedModels(stdout: string): LoadedTable | null {
 /** What `ollama ps` said: the loaded models and their sizes in bytes (absent when unreadable), or why it could not say. */
 export type LoadedModelsResult =
   | { readonly ok: true; readonly models: readonly string[]; readonly sizes: ReadonlyMap<string, number> }
-  | { readonly ok: false; readonly reason: string };
+  | {
+      readonly ok: false;
+      /** What failed: the CLI's own failure kinds (`unreachable`, `timeout`...), or a table it could not read. */
+      readonly cause: CliFailureCause | 'unexpected_output';
+      readonly reason: string;
+    };
 
 /** Ask `ollama ps` which models Ollama has loaded. Never rejects. */
 export async function readLoadedModels(request: { readonly bin: string; readonly env: Env }): Promise<LoadedModelsResult> {
   const result = await runCliCommand({ bin: request.bin, args: ['ps'], env: request.env, timeoutMs: PS_TIMEOUT_MS });
   if (result.exitCode !== 0 || result.spawnError !== null || result.timedOut) {
-    return { ok: false, reason: describeCliFailure(request.bin, ['ps'], result, PS_TIMEOUT_MS).reason };
+    return { ok: false, ...describeCliFailure(request.bin, ['ps'], result, PS_TIMEOUT_MS) };
   }
   const table = parseLoadedModels(result.stdout);
   if (table === null) {
     const first = result.stdout.split('\n', 1)[0]?.slice(0, 80) ?? '';
-    return { ok: false, reason: `\`${request.bin} ps\` printed something other than its table (${JSON.stringify(first)})` };
+    const reason = `\`${request.bin} ps\` printed something other than its table (${JSON.stringify(first)})`;
+    return { ok: false, cause: 'unexpected_output', reason };
   }
   return { ok: true, ...table };
 }

@@ -31,6 +31,11 @@ import type { ProcessId, ProcessPlace } from './process-identity.js';
 /** `keepAliveMs` of a model Ollama keeps loaded forever (Ollama's own keep_alive for it). */
 export const FOREVER = -1;
 
+/** A keep-alive in ms as the queue writes it: Infinity (forever) as {@link FOREVER}, which JSON can hold. */
+export function queueKeepAlive(ms: number): number {
+  return ms === Infinity ? FOREVER : ms;
+}
+
 /** A server with attempts in the queue. */
 export interface QueueServer extends ProcessId, ProcessPlace {
   /** When it last wrote to the queue. */

@@ -7,7 +7,7 @@ import {
   dropIdleServer,
   EMPTY_QUEUE,
   forgetLoaded,
-  FOREVER,
+  queueKeepAlive,
   nextDecisionInMs,
   removeEntry,
   touchServer,
@@ -226,7 +226,7 @@ export class SharedDispatcher implements DispatchQueue {
           model: request.modelKey,
           parallel: request.parallel,
           batch: request.batch ? { id: `${this.#key}#${request.batch.id}`, limit: request.batch.limit } : null,
-          ...(request.keepAliveMs === undefined ? {} : { keepAliveMs: keepAliveOf(request.keepAliveMs) }),
+          ...(request.keepAliveMs === undefined ? {} : { keepAliveMs: queueKeepAlive(request.keepAliveMs) }),
         },
         request,
         grant: (grant) => {
@@ -295,7 +295,7 @@ export class SharedDispatcher implements DispatchQueue {
 
   #context(now: number): DecideContext {
     const { residency, switchAfterMs, keepAliveMs } = this.#options;
-    return { now, room: residency.room(), switchAfterMs, defaultKeepAliveMs: keepAliveOf(keepAliveMs) };
+    return { now, room: residency.room(), switchAfterMs, defaultKeepAliveMs: queueKeepAlive(keepAliveMs) };
   }
 
   /**
@@ -455,10 +455,6 @@ export class SharedDispatcher implements DispatchQueue {
       );
     }
   }
-}
-
-function keepAliveOf(ms: number): number {
-  return ms === Infinity ? FOREVER : ms;
 }
 
 function unref(timer: NodeJS.Timeout): NodeJS.Timeout {

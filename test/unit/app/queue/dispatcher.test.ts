@@ -224,7 +224,9 @@ describe('Dispatcher', () => {
   });
 
   it('goes on from its own dispatches when `ollama ps` fails, and says so once', async () => {
-    const d = setup({ ps: async () => ({ ok: false, reason: '`ollama ps` did not answer within 3000 ms and was killed' }) });
+    const d = setup({
+      ps: async () => ({ ok: false, cause: 'timeout', reason: '`ollama ps` did not answer within 3000 ms and was killed' }),
+    });
     d.ask('a1', 'a');
     d.ask('b1', 'b');
     d.ask('b2', 'b');
